@@ -1,0 +1,112 @@
+"""numpy <-> tensor data on any backend, for every dtype.
+
+f16 maps to numpy float16; bf16 is converted from/to float32; quantized types are quantized from
+float32 with `ggml_quantize_chunk` and dequantized with the type's `to_float`. Reads are zero-copy
+(`view`) where the tensor lives in host memory and numpy has the type.
+"""
+
+import numpy as np
+
+from ._lib import ffi, lib
+from . import dtypes
+from .errors import DTypeError, GGMLError, ShapeError
+
+
+def _check_allocated(t, what):
+    if t.ptr.data == ffi.NULL or t.ptr.buffer == ffi.NULL:
+        raise GGMLError(f"{what}: tensor {t.name!r} has no backend memory yet (allocate or compute it first)")
+
+
+def _numpy_shape(t):
+    return tuple(reversed(t.ne))
+
+
+def encode(array, dtype):
+    """Bytes of `array` in GGML's layout for `dtype` (conversion and quantization done here)."""
+    dtype = dtypes.as_dtype(dtype)
+    array = np.asarray(array)
+    if dtype.name == "bf16":
+        src = np.ascontiguousarray(array, dtype=np.float32)
+        out = np.empty(src.shape, dtype=np.uint16)
+        lib.ggml_fp32_to_bf16_row(ffi.from_buffer("float *", src), ffi.from_buffer("ggml_bf16_t *", out), src.size)
+        return out
+    if dtype.is_quantized:
+        src = np.ascontiguousarray(array, dtype=np.float32)
+        n_per_row = src.shape[-1] if src.ndim else 1
+        if n_per_row % dtype.block_size:
+            raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} are not a multiple of {dtype.block_size}")
+        if lib.ggml_quantize_requires_imatrix(dtype.value):
+            raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix")
+        nrows = src.size // max(n_per_row, 1)
+        out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
+        lib.ggml_quantize_init(dtype.value)
+        lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
+                                0, nrows, n_per_row, ffi.NULL)
+        return out
+    if dtype.numpy is None:
+        raise DTypeError(f"no numpy conversion to {dtype.name}")
+    return np.ascontiguousarray(array, dtype=dtype.numpy)
+
+
+def decode(raw, dtype, shape):
+    """numpy array (float32 for bf16 and quantized) from GGML-layout bytes `raw` (uint8)."""
+    dtype = dtypes.as_dtype(dtype)
+    n = int(np.prod(shape)) if shape else 1
+    if dtype.name == "bf16":
+        src = np.frombuffer(raw, dtype=np.uint16)
+        out = np.empty(n, dtype=np.float32)
+        lib.ggml_bf16_to_fp32_row(ffi.from_buffer("ggml_bf16_t *", src), ffi.from_buffer("float *", out), n)
+        return out.reshape(shape)
+    if dtype.is_quantized:
+        traits = lib.ggml_get_type_traits(dtype.value)
+        if traits.to_float == ffi.NULL:
+            raise DTypeError(f"GGML has no dequantization for {dtype.name}")
+        src = np.ascontiguousarray(raw)
+        out = np.empty(n, dtype=np.float32)
+        traits.to_float(ffi.from_buffer("void *", src), ffi.from_buffer("float *", out), n)
+        return out.reshape(shape)
+    return np.frombuffer(raw, dtype=dtype.numpy).reshape(shape).copy()
+
+
+def set_data(t, array):
+    """Write `array` (numpy order, same number of elements) into tensor `t`, converting its type."""
+    _check_allocated(t, "set_data")
+    if not t.is_contiguous:
+        raise ShapeError(f"set_data: tensor {t.name!r} is not contiguous")
+    array = np.asarray(array)
+    if array.size != t.nelements:
+        raise ShapeError(f"set_data: array of shape {array.shape} ({array.size} elements) into tensor "
+                         f"ne={list(t.ne)} ({t.nelements} elements)")
+    raw = encode(array.reshape(_numpy_shape(t)), t.dtype)
+    if raw.nbytes != t.nbytes:
+        raise ShapeError(f"set_data: {raw.nbytes} bytes for a tensor of {t.nbytes}")
+    lib.ggml_backend_tensor_set(t.ptr, ffi.from_buffer("void *", raw), 0, raw.nbytes)
+
+
+def get_data(t, shape=None):
+    """A numpy copy of tensor `t` (numpy order; `shape` overrides the 4-D default)."""
+    _check_allocated(t, "get_data")
+    shape = _numpy_shape(t) if shape is None else tuple(shape)
+    if int(np.prod(shape)) != t.nelements:
+        raise ShapeError(f"get_data: shape {shape} for a tensor of {t.nelements} elements")
+    if not t.is_contiguous:
+        raise ShapeError(f"get_data: tensor {t.name!r} is not contiguous")
+    raw = np.empty(t.nbytes, dtype=np.uint8)
+    lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
+    return decode(raw, t.dtype, shape)
+
+
+def view(t, shape=None, owner=None):
+    """A zero-copy numpy view of a host-memory tensor; it keeps `owner` (the tensor's Buffer) alive."""
+    _check_allocated(t, "view")
+    if not lib.ggml_backend_buffer_is_host(t.ptr.buffer):
+        raise DTypeError(f"view: tensor {t.name!r} is in device memory; use get_data")
+    dtype = t.dtype
+    if dtype.numpy is None or dtype.name == "bf16":
+        raise DTypeError(f"view: numpy has no {dtype.name} type; use get_data")
+    if not t.is_contiguous:
+        raise ShapeError(f"view: tensor {t.name!r} is not contiguous")
+    shape = _numpy_shape(t) if shape is None else tuple(shape)
+    keeper = (t.ctx, owner)
+    holder = ffi.gc(ffi.cast("char *", t.ptr.data), lambda _p, _k=keeper: None)
+    return np.frombuffer(ffi.buffer(holder, t.nbytes), dtype=dtype.numpy).reshape(shape)

@@ -1,0 +1,21 @@
+"""Exception types. Each also inherits the builtin users would catch (ValueError, TypeError, ...)."""
+
+
+class GGRADError(Exception):
+    """Base class of every error ggrad raises on purpose."""
+
+
+class ShapeError(GGRADError, ValueError):
+    """Shapes, strides or dimensions that an op cannot accept."""
+
+
+class DTypeError(GGRADError, TypeError):
+    """A tensor type that an op or conversion cannot accept."""
+
+
+class DeviceError(GGRADError, ValueError):
+    """An unknown device, a device mismatch, or a backend that cannot be started."""
+
+
+class GGMLError(GGRADError, RuntimeError):
+    """GGML reported a failure (allocation, compute, file format)."""

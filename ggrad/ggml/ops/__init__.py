@@ -1,0 +1,1 @@
+"""Validated op builders: one function per GGML op, GGML's name without the prefix, GGML's argument order."""

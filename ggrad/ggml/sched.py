@@ -1,0 +1,44 @@
+"""`ggml_backend_sched`: computes a graph on a device, falling back to the CPU for ops it cannot run."""
+
+from ._lib import ffi, lib
+from .errors import GGMLError
+from . import backend as _device
+from . import hooks
+
+
+class Scheduler:
+    """A scheduler over `device` (first) and the CPU (fallback), sized for graphs of `graph_size` nodes."""
+
+    def __init__(self, dev, graph_size=4096):
+        dev = _device.device(dev)
+        self.device = dev
+        self.graph_size = int(graph_size)
+        backends = [dev.backend] if dev.is_cpu else [dev.backend, _device.cpu().backend]
+        self._backends = ffi.new("ggml_backend_t[]", backends)
+        ptr = lib.ggml_backend_sched_new(self._backends, ffi.NULL, len(backends), self.graph_size, False, True)
+        if ptr == ffi.NULL:
+            raise GGMLError(f"could not create a scheduler for {dev.name}")
+        self.ptr = ffi.gc(ptr, lib.ggml_backend_sched_free)
+
+    def alloc(self, graph):
+        """Place the graph's unallocated tensors in the scheduler's compute buffers."""
+        lib.ggml_backend_sched_reset(self.ptr)
+        if not lib.ggml_backend_sched_alloc_graph(self.ptr, graph.ptr):
+            raise MemoryError(f"could not allocate a graph of {graph.n_nodes} nodes on {self.device.name}")
+
+    def compute(self, graph, eval_callback=None):
+        """Compute an allocated graph; `eval_callback(tensor, ask)` observes each node when given."""
+        with hooks.eval_callback(self, eval_callback):
+            status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
+        hooks.raise_pending()
+        if status != lib.GGML_STATUS_SUCCESS:
+            raise GGMLError(f"graph compute failed on {self.device.name}: "
+                            f"{ffi.string(lib.ggml_status_to_string(status)).decode()}")
+
+    @property
+    def n_splits(self):
+        return int(lib.ggml_backend_sched_get_n_splits(self.ptr))
+
+    def buffer_size(self, dev=None):
+        dev = self.device if dev is None else _device.device(dev)
+        return int(lib.ggml_backend_sched_get_buffer_size(self.ptr, dev.backend))

@@ -1,0 +1,35 @@
+"""ggrad: a PyTorch-style define-by-run autograd framework on the GGML tensor library.
+
+    import ggrad
+    x = ggrad.randn(4, 3, requires_grad=True)
+    loss = (x @ x.T).sum()
+    loss.backward()
+    print(x.grad)
+"""
+
+from . import ggml
+from .ggml import (Device, devices, device, set_num_threads, get_num_threads, GGRADError, ShapeError, DTypeError,
+                   DeviceError, GGMLError)
+from .ggml import f32 as float32, f16 as float16, bf16 as bfloat16, i32 as int32
+from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled, is_grad_enabled)
+from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
+from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
+from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
+                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed)
+from .autograd.execution import realize_all as realize
+
+float = float32  # noqa: A001  (torch.float)
+half = float16
+int = int32  # noqa: A001
+__version__ = "0.1.0"
+
+
+def stats():
+    """Counters of the execution engine: graph computes, nodes, bytes uploaded/read, tensors persisted."""
+    from .autograd.execution import stats as _stats
+    return _stats.as_dict()
+
+
+def reset_stats():
+    from .autograd.execution import stats as _stats
+    _stats.reset()

@@ -10,8 +10,8 @@ from .errors import GGRADError, ShapeError, DTypeError, DeviceError, GGMLError
 from .dtypes import DType, f32, f16, bf16, i32, i16, i8, all_dtypes, as_dtype
 from .backend import (Device, devices, device, cpu, set_num_threads, get_num_threads, has_backend,
                      rpc_add_server, rpc_start_server)
-from .context import Context, GTensor, Graph, MAX_DIMS
-from .buffer import Buffer, alloc_context_tensors
+from .context import Context, GTensor, Graph, MAX_DIMS, tensor_overhead
+from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler
 from .data import set_data, get_data, view, encode, decode
 

@@ -1,7 +1,7 @@
 """Devices of every registered GGML backend, their backends, and CPU threads.
 
-GGML names devices `CPU`, `CUDA0`, `Vulkan0`, `RPC[host:port]`; ggrad also accepts the PyTorch-like
-`cpu`, `cuda:0`, `vulkan:0`, `rpc:0`. A device's backend is started once and shared.
+GGML names devices `CPU`, `CUDA0`, `Vulkan0`, `RPC0` (each RPC server is a registry `RPC[host:port]`);
+ggrad also accepts the PyTorch-like `cpu`, `cuda:0`, `vulkan:0`, `rpc:0`. A device's backend is started once and shared.
 """
 
 import os
@@ -20,6 +20,7 @@ if hasattr(lib, "GGML_BACKEND_DEVICE_TYPE_IGPU"):
 
 _num_threads = os.cpu_count() or 1
 _devices = {}  # GGML device name -> Device
+_rpc_regs = {}  # endpoint -> the ggml_backend_reg_t registered for it
 
 
 class Device:
@@ -116,7 +117,13 @@ def _refresh():
         for i in range(lib.ggml_backend_reg_dev_count(reg)):
             ptr = lib.ggml_backend_reg_dev_get(reg, i)
             name = ffi.string(lib.ggml_backend_dev_name(ptr)).decode()
-            if name not in _devices:
+            if name in _devices:
+                continue
+            if reg_name.startswith("RPC["):
+                # each server is a registry of its own ("RPC[host:port]"); number their devices as one backend
+                index = sum(1 for d in _devices.values() if d.backend_name == "RPC")
+                _devices[name] = Device(ptr, "RPC", index)
+            else:
                 _devices[name] = Device(ptr, reg_name, i)
 
 
@@ -191,12 +198,14 @@ def rpc_add_server(endpoint):
     fn = backend_proc("RPC", "ggml_backend_rpc_add_server", "ggml_backend_reg_t (*)(const char *)")
     if fn is None:
         raise DeviceError("this GGML was built without RPC; rebuild libggml-python with CMAKE_ARGS=-DGGML_RPC=ON")
-    reg = fn(endpoint.encode())
-    if reg == ffi.NULL:
-        raise DeviceError(f"could not add RPC server {endpoint!r}")
-    lib.ggml_backend_register(reg)
+    if endpoint not in _rpc_regs:
+        reg = fn(endpoint.encode())
+        if reg == ffi.NULL:
+            raise DeviceError(f"could not add RPC server {endpoint!r} (is an rpc server listening there?)")
+        lib.ggml_backend_register(reg)
+        _rpc_regs[endpoint] = reg
     _refresh()
-    return [d for d in _devices.values() if endpoint in d.name or endpoint in d.description]
+    return [d for d in _devices.values() if d.backend_name == "RPC" and d.description == endpoint]
 
 
 def rpc_start_server(endpoint, device_names=("CPU",), cache_dir=None, n_threads=None):

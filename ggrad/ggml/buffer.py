@@ -52,6 +52,10 @@ class Buffer:
         self._offset = offset + size
         return offset
 
+    def place(self, tensor):
+        """Place `tensor` at the start of the buffer (a buffer reused for one tensor at a time)."""
+        return self.alloc(tensor, offset=0)
+
     def clear(self, value=0):
         lib.ggml_backend_buffer_clear(self.ptr, value)
 
@@ -69,3 +73,8 @@ def alloc_context_tensors(ctx, buffer_type):
     buf.alignment = int(lib.ggml_backend_buffer_get_alignment(ptr))
     buf._offset = buf.size
     return buf
+
+
+def alloc_size(buffer_type, tensor):
+    """Bytes `tensor` needs in a buffer of `buffer_type` (may exceed nbytes for padding)."""
+    return int(lib.ggml_backend_buft_get_alloc_size(buffer_type, tensor.ptr))

@@ -240,3 +240,8 @@ def count_reachable(ptr, limit):
             if s != ffi.NULL:
                 stack.append(s)
     return len(seen)
+
+
+def tensor_overhead():
+    """Bytes of metadata one tensor takes in a Context."""
+    return _TENSOR_OVERHEAD

@@ -35,9 +35,14 @@ def encode(array, dtype):
         n_per_row = src.shape[-1] if src.ndim else 1
         if n_per_row % dtype.block_size:
             raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} are not a multiple of {dtype.block_size}")
+        if lib.ggml_get_type_traits(dtype.value).to_float == ffi.NULL:
+            # q8_1, q8_k: ggml_quantize_chunk has no case for them and would abort
+            raise DTypeError(f"quantize to {dtype.name}: GGML uses this type only inside dot products")
         if lib.ggml_quantize_requires_imatrix(dtype.value):
             raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix")
-        nrows = src.size // max(n_per_row, 1)
+        if src.size == 0:
+            return np.empty(0, dtype=np.uint8)
+        nrows = src.size // n_per_row
         out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
         lib.ggml_quantize_init(dtype.value)
         lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
@@ -52,6 +57,9 @@ def decode(raw, dtype, shape):
     """numpy array (float32 for bf16 and quantized) from GGML-layout bytes `raw` (uint8)."""
     dtype = dtypes.as_dtype(dtype)
     n = int(np.prod(shape)) if shape else 1
+    raw = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+    if n % dtype.block_size or raw.nbytes != n // dtype.block_size * dtype.type_size:
+        raise ShapeError(f"decode {dtype.name}: {raw.nbytes} bytes do not hold shape {tuple(shape)}")
     if dtype.name == "bf16":
         src = np.frombuffer(raw, dtype=np.uint16)
         out = np.empty(n, dtype=np.float32)

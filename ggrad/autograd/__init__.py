@@ -1,0 +1,9 @@
+"""ggrad.autograd: Tensor, Function, the backward engine and deferred execution."""
+
+from .tensor import Tensor
+from . import methods  # noqa: F401  (installs Tensor's operators)
+from .function import Function, FunctionCtx
+from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from .execution import stats, realize, realize_all
+from .engine import backward
+from . import ops, factory

@@ -1,0 +1,220 @@
+"""Deferred execution: ops add GGML nodes to a pending Step; `realize()` computes a Step as ONE graph.
+
+Every op returns a Tensor at once, backed by a node in its device's Step. A read, an optimizer step or
+`realize()` computes the Step: the tensors Python still holds become persistent (each in a pooled
+backend buffer); everything else is scratch that the scheduler plans and reuses. `GGRAD_EAGER=1`
+computes after every op.
+"""
+
+import os
+import weakref
+
+from .. import ggml
+
+EAGER = os.environ.get("GGRAD_EAGER", "") not in ("", "0")
+_STEP_TENSORS = 16384           # tensors per step context; a step chains more contexts when needed
+_POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
+
+
+class Stats:
+    """Public counters: graph computes, nodes computed, bytes moved. `ggrad.stats()` returns them."""
+
+    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "persisted")
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.persisted = 0
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __repr__(self):
+        return f"Stats({self.as_dict()})"
+
+
+stats = Stats()
+
+
+class BufferPool:
+    """Freed per-tensor buffers of one device, kept by size so that steady training allocates nothing."""
+
+    def __init__(self, device):
+        self.device = device
+        self.free = {}
+        self.bytes = 0
+
+    def take(self, size):
+        bucket = self.free.get(size)
+        if bucket:
+            self.bytes -= size
+            return bucket.pop()
+        return ggml.Buffer(self.device.buffer_type, size)
+
+    def give(self, buffer):
+        if self.bytes + buffer.size > _POOL_BYTES:
+            return  # dropped: ffi.gc frees it
+        self.free.setdefault(buffer.size, []).append(buffer)
+        self.bytes += buffer.size
+
+
+class Block:
+    """The memory of one realized tensor; returns its buffer to the pool when the last user lets go."""
+
+    __slots__ = ("buffer", "pool", "__weakref__")
+
+    def __init__(self, buffer, pool):
+        self.buffer = buffer
+        self.pool = pool
+
+    def __del__(self):
+        pool = self.pool
+        if pool is not None:
+            pool.give(self.buffer)
+
+
+class Step:
+    """The pending trace of one device: GGML nodes not computed yet, and the host data they read."""
+
+    __slots__ = ("device", "contexts", "ctx", "pending", "uploads", "effects", "keep")
+
+    def __init__(self, device):
+        self.device = device
+        self.contexts = []
+        self.ctx = None
+        self.pending = []   # weakrefs to the Tensors made in this step, in creation order
+        self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
+        self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
+        self.keep = []      # Blocks of realized inputs, alive until the compute has read them
+        self._new_context()
+
+    def _new_context(self):
+        self.ctx = ggml.Context(n_tensors=_STEP_TENSORS)
+        self.contexts.append(self.ctx)
+
+    def context(self):
+        """The context to build the next node in (a fresh one when the current is nearly full)."""
+        ctx = self.ctx
+        if ctx.used_mem + 64 * ggml.tensor_overhead() > ctx.mem_size:
+            self._new_context()
+        return self.ctx
+
+    def n_tensors(self):
+        return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
+
+
+class Runtime:
+    """Per-device state: the current Step, the scheduler and the buffer pool."""
+
+    def __init__(self, device):
+        self.device = device
+        self.step = Step(device)
+        self.scheduler = None
+        self.pool = BufferPool(device)
+
+    def scheduler_for(self, graph_size):
+        if self.scheduler is None or self.scheduler.graph_size < graph_size:
+            size = max(graph_size, 2 * (self.scheduler.graph_size if self.scheduler else 2048))
+            self.scheduler = ggml.Scheduler(self.device, size)
+        return self.scheduler
+
+
+_runtimes = {}
+
+
+def runtime(device):
+    rt = _runtimes.get(device.name)
+    if rt is None:
+        rt = _runtimes[device.name] = Runtime(device)
+    return rt
+
+
+def current_step(device):
+    return runtime(device).step
+
+
+def realize_all():
+    """Compute every device's pending work."""
+    for rt in list(_runtimes.values()):
+        realize(rt.device)
+
+
+def realize(device, eval_callback=None):
+    """Compute the pending Step of `device` as one graph; held tensors become persistent."""
+    realize_step(runtime(device).step, eval_callback)
+
+
+def realize_step(step, eval_callback=None):
+    """Compute `step` (the current one of its device, or one an interrupted op left behind)."""
+    rt = runtime(step.device)
+    if not step.pending and not step.effects:
+        return
+    if rt.step is step:
+        rt.step = Step(step.device)
+    alive = []
+    for ref in step.pending:
+        t = ref()
+        if t is not None and t._step is step:
+            alive.append(t)
+    if not alive and not step.effects:
+        return
+    _compute(rt, step, alive, eval_callback)
+
+
+def _compute(rt, step, alive, eval_callback):
+    ctx = step.ctx
+    # A held view would point into scratch memory: give it its own contiguous copy.
+    for t in alive:
+        if t._g.ptr.view_src != ggml.ffi.NULL:
+            t._g = ggml.ops.cont(step.context(), t._g)
+    graph = ggml.Graph(step.n_tensors() + len(step.keep) + len(step.effects) + 64)
+    for t in alive:
+        ggml.lib.ggml_build_forward_expand(graph.ptr, t._g.ptr)
+    for e in step.effects:
+        ggml.lib.ggml_build_forward_expand(graph.ptr, e.ptr)
+
+    blocks = {}
+    for t in alive:
+        key = t._g.ptr
+        if key not in blocks:
+            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._g))
+            buffer.place(t._g)
+            blocks[key] = buffer
+    sched = rt.scheduler_for(graph.size)
+    sched.alloc(graph)
+    for gt, raw in step.uploads:
+        if gt.is_allocated:
+            ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+            stats.bytes_uploaded += raw.nbytes
+    sched.compute(graph, eval_callback)
+    stats.computes += 1
+    stats.nodes += graph.n_nodes
+    stats.persisted += len(blocks)
+
+    # Re-home the held tensors onto metadata of their own, so the step's contexts can be freed.
+    home = ggml.Context(n_tensors=len(blocks))
+    homed = {}
+    for t in alive:
+        key = t._g.ptr
+        entry = homed.get(key)
+        if entry is None:
+            stored = home.new_tensor(t.dtype, t._g.ne)
+            blocks[key].place(stored)
+            entry = homed[key] = (stored, Block(blocks[key], rt.pool))
+        t._g, t._block = entry
+        t._step = None
+    step.pending, step.effects, step.uploads, step.keep = [], [], [], []
+
+
+def upload(step, gt, raw):
+    """Schedule host bytes `raw` to be written into the pending leaf `gt` before the compute."""
+    gt.set_input()
+    step.uploads.append((gt, raw))
+
+
+def reset_pools():
+    """Drop every pooled buffer (frees memory after a large job)."""
+    for rt in _runtimes.values():
+        rt.pool.free.clear()
+        rt.pool.bytes = 0

@@ -1,0 +1,165 @@
+"""Creating tensors: from data, constants, ranges, random numbers (a seeded host generator).
+
+Random values are drawn on the host with numpy's PCG64 generator, seeded by `manual_seed`, so runs
+are reproducible on every backend.
+"""
+
+import numbers
+
+import numpy as np
+
+from .. import ggml
+from ..ggml.errors import DTypeError
+from . import nodes
+
+_rng = {"gen": np.random.Generator(np.random.PCG64(0))}
+
+
+def manual_seed(seed):
+    """Seed the generator behind rand, randn, randint, dropout and layer initialisation."""
+    if not isinstance(seed, numbers.Integral):
+        raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
+    _rng["gen"] = np.random.Generator(np.random.PCG64(int(seed)))
+    return seed
+
+
+def generator():
+    return _rng["gen"]
+
+
+def _resolve_dtype(dtype, array):
+    if dtype is not None:
+        return ggml.as_dtype(dtype)
+    kind = array.dtype.kind
+    if kind == "f":
+        return ggml.f16 if array.dtype == np.float16 else ggml.f32
+    if kind in "iu":
+        return ggml.i32
+    if kind == "b":
+        return ggml.f32
+    raise DTypeError(f"cannot make a tensor from numpy dtype {array.dtype}")
+
+
+def _host_array(array, dtype):
+    if dtype is ggml.i32:
+        if array.dtype.kind in "iu" and array.size and (array.max() > 2**31 - 1 or array.min() < -2**31):
+            raise OverflowError("tensor: integer values do not fit in int32")
+        return array.astype(np.int32, copy=False)
+    if dtype.numpy is not None and dtype.name != "bf16":
+        return array.astype(dtype.numpy, copy=False)
+    return array.astype(np.float32, copy=False)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor)."""
+    from .tensor import Tensor
+    dev = ggml.device(device)
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    array = np.asarray(data)
+    if array.dtype == object:
+        raise TypeError("tensor: data must be numbers or (nested) sequences of numbers")
+    if array.ndim > 4:
+        raise ValueError(f"tensor: GGML tensors have at most 4 dimensions; got shape {array.shape}")
+    dt = _resolve_dtype(dtype, array)
+    t = nodes.leaf_from_numpy(_host_array(array, dt), dt, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(array):
+    return tensor(array)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    size = (size,) if isinstance(size, int) else tuple(size)
+    if dtype is None:
+        dtype = ggml.i32 if isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, bool) else ggml.f32
+    dt = ggml.as_dtype(dtype)
+    return tensor(np.full(size, fill_value, dtype=np.float64 if dt.is_float else np.int64), dt, device,
+                  requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape(size), 0.0, dtype or ggml.f32, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape(size), 1.0, dtype or ggml.f32, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _like(t, dtype, device):
+    return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
+    dt, dev = _like(t, dtype, device)
+    return full(t.shape, 0, dt, dev, requires_grad)
+
+
+def ones_like(t, dtype=None, device=None, requires_grad=False):
+    dt, dev = _like(t, dtype, device)
+    return full(t.shape, 1, dt, dev, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    dt, dev = _like(t, dtype, device)
+    return full(t.shape, fill_value, dt, dev, requires_grad)
+
+
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    return zeros_like(t, dtype, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    if dtype is None:
+        dtype = ggml.f32 if values.dtype.kind == "f" else ggml.i32
+    return tensor(values, dtype, device, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    return tensor(generator().random(_shape(size)), dtype or ggml.f32, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    return tensor(generator().standard_normal(_shape(size)), dtype or ggml.f32, device, requires_grad)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None):
+    if high is None:
+        low, high = 0, low
+    return tensor(generator().integers(low, high, size=tuple(size)), dtype or ggml.i32, device)
+
+
+def rand_like(t, dtype=None, device=None):
+    dt, dev = _like(t, dtype, device)
+    return rand(t.shape, dtype=dt, device=dev)
+
+
+def randn_like(t, dtype=None, device=None):
+    dt, dev = _like(t, dtype, device)
+    return randn(t.shape, dtype=dt, device=dev)
+
+
+def bernoulli_mask(shape, keep, scale=1.0, device=None):
+    """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
+    keep_mask = generator().random(shape, dtype=np.float32) < keep
+    return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)

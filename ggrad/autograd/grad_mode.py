@@ -1,0 +1,64 @@
+"""Whether operations record a graph for backward: `no_grad()`, `enable_grad()`, `set_grad_enabled()`.
+
+The switch lives in a ContextVar, so threads and async tasks each see their own setting.
+"""
+
+import contextvars
+import functools
+
+_enabled = contextvars.ContextVar("ggrad_grad_enabled", default=True)
+
+
+def is_grad_enabled():
+    return _enabled.get()
+
+
+class set_grad_enabled:
+    """Turn gradient recording on or off, as a function call, a context manager or a decorator."""
+
+    def __init__(self, mode):
+        self._token = _enabled.set(bool(mode))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _enabled.reset(self._token)
+
+    def __call__(self, fn):
+        mode = _enabled.get()
+        _enabled.reset(self._token)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class _Switch:
+    mode = True
+
+    def __enter__(self):
+        self._token = _enabled.set(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _enabled.reset(self._token)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_Switch):
+    """Operations inside do not record gradients (inference, optimizer updates)."""
+    mode = False
+
+
+class enable_grad(_Switch):
+    """Re-enable gradient recording inside a `no_grad` block."""
+    mode = True

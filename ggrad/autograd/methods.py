@@ -1,0 +1,194 @@
+"""Tensor's operators and methods, each forwarding to the function of the same name in `ops`.
+
+Kept apart from tensor.py so the Tensor class holds state and reads, and this file reads as a table.
+"""
+
+from .. import ggml
+from ..ggml.errors import DTypeError
+from . import grad_mode, nodes, ops
+from .function import Function
+from .ops import elementwise as ew
+from .tensor import Tensor
+
+
+def _flip(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _compare(test):
+    """Elementwise comparison giving a float 0/1 tensor (no gradient)."""
+    def compare(self, other):
+        with grad_mode.no_grad():
+            return test(self.to(ggml.f32) if not self.dtype.is_float else self, other)
+    return compare
+
+
+def _gt(a, b):
+    return ew.Step.apply(a - b) if isinstance(a, Tensor) else ew.Step.apply(ew.ScaleBias.apply(b, -1.0, a))
+
+
+def _check_inplace(t, op):
+    if t.requires_grad and t.is_leaf and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation; "
+                           "wrap it in ggrad.no_grad() (as optimizers do)")
+
+
+def _assign(self, value, op):
+    """In-place ops rebind this Tensor to the new value (its old storage is never overwritten)."""
+    _check_inplace(self, op)
+    if value.shape != self.shape:
+        raise RuntimeError(f"{op}: output with shape {self.shape} doesn't match the broadcast shape {value.shape}")
+    if value.dtype is not self.dtype:
+        value = value.to(self.dtype)
+    self._g, self._block, self._step = value._g, value._block, value._step
+    if value._step is not None:
+        import weakref
+        value._step.pending.append(weakref.ref(self))
+    if value.grad_fn is not None or not self.is_leaf:
+        self.grad_fn, self._output_nr = value.grad_fn, value._output_nr
+        self.requires_grad = value.requires_grad
+    self._version += 1
+    return self
+
+
+def _inplace(fn, name):
+    def method(self, *args, **kwargs):
+        return _assign(self, fn(self, *args, **kwargs), name)
+    method.__name__ = name
+    return method
+
+
+def to(self, *args, **kwargs):
+    """Move to a device and/or convert to a dtype: `.to("cuda:0")`, `.to(ggrad.float16)`."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    if kwargs:
+        raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, (ggml.DType,)) or (isinstance(a, str) and a in ggml.dtypes._ALIASES) or \
+                (isinstance(a, str) and a in ggml.dtypes._BY_NAME):
+            dtype = a
+        else:
+            device = a
+    out = self
+    if dtype is not None:
+        dt = ggml.as_dtype(dtype)
+        if dt is not out.dtype:
+            if dt.name not in ("f32", "f16", "bf16", "i32"):
+                raise DTypeError(f"to(): conversion to {dt.name} is not supported (f32, f16, bf16, i32)")
+            out = ew.Cast.apply(out, dt)
+    if device is not None:
+        dev = ggml.device(device)
+        if dev != out.device:
+            out = _copy_to_device(out, dev)
+    return out
+
+
+def _copy_to_device(t, dev):
+    from .factory import tensor
+    moved = tensor(t.detach().numpy(), t.dtype.name, dev)
+    if t.requires_grad:
+        return _DeviceCopy.apply(t, moved)
+    return moved
+
+
+class _DeviceCopy(Function):
+    """Gradient flows back across a device move (as a host copy)."""
+
+    @staticmethod
+    def forward(ctx, src, moved):
+        ctx.src_device = src.device
+        return nodes.alias(moved)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _copy_to_device(g, ctx.src_device), None
+
+
+def detach(self):
+    return nodes.alias(self)
+
+
+def clone(self):
+    return self * 1.0 if self.dtype.is_float else (self.to(ggml.f32)).to(self.dtype)
+
+
+def _type_method(dt):
+    return lambda self: to(self, dt)
+
+
+def _max(self, dim=None, keepdim=False):
+    return ops.max(self, dim, keepdim)
+
+
+def _min(self, dim=None, keepdim=False):
+    return ops.min(self, dim, keepdim)
+
+
+def _view(self, *shape):
+    return ops.reshape(self, *shape)
+
+
+def _masked_fill_(self, mask, value):
+    return _assign(self, ops.masked_fill(self, mask, value), "masked_fill_")
+
+
+def _zero_(self):
+    with grad_mode.no_grad():
+        return _assign(self, self * 0.0, "zero_")
+
+
+def _fill_(self, value):
+    with grad_mode.no_grad():
+        return _assign(self, self * 0.0 + value, "fill_")
+
+
+def _copy_(self, src):
+    from .factory import tensor
+    if not isinstance(src, Tensor):
+        src = tensor(src, dtype=self.dtype, device=self.device)
+    with grad_mode.no_grad():
+        value = src.to(self.dtype).to(self.device)
+        if value.shape != self.shape:
+            value = ops.expand(value, self.shape)
+        return _assign(self, value, "copy_")
+
+
+_METHODS = {
+    "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
+    "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
+    "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
+    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": ops.getitem,
+    "__gt__": _compare(_gt), "__lt__": _compare(lambda a, b: _gt(b, a)),
+    "__ge__": _compare(lambda a, b: 1.0 - _gt(b, a)), "__le__": _compare(lambda a, b: 1.0 - _gt(a, b)),
+    "eq": _compare(lambda a, b: 1.0 - ew.Step.apply(ew.abs(a - b))),
+    "ne": _compare(lambda a, b: ew.Step.apply(ew.abs(a - b))),
+    "add": ops.add, "sub": ops.sub, "mul": ops.mul, "div": ops.div, "pow": ops.pow, "neg": ops.neg,
+    "abs": ops.abs, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
+    "reciprocal": ops.reciprocal, "sin": ops.sin, "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid,
+    "relu": ops.relu, "leaky_relu": ops.leaky_relu, "elu": ops.elu, "gelu": ops.gelu, "silu": ops.silu,
+    "softplus": ops.softplus, "clamp": ops.clamp, "clip": ops.clamp, "square": ops.square, "sign": ops.sign,
+    "sum": ops.sum, "mean": ops.mean, "var": ops.var, "std": ops.std, "amax": ops.amax, "amin": ops.amin,
+    "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin, "logsumexp": ops.logsumexp,
+    "matmul": ops.matmul, "reshape": ops.reshape, "view": _view, "permute": ops.permute,
+    "transpose": ops.transpose, "contiguous": ops.contiguous, "flatten": ops.flatten, "squeeze": ops.squeeze,
+    "unsqueeze": ops.unsqueeze, "expand": ops.expand, "narrow": ops.narrow, "split": ops.split,
+    "chunk": ops.chunk, "index_select": ops.index_select, "gather": ops.gather, "masked_fill": ops.masked_fill,
+    "softmax": ops.softmax, "log_softmax": ops.log_softmax,
+    "to": to, "detach": detach, "clone": clone,
+    "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
+    "int": _type_method(ggml.i32), "cpu": lambda self: to(self, "cpu"),
+    "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
+    "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
+}
+for _name in ("add", "sub", "mul", "div", "pow", "clamp", "exp", "log", "sqrt", "neg", "abs", "relu", "sigmoid",
+              "tanh"):
+    _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
+for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.mul), ("__itruediv__", ops.div)):
+    _METHODS[_op] = _inplace(_fn, _op)
+_METHODS["__eq__"] = object.__eq__
+_METHODS["__ne__"] = object.__ne__
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+Tensor.__hash__ = object.__hash__

@@ -1,0 +1,183 @@
+"""Losses: cross_entropy (class indices or probabilities, ignore_index, label_smoothing), nll_loss,
+mse_loss, l1_loss, huber_loss, smooth_l1_loss, binary_cross_entropy(_with_logits).
+
+Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
+"""
+
+from ...ggml import f32
+from ...ggml.errors import DTypeError, ShapeError
+from ..function import Function
+from . import elementwise as ew
+from . import movement as mv
+from . import nn
+from . import reduce as rd
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return rd.mean(loss)
+    if reduction == "sum":
+        return rd.sum(loss)
+    return loss
+
+
+def _check_reduction(reduction, op):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def _rows(input, target, op):
+    """Logits as (rows, classes) and integer targets as (rows,), moving the class dim last."""
+    if input.ndim == 1:
+        return mv.reshape(input, 1, -1), mv.reshape(target, 1)
+    if input.ndim > 2:
+        moved = mv.permute(input, [0] + list(range(2, input.ndim)) + [1])
+        logits = mv.reshape(moved, -1, input.shape[1])
+        return logits, mv.reshape(target, -1)
+    return input, target
+
+
+def _one_hot_rows(target, classes):
+    """(rows, classes) float one-hot of integer targets (rows outside [0, classes) are all zero)."""
+    from ..factory import arange
+    t = mv.reshape(target.to(f32), -1, 1)
+    return 1.0 - ew.Step.apply(ew.abs(arange(classes, dtype=f32, device=target.device) - t))
+
+
+class CrossEntropyRows(Function):
+    """Per-row cross-entropy of logits (R, C) against soft targets (R, C), weighted per row.
+
+    Backward: (softmax(logits) * sum(target) - target) * row_weight * g.
+    """
+
+    @staticmethod
+    def forward(ctx, logits, target, row_weight):
+        log_probs = nn.log_softmax(logits, -1)
+        per_row = -rd.SumRows.apply(target * log_probs) * row_weight
+        ctx.save_for_backward(log_probs, target, row_weight)
+        return per_row
+
+    @staticmethod
+    def backward(ctx, g):
+        log_probs, target, row_weight = ctx.saved_tensors
+        scale = g * row_weight
+        return (ew.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy between logits `input` (N, C, ...) and class indices (N, ...) or probabilities."""
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if not input.dtype.is_float:
+        raise DTypeError(f"cross_entropy: input must be floating point logits, got {input.dtype.name}")
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if target.dtype.is_float:
+        if target.shape != input.shape:
+            raise ShapeError(f"cross_entropy: probability targets of shape {target.shape} must match input "
+                             f"{input.shape}")
+        logits, _ = _rows(input, mv.reshape(target, -1), "cross_entropy")
+        probs, _ = _rows(target, mv.reshape(target, -1), "cross_entropy")
+        probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
+        from ..factory import ones
+        valid = ones((logits.shape[0], 1), device=input.device)
+        count = None
+    else:
+        expected = (input.shape[0],) + input.shape[2:] if input.ndim > 1 else ()
+        if target.shape != expected:
+            raise ShapeError(f"cross_entropy: expected target of shape {expected} for input {input.shape}, "
+                             f"got {target.shape}")
+        logits, flat_target = _rows(input, target, "cross_entropy")
+        probs = _one_hot_rows(flat_target, classes)
+        tf = mv.reshape(flat_target.to(f32), -1, 1)
+        valid = ew.Step.apply(ew.abs(tf - float(ignore_index)))
+        if weight is not None:
+            valid = valid * mv.reshape(rd.sum(probs * weight, -1), -1, 1)
+        if label_smoothing:
+            probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
+        count = rd.sum(valid)
+    per_row = CrossEntropyRows.apply(logits.to(f32) if logits.dtype is not f32 else logits, probs, valid)
+    if reduction == "none":
+        return mv.reshape(per_row, target.shape if not target.dtype.is_float else target.shape[:1] + target.shape[2:])
+    total = rd.sum(per_row)
+    if reduction == "sum":
+        return total
+    return total / count if count is not None else total * (1.0 / per_row.shape[0])
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of log-probabilities `input` (N, C) at class indices `target` (N,)."""
+    _check_reduction(reduction, "nll_loss")
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    logp, flat_target = _rows(input, target, "nll_loss")
+    onehot = _one_hot_rows(flat_target, classes)
+    valid = ew.Step.apply(ew.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
+    if weight is not None:
+        valid = valid * mv.reshape(rd.sum(onehot * weight, -1), -1, 1)
+    per_row = -rd.SumRows.apply(onehot * logp) * valid
+    if reduction == "none":
+        return mv.reshape(per_row, target.shape)
+    total = rd.sum(per_row)
+    return total if reduction == "sum" else total / rd.sum(valid)
+
+
+def _pair_check(a, b, op):
+    if a.shape != b.shape:
+        ew.broadcast_shapes(a.shape, b.shape, op)
+
+
+def mse_loss(input, target, reduction="mean"):
+    _check_reduction(reduction, "mse_loss")
+    _pair_check(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    _check_reduction(reduction, "l1_loss")
+    _pair_check(input, target, "l1_loss")
+    return _reduce(ew.abs(input - target), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    _check_reduction(reduction, "huber_loss")
+    _pair_check(input, target, "huber_loss")
+    d = input - target
+    a = ew.abs(d)
+    small = 1.0 - ew.Step.apply(a - delta)
+    loss = small * (d * d * 0.5) + (1.0 - small) * ((a - 0.5 * delta) * delta)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """Huber loss divided by beta (PyTorch's smooth L1)."""
+    return huber_loss(input, target, reduction, beta) * (1.0 / beta)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
+    _check_reduction(reduction, "binary_cross_entropy_with_logits")
+    _pair_check(input, target, "binary_cross_entropy_with_logits")
+    log_term = ew.softplus(-ew.abs(input)) + ew.relu(-input)   # log(1 + e^-x), stable
+    if pos_weight is None:
+        loss = (1.0 - target) * input + log_term
+    else:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * log_term
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
+    _check_reduction(reduction, "binary_cross_entropy")
+    _pair_check(input, target, "binary_cross_entropy")
+    log_p = ew.clamp(ew.log(input), min=-100.0)
+    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)

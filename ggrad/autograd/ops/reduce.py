@@ -1,0 +1,234 @@
+"""Reductions: sum, mean, var, std, amax/amin, max/min with indices, argmax, logsumexp.
+
+Sums over any set of dimensions are GGML's `repeat_back` (a sum into a broadcastable shape), or
+`sum_rows` for the innermost one; maxima are `pool_1d` max over rows.
+"""
+
+import builtins
+from collections import namedtuple
+
+from ...ggml import f32, i32, ops
+from ...ggml.errors import DTypeError
+from ..function import Function
+from ..nodes import contiguous, emit, step_of
+from . import elementwise as ew
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def normalize_dims(dim, ndim):
+    """A sorted tuple of non-negative dimensions from an int, a tuple or None (all)."""
+    from ..tensor import _axis
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = sorted({_axis(d, ndim) for d in dims})
+    return tuple(out)
+
+
+def _kept_shape(shape, dims):
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def _dropped_shape(shape, dims):
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+class SumAll(Function):
+    """The sum of every element, as a 0-d tensor."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, x):
+        step = step_of(x)
+        ctx.in_shape = x.shape
+        return emit(step, ops.sum(step.context(), contiguous(step, x)), (), x.dtype, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ew.Expand.apply(g, ctx.in_shape)
+
+
+class SumRows(Function):
+    """Sum over the last dimension, keeping it (size 1)."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, x):
+        step = step_of(x)
+        ctx.in_shape = x.shape
+        out_shape = x.shape[:-1] + (1,)
+        return emit(step, ops.sum_rows(step.context(), contiguous(step, x)), out_shape, x.dtype, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ew.Expand.apply(g, ctx.in_shape)
+
+
+def _float_input(x, op):
+    if x.dtype is i32:
+        return x.to(f32)
+    if not x.dtype.is_float:
+        raise DTypeError(f"{op}: unsupported dtype {x.dtype.name}")
+    return x if x.dtype is f32 else x.to(f32)
+
+
+def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
+    """Sum over `dim` (int, tuple, or None for all)."""
+    src = _float_input(x, "sum")
+    dims = normalize_dims(dim, x.ndim)
+    if not x.ndim:
+        out = src * 1.0
+    elif len(dims) == x.ndim and not keepdim:
+        out = SumAll.apply(src)
+    else:
+        kept = _kept_shape(x.shape, dims)
+        if dims == (x.ndim - 1,):
+            out = SumRows.apply(src)
+        else:
+            out = ew.SumTo.apply(src, kept)
+        if not keepdim:
+            out = out.reshape(_dropped_shape(x.shape, dims))
+    if dtype is not None:
+        return out.to(dtype)
+    return out.to(x.dtype) if x.dtype is not f32 and x.dtype.is_float else out
+
+
+def mean(x, dim=None, keepdim=False):
+    if not x.dtype.is_float:
+        raise DTypeError(f"mean: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+    dims = normalize_dims(dim, x.ndim)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    return sum(x, dim, keepdim) * (1.0 / builtins.max(count, 1))
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
+    """Variance with Bessel's correction by default (`correction=1`), as in PyTorch."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = normalize_dims(dim, x.ndim)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    centered = x - mean(x, dims, keepdim=True)
+    return sum(centered * centered, dims, keepdim) * (1.0 / builtins.max(count - correction, 1))
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
+    return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
+
+
+class RowMax(Function):
+    """Maximum over the last dimension (kept, size 1); the gradient goes to every maximal entry."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, x):
+        step = step_of(x)
+        n = x.shape[-1]
+        node = ops.pool_1d(step.context(), contiguous(step, x), "max", n, n, 0)
+        out = emit(step, node, x.shape[:-1] + (1,), x.dtype, x.device)
+        ctx.save_for_backward(x, out.detach())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, m = ctx.saved_tensors
+        hit = 1.0 - ew.Step.apply(m - x)
+        count = SumRows.apply(hit)
+        return g * hit / count
+
+
+def _move_last(x, d):
+    """x with dimension d moved to the end (and the permutation to undo it)."""
+    if d == x.ndim - 1:
+        return x, None
+    perm = [i for i in range(x.ndim) if i != d] + [d]
+    inverse = [perm.index(i) for i in range(x.ndim)]
+    return x.permute(*perm), inverse
+
+
+def amax(x, dim=None, keepdim=False):
+    src = _float_input(x, "amax")
+    if dim is None or x.ndim == 0:
+        flat = src.reshape(1, builtins.max(x.numel(), 1))
+        out = RowMax.apply(flat).reshape(())
+        if keepdim:
+            out = out.reshape((1,) * x.ndim)
+    else:
+        out = src
+        for d in sorted(normalize_dims(dim, x.ndim), reverse=True):
+            moved, inverse = _move_last(out, d)
+            reduced = RowMax.apply(moved)
+            out = reduced if inverse is None else reduced.permute(*inverse)
+        if not keepdim:
+            out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
+    return out.to(x.dtype) if out.dtype is not x.dtype else out
+
+
+def amin(x, dim=None, keepdim=False):
+    return -amax(-x, dim, keepdim)
+
+
+def argmax(x, dim=None, keepdim=False):
+    """Index of the (first) maximum along `dim` (flattened when None), as int32."""
+    src = _float_input(x, "argmax")
+    if dim is None:
+        flat = src.reshape(1, builtins.max(x.numel(), 1))
+        out = _argmax_rows(flat).reshape(())
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    d = normalize_dims(dim, x.ndim)[0]
+    moved, _ = _move_last(src, d)
+    rows = moved.reshape(-1, x.shape[d])
+    out = _argmax_rows(rows).reshape(moved.shape[:-1])
+    if keepdim:
+        out = out.unsqueeze(d)
+    return out
+
+
+def _argmax_rows(x2d):
+    step = step_of(x2d)
+    node = ops.argmax(step.context(), contiguous(step, x2d))
+    return emit(step, node, (x2d.shape[0],), i32, x2d.device)
+
+
+def argmin(x, dim=None, keepdim=False):
+    return argmax(-x, dim, keepdim)
+
+
+def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
+    from ..tensor import Tensor
+    if isinstance(dim, Tensor):
+        return maximum(x, dim)
+    if dim is None:
+        return amax(x)
+    return values_indices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    from ..tensor import Tensor
+    if isinstance(dim, Tensor):
+        return minimum(x, dim)
+    if dim is None:
+        return amin(x)
+    return values_indices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def maximum(a, b):
+    """Elementwise maximum: b + relu(a - b) (gradient to a where a > b)."""
+    return b + ew.relu(a - b)
+
+
+def minimum(a, b):
+    return a - ew.relu(a - b)
+
+
+def logsumexp(x, dim, keepdim=False):
+    m = amax(x, dim, keepdim=True).detach()
+    out = ew.log(sum(ew.exp(x - m), dim, keepdim=True)) + m
+    if not keepdim:
+        out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
+    return out

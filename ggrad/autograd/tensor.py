@@ -1,0 +1,173 @@
+"""`Tensor`: the define-by-run Variable. Eager semantics; values computed by GGML when read.
+
+Operators and methods forward to the functions in `ggrad.autograd.ops`; this module holds the
+Tensor's state, conversions and reads.
+"""
+
+import numpy as np
+
+from .. import ggml
+from . import engine, execution
+
+
+class Tensor:
+    """An n-dimensional array (up to 4-D) on a GGML device, optionally recording gradients.
+
+    Attributes:
+        shape: numpy-order shape (tuple).
+        dtype: a `ggrad.ggml.DType` (`ggrad.float32`, `ggrad.float16`, `ggrad.int32`, ...).
+        device: the `ggrad.Device` holding it.
+        requires_grad: whether operations on it are recorded for backward.
+        grad: the accumulated gradient (a Tensor) after `backward()`, else None.
+        grad_fn: the node that produced it (None for leaves).
+    """
+
+    __slots__ = ("_g", "shape", "dtype", "device", "_block", "_step", "requires_grad", "grad", "grad_fn",
+                 "_output_nr", "_version", "__weakref__")
+
+    __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[_axis(dim, self.ndim)]
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def is_pending(self):
+        """True until GGML has computed this tensor."""
+        return self._step is not None
+
+    @property
+    def data(self):
+        """The same values, detached from the graph."""
+        return self.detach()
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables")
+        if requires_grad and not self.dtype.is_float:
+            raise RuntimeError(f"only floating point tensors can require gradients, not {self.dtype.name}")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self):
+        """Keep `.grad` on this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            return self
+        import weakref
+        if self.grad_fn.retained is None:
+            self.grad_fn.retained = {}
+        self.grad_fn.retained[self._output_nr] = weakref.ref(self)
+        return self
+
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
+        """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad."""
+        engine.backward(self, gradient, retain_graph or create_graph, create_graph)
+
+    # ---- reads -------------------------------------------------------------------------------
+    def realize(self):
+        """Compute this tensor (and everything else pending on its device) now."""
+        if self._step is not None:
+            execution.realize_step(self._step)
+        return self
+
+    def numpy(self):
+        """A numpy copy of the values (float32 for bf16)."""
+        self.realize()
+        shape = self.shape
+        out = ggml.get_data(self._g, shape if shape else (1,))
+        execution.stats.bytes_read += self._g.nbytes
+        return out.reshape(shape)
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_float:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of a Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
+        extra = []
+        if self.device.torch_name != "cpu":
+            extra.append(f"device='{self.device.torch_name}'")
+        if self.dtype is not ggml.f32 and self.dtype is not ggml.i32:
+            extra.append(f"dtype=ggrad.{_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)}")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn={self.grad_fn!r}")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + ", ".join([values] + extra) + ")"
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        from .factory import tensor
+        return (tensor, (self.numpy(), self.dtype.name, None, self.requires_grad))
+
+
+_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+
+
+def _axis(dim, ndim):
+    """Normalise a possibly negative dimension index."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dimension must be an int, got {type(dim).__name__}")
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
+                         f"{max(ndim, 1) - 1}], but got {dim})")
+    return dim % max(ndim, 1)

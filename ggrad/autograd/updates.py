@@ -1,0 +1,70 @@
+"""Fused in-place parameter updates for optimizers: GGML's opt_step_adamw and opt_step_sgd.
+
+They overwrite a parameter (and its moments) in its own memory when the step's graph is computed,
+after everything else pending on the device has read the old values. Hyper-parameters travel as a
+small f32 tensor, so changing the learning rate never changes the graph.
+"""
+
+import numpy as np
+
+from .. import ggml
+from ..ggml import ops
+from ..ggml.errors import DeviceError, DTypeError, ShapeError
+from . import execution, nodes
+
+
+def _check(param, others, op):
+    for name, t in others.items():
+        if t.shape != param.shape:
+            raise ShapeError(f"{op}: {name} of shape {t.shape} does not match the parameter's {param.shape}")
+        if t.device != param.device:
+            raise DeviceError(f"{op}: {name} is on {t.device.torch_name}, the parameter on {param.device.torch_name}")
+    if param.dtype is not ggml.f32:
+        raise DTypeError(f"{op}: the fused update needs float32 parameters, got {param.dtype.name}")
+
+
+def hyperparameters(values, device):
+    """A pending f32 tensor of optimizer hyper-parameters (shared by every parameter of a group)."""
+    step = execution.current_step(device)
+    values = np.asarray(values, dtype=np.float32)
+    gt = step.context().new_tensor(ggml.f32, (values.size,))
+    execution.upload(step, gt, values)
+    return gt
+
+
+def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
+    """Schedule one AdamW step on `param`, `exp_avg`, `exp_avg_sq` (all updated in place).
+
+    `hparams` comes from `hyperparameters([lr, beta1, beta2, eps, weight_decay, 1/(1-beta1^t),
+    1/(1-beta2^t)])`.
+    """
+    _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
+    step = nodes.step_of(param, grad, exp_avg, exp_avg_sq)
+    g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
+    node = ops.opt_step_adamw(step.context(), nodes.arg(step, param), g, nodes.arg(step, exp_avg),
+                              nodes.arg(step, exp_avg_sq), hparams)
+    step.effects.append(node)
+
+
+def sgd_(param, grad, hparams):
+    """Schedule one SGD step `param -= lr * (grad + wd * param)`; `hparams` = [lr, weight_decay]."""
+    _check(param, {"grad": grad}, "sgd_")
+    step = nodes.step_of(param, grad)
+    g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
+    node = ops.opt_step_sgd(step.context(), nodes.arg(step, param), g, hparams)
+    step.effects.append(node)
+
+
+def assign_(target, value):
+    """Schedule writing `value` into `target`'s own memory (in-place state updates such as momentum)."""
+    if value.shape != target.shape:
+        raise ShapeError(f"assign_: value of shape {value.shape} for a target of shape {target.shape}")
+    step = nodes.step_of(target, value)
+    v = value if value.dtype is target.dtype else value.to(target.dtype)
+    node = ops.cpy(step.context(), nodes.contiguous(step, v), nodes.arg(step, target))
+    step.effects.append(node)
+
+
+def commit(device):
+    """Compute everything pending on `device`, updates included (one graph)."""
+    execution.realize(ggml.device(device))

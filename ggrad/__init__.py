@@ -17,6 +17,10 @@ from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the bui
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
                                zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed)
 from .autograd.execution import realize_all as realize
+from .autograd.profiler import profile
+
+from . import nn, optim  # noqa: E402  (they build on everything above)
+from .serialization import save, load  # noqa: E402
 
 float = float32  # noqa: A001  (torch.float)
 half = float16

@@ -35,6 +35,7 @@ class Stats:
 
 
 stats = Stats()
+eval_hook = None   # set by ggrad.profile(): called per computed node
 
 
 class BufferPool:
@@ -152,10 +153,11 @@ def realize_step(step, eval_callback=None):
         return
     if rt.step is step:
         rt.step = Step(step.device)
-    alive = []
+    alive, seen = [], set()
     for ref in step.pending:
         t = ref()
-        if t is not None and t._step is step:
+        if t is not None and t._step is step and id(t) not in seen:
+            seen.add(id(t))
             alive.append(t)
     if not alive and not step.effects:
         return
@@ -187,7 +189,7 @@ def _compute(rt, step, alive, eval_callback):
         if gt.is_allocated:
             ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
             stats.bytes_uploaded += raw.nbytes
-    sched.compute(graph, eval_callback)
+    sched.compute(graph, eval_callback or eval_hook)
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)

@@ -41,7 +41,9 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
     step = nodes.step_of(param, grad, exp_avg, exp_avg_sq)
     g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
-    node = ops.opt_step_adamw(step.context(), nodes.arg(step, param), g, nodes.arg(step, exp_avg),
+    target = nodes.arg(step, param)
+    target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
+    node = ops.opt_step_adamw(step.context(), target, g, nodes.arg(step, exp_avg),
                               nodes.arg(step, exp_avg_sq), hparams)
     step.effects.append(node)
 
@@ -51,7 +53,9 @@ def sgd_(param, grad, hparams):
     _check(param, {"grad": grad}, "sgd_")
     step = nodes.step_of(param, grad)
     g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
-    node = ops.opt_step_sgd(step.context(), nodes.arg(step, param), g, hparams)
+    target = nodes.arg(step, param)
+    target.set_param()
+    node = ops.opt_step_sgd(step.context(), target, g, hparams)
     step.effects.append(node)
 
 

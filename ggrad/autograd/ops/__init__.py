@@ -12,3 +12,6 @@ from .nn import (softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropou
                  avg_pool2d)
 from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in
+           ("elementwise", "reduce", "movement", "indexing", "linalg", "nn", "loss")]

@@ -303,22 +303,16 @@ def _gelu_tanh_grad(ctx, g, x):
     return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 0.134145 * x2))
 
 
-def normal_cdf(x):
-    """Phi(x) built from GGML primitives (Abramowitz-Stegun 7.1.26 erf, error below 1.5e-7)."""
-    z = Abs.apply(x) * (1.0 / math.sqrt(2.0))
-    t = ScalarDiv.apply(z * 0.3275911 + 1.0, 1.0)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    erf_abs = 1.0 - poly * Exp.apply(-(z * z))
-    return 0.5 + 0.5 * Sgn.apply(x) * erf_abs
-
-
-def _gelu_erf_grad(ctx, g, x):
-    pdf = Exp.apply(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
-    return g * (normal_cdf(x) + x * pdf)
+def _gelu_erf_grad(ctx, g, x, y):
+    """Phi(x) + x phi(x), with Phi(x) read off the forward's y = x Phi(x) as y / x (and 1/2 at x = 0)."""
+    at_zero = 1.0 - Sqr.apply(Sgn.apply(x))
+    cdf = (y + at_zero * 0.5) / (x + at_zero)
+    pdf = Exp.apply(Sqr.apply(x) * -0.5)
+    return g * (cdf + x * pdf * (1.0 / math.sqrt(2.0 * math.pi)))
 
 
 GeluTanh = _unary("GeluTanh", ops.gelu, _gelu_tanh_grad, doc="tanh approximation of x * Phi(x)")
-Gelu = _unary("Gelu", ops.gelu_erf, _gelu_erf_grad, doc="y = x * Phi(x) (exact, erf)")
+Gelu = _unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "both", "y = x * Phi(x) (exact, erf)")
 
 
 class Clamp(Function):
@@ -441,14 +435,21 @@ def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
     return _in_f32(Clamp, x, lo, hi)
 
 
+def _scalar_dtype(number, other):
+    """A Python number takes the other operand's dtype, unless it is a float meeting an int tensor."""
+    if other.dtype.is_float:
+        return other.dtype
+    return i32 if isinstance(number, numbers.Integral) else f32
+
+
 def _tensor_operands(a, b, op):
     """Make both operands Tensors of one dtype (Python numbers become constants of a's dtype)."""
     from ..tensor import Tensor
     from ..factory import full
     if not isinstance(a, Tensor):
-        a = full((), a, dtype=b.dtype if b.dtype.is_float else f32, device=b.device)
+        a = full((), a, dtype=_scalar_dtype(a, b), device=b.device)
     if not isinstance(b, Tensor):
-        b = full((), b, dtype=a.dtype if a.dtype.is_float else f32, device=a.device)
+        b = full((), b, dtype=_scalar_dtype(b, a), device=a.device)
     if a.dtype is not b.dtype:
         if a.dtype.is_float and b.dtype.is_float:
             b = b.to(f32) if b.dtype is not f32 else b

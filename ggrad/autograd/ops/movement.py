@@ -259,6 +259,30 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t, dim) for t in tensors], dim)
 
 
+class Split(Function):
+    """Views of consecutive pieces of x along `dim`; backward concatenates the pieces' gradients."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, x, dim, sizes):
+        ctx.dim = dim
+        out, start = [], 0
+        for size in sizes:
+            starts = [0] * x.ndim
+            stops = list(x.shape)
+            starts[dim], stops[dim] = start, start + size
+            out.append(Slice.forward(ctx, x, tuple(starts), tuple(stops)))
+            start += size
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        out = grads[0]
+        for g in grads[1:]:
+            out = Concat.apply(out, g, ctx.dim)
+        return out, None, None
+
+
 def split(x, split_size_or_sections, dim=0):
     from ..tensor import _axis
     d = _axis(dim, x.ndim)
@@ -271,11 +295,9 @@ def split(x, split_size_or_sections, dim=0):
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
             raise ShapeError(f"split: sections {sizes} do not add up to dimension {d} of size {n}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(x, d, start, s))
-        start += s
-    return tuple(out)
+    if len(sizes) == 1:
+        return (x,)
+    return Split.apply(x, d, tuple(sizes))
 
 
 def chunk(x, chunks, dim=0):

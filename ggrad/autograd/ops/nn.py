@@ -99,26 +99,27 @@ def log_softmax(x, dim=-1):
 
 
 class LayerNormCore(Function):
-    """(x - mean) / sqrt(var + eps) over the last dimension (GGML norm); backward composed."""
+    """(x - mean) / sqrt(var + eps) over the last dimension (GGML norm).
+
+    Backward: the normalised value is rms_norm of the centred input, so GGML's rms_norm_back gives the
+    gradient with respect to the centred input, and centring's own backward subtracts the row mean.
+    """
     primitive = True
 
     @staticmethod
     def forward(ctx, x, eps):
         step = step_of(x)
         ctx.eps = eps
-        y = like(step, ops.norm(step.context(), contiguous(step, x), float(eps)), x)
-        ctx.save_for_backward(x, alias(y))
-        return y
+        ctx.save_for_backward(x)
+        return like(step, ops.norm(step.context(), contiguous(step, x), float(eps)), x)
 
     @staticmethod
     def backward(ctx, g):
-        x, xhat = ctx.saved_tensors
+        x, = ctx.saved_tensors
         n = x.shape[-1]
         centered = x - rd.SumRows.apply(x) * (1.0 / n)
-        rstd = ew.ScalarDiv.apply(ew.Sqrt.apply(rd.SumRows.apply(centered * centered) * (1.0 / n) + ctx.eps), 1.0)
-        mean_g = rd.SumRows.apply(g) * (1.0 / n)
-        mean_gx = rd.SumRows.apply(g * xhat) * (1.0 / n)
-        return (g - mean_g - xhat * mean_gx) * rstd, None
+        g_centered = RMSNormBack.apply(g, centered, ctx.eps)
+        return g_centered - rd.SumRows.apply(g_centered) * (1.0 / n), None
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -154,9 +155,18 @@ class RMSNormCore(Function):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
+        return RMSNormBack.apply(g, x, ctx.eps), None
+
+
+class RMSNormBack(Function):
+    """GGML's rms_norm_back(dy, x, eps): the gradient of rms_norm at x (gradient first)."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, g, x, eps):
         step = step_of(g, x)
-        node = ops.rms_norm_back(step.context(), contiguous(step, g), contiguous(step, x), float(ctx.eps))
-        return like(step, node, x), None
+        node = ops.rms_norm_back(step.context(), contiguous(step, g), contiguous(step, x), float(eps))
+        return like(step, node, x)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=1e-6):

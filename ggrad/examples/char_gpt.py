@@ -1,0 +1,265 @@
+"""Train a character-level GPT on the Python standard library's own source code.
+
+The corpus is the text of the `.py` files of the running interpreter's standard library (real text,
+nothing to download), split into train and validation by file. The model: token and position
+embeddings, pre-LN TransformerBlocks (nn.MultiHeadAttention, GELU MLP), a final LayerNorm, and an
+output layer tied to the token embedding.
+
+    python -m ggrad.examples.char_gpt                  # defaults: about 5 minutes on 2 CPU cores
+    python -m ggrad.examples.char_gpt --steps 200 --device cuda:0
+"""
+
+import argparse
+import math
+import os
+import sys
+import sysconfig
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+import ggrad
+from ggrad import nn, optim
+
+# 95 printable ASCII characters and newline: the W2 benchmark's vocabulary of 96.
+VOCAB = "\n" + "".join(chr(c) for c in range(32, 127))
+_ENCODE = np.full(256, VOCAB.index("?"), dtype=np.uint8)
+for _i, _ch in enumerate(VOCAB):
+    _ENCODE[ord(_ch)] = _i
+_ENCODE[ord("\t")] = VOCAB.index(" ")
+
+
+def encode(text):
+    """Characters -> token ids (tabs become spaces, anything outside ASCII becomes '?')."""
+    raw = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)
+    return _ENCODE[raw]
+
+
+def decode(ids):
+    return "".join(VOCAB[int(i)] for i in ids)
+
+
+def load_corpus(path=None, max_bytes=24 << 20, val_fraction=0.1):
+    """(train_ids, val_ids): `path` (a file or a folder of .py files) or the standard library, split by file."""
+    root = Path(path) if path else Path(sysconfig.get_paths()["stdlib"])
+    if not root.exists():
+        raise FileNotFoundError(f"corpus path {root} does not exist")
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    if not files:
+        raise ValueError(f"no .py files under {root}")
+    train, val, total = [], [], 0
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        ids = encode(text)
+        # hash of the path, not Python's salted hash(): the split is the same on every run
+        if len(files) > 1 and zlib.crc32(str(f.relative_to(root)).encode()) % 1000 < val_fraction * 1000:
+            val.append(ids)
+        else:
+            train.append(ids)
+        total += len(ids)
+        if total >= max_bytes:
+            break
+    if root.is_file():
+        ids = train[0]
+        cut = int(len(ids) * (1 - val_fraction))
+        return ids[:cut], ids[cut:]
+    return np.concatenate(train), np.concatenate(val)
+
+
+def unigram_loss(train, val):
+    """Cross-entropy (nats) of predicting validation characters by their training frequencies."""
+    counts = np.bincount(train, minlength=len(VOCAB)).astype(np.float64) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[val].mean())
+
+
+class CharGPT(nn.Module):
+    """Token + position embeddings, pre-LN transformer blocks, final LayerNorm, tied output layer."""
+
+    def __init__(self, vocab, d_model, layers, heads, context, dropout=0.0):
+        super().__init__()
+        self.context = context
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(context, d_model)
+        self.blocks = nn.ModuleList([nn.TransformerBlock(d_model, heads, 4 * d_model, dropout=dropout)
+                                     for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self._positions = {}
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        if t > self.context:
+            raise ValueError(f"sequence of {t} tokens is longer than the context {self.context}")
+        if t not in self._positions:
+            self._positions[t] = np.arange(t, dtype=np.int32)
+        pos = ggrad.tensor(self._positions[t], device=ids.device)
+        h = self.tok(ids) + self.pos(pos)
+        for block in self.blocks:
+            h = block(h)
+        h = self.ln_f(h)
+        return ggrad.linear(h, self.tok.weight)   # tied output: h @ tok.weight.T without a transpose copy
+
+
+def batches(data, batch, context, rng):
+    """Random windows of `context + 1` tokens: inputs and next-token targets."""
+    starts = rng.integers(0, len(data) - context - 1, batch)
+    window = np.stack([data[s:s + context + 1] for s in starts]).astype(np.int32)
+    return window[:, :-1], window[:, 1:]
+
+
+def evaluate(model, data, args, device, n_batches=8):
+    rng = np.random.default_rng(1)
+    model.eval()
+    total = []
+    with ggrad.no_grad():
+        for _ in range(n_batches):
+            x, y = batches(data, args.batch, args.context, rng)
+            logits = model(ggrad.tensor(x, device=device))
+            total.append(ggrad.cross_entropy(logits.reshape(-1, len(VOCAB)), ggrad.tensor(y.reshape(-1),
+                                                                                        device=device)))
+    model.train()
+    return float(np.mean([t.item() for t in total]))
+
+
+def generate(model, prompt, n, device, temperature=0.8, seed=0):
+    """Sample `n` characters after `prompt`, one forward pass per character."""
+    rng = np.random.default_rng(seed)
+    ids = list(encode(prompt))
+    model.eval()
+    with ggrad.no_grad():
+        for _ in range(n):
+            window = np.asarray(ids[-model.context:], dtype=np.int32)[None]
+            logits = model(ggrad.tensor(window, device=device))[0, -1].numpy().astype(np.float64)
+            p = np.exp((logits - logits.max()) / temperature)
+            ids.append(int(rng.choice(len(VOCAB), p=p / p.sum())))
+    model.train()
+    return decode(ids)
+
+
+def plot_losses(history, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install -e '.[examples]'): no loss-curve PNG written")
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps, train = zip(*history["train"])
+    ax.plot(steps, train, label="train (batch)", alpha=0.5)
+    if history["val"]:
+        vs, vl = zip(*history["val"])
+        ax.plot(vs, vl, "o-", label="validation")
+    ax.axhline(history["unigram"], color="gray", ls="--", label="unigram baseline")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Train a character-level GPT on Python's standard library.")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--context", type=int, default=64)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--corpus", default=None, help="a text file or a folder of .py files (default: the stdlib)")
+    p.add_argument("--out", default="runs/char_gpt", help="folder for the checkpoint and the loss curve")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    ggrad.manual_seed(args.seed)
+    device = ggrad.device(args.device)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    train, val = load_corpus(args.corpus)
+    baseline = unigram_loss(train, val)
+    print(f"corpus: {len(train):,} train / {len(val):,} validation characters; "
+          f"unigram baseline {baseline:.3f} nats; device {device.torch_name} ({device.description})")
+
+    model = CharGPT(len(VOCAB), args.d_model, args.layers, args.heads, args.context).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                      lr=args.lr, betas=(0.9, 0.99))
+    schedule = optim.lr_scheduler.WarmupCosineLR(opt, warmup_steps=min(args.warmup, args.steps // 10),
+                                                 total_steps=args.steps,
+                                                 min_lr=args.lr * 0.1)
+    history = {"train": [], "val": [], "unigram": baseline}
+    start = 0
+    checkpoint = out / "checkpoint.npz"
+    if args.resume:
+        if not checkpoint.exists():
+            raise FileNotFoundError(f"--resume: no checkpoint at {checkpoint}")
+        state = ggrad.load(checkpoint)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        start = int(state["step"])
+        print(f"resumed from {checkpoint} at step {start}")
+    print(f"model: {n_params:,} parameters, d_model {args.d_model}, {args.layers} layers, {args.heads} heads, "
+          f"context {args.context}, batch {args.batch}")
+
+    rng = np.random.default_rng(args.seed + start)
+    tokens_per_step = args.batch * args.context
+    bar = tqdm(range(start, args.steps), initial=start, total=args.steps, dynamic_ncols=True, file=sys.stdout)
+    t0, pending = time.perf_counter(), []
+    for step in bar:
+        x, y = batches(train, args.batch, args.context, rng)
+        logits = model(ggrad.tensor(x, device=device))
+        loss = ggrad.cross_entropy(logits.reshape(-1, len(VOCAB)), ggrad.tensor(y.reshape(-1), device=device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        schedule.step()
+        pending.append((step + 1, loss))
+        if (step + 1) % 10 == 0 or step + 1 == args.steps:
+            elapsed = time.perf_counter() - t0
+            history["train"].extend((s, l.item()) for s, l in pending)
+            bar.set_postfix(loss=f"{history['train'][-1][1]:.3f}",
+                            tok_s=f"{len(pending) * tokens_per_step / elapsed:,.0f}")
+            t0, pending = time.perf_counter(), []
+        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+            v = evaluate(model, val, args, device)
+            history["val"].append((step + 1, v))
+            bar.write(f"step {step + 1}: validation loss {v:.3f} nats (unigram {baseline:.3f})")
+            ggrad.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                        "schedule": schedule.state_dict(), "step": step + 1}, checkpoint)
+            t0 = time.perf_counter()
+    bar.close()
+    final = history["val"][-1][1] if history["val"] else evaluate(model, val, args, device)
+    print(f"final validation loss {final:.3f} nats vs unigram baseline {baseline:.3f} "
+          f"({math.exp(final):.2f} vs {math.exp(baseline):.2f} perplexity); checkpoint {checkpoint}")
+    if args.sample:
+        print("--- sample ---")
+        print(generate(model, "def ", args.sample, device))
+        print("--------------")
+    png = plot_losses(history, out / "loss.png")
+    if png:
+        print(f"loss curve: {png}")
+    return {"val_loss": final, "unigram": baseline, "history": history}
+
+
+if __name__ == "__main__":
+    main()

@@ -36,6 +36,7 @@ class Stats:
 
 stats = Stats()
 eval_hook = None   # set by ggrad.profile(): called per computed node
+_captured = None   # set by capture(): receives a Replay of each compute
 
 
 class BufferPool:
@@ -190,6 +191,8 @@ def _compute(rt, step, alive, eval_callback):
             ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
             stats.bytes_uploaded += raw.nbytes
     sched.compute(graph, eval_callback or eval_hook)
+    if _captured is not None:
+        _captured.append(Replay(sched, graph, step))
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
@@ -207,6 +210,39 @@ def _compute(rt, step, alive, eval_callback):
         t._g, t._block = entry
         t._step = None
     step.pending, step.effects, step.uploads, step.keep = [], [], [], []
+
+
+class Replay:
+    """A computed graph kept with its allocation, to compute again with the same structure.
+
+    This is the static-graph limit that define-by-run execution is measured against
+    (benchmarks/bench_overhead.py): no tracing, no planning, only the uploads and GGML's compute.
+    Valid only while nothing else is computed on the device (the scheduler's memory is shared).
+    """
+
+    def __init__(self, scheduler, graph, step):
+        self.scheduler, self.graph, self.uploads = scheduler, graph, list(step.uploads)
+        self._step = step   # keeps the graph's tensor metadata alive
+
+    def run(self):
+        for gt, raw in self.uploads:
+            if gt.is_allocated:
+                ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+        self.scheduler.compute(self.graph)
+
+
+class capture:
+    """`with capture() as replays:` records a Replay of every compute inside the block."""
+
+    def __enter__(self):
+        global _captured
+        self.replays, _captured = [], []
+        return self.replays
+
+    def __exit__(self, *exc):
+        global _captured
+        self.replays.extend(_captured)
+        _captured = None
 
 
 def upload(step, gt, raw):

@@ -133,6 +133,10 @@ def _masked_fill_(self, mask, value):
     return _assign(self, ops.masked_fill(self, mask, value), "masked_fill_")
 
 
+def _setitem(self, key, value):
+    _assign(self, ops.setitem(self, key, value), "__setitem__")
+
+
 def _zero_(self):
     with grad_mode.no_grad():
         return _assign(self, self * 0.0, "zero_")
@@ -159,6 +163,7 @@ _METHODS = {
     "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
     "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": ops.getitem,
+    "__setitem__": _setitem,
     "__gt__": _compare(_gt), "__lt__": _compare(lambda a, b: _gt(b, a)),
     "__ge__": _compare(lambda a, b: 1.0 - _gt(b, a)), "__le__": _compare(lambda a, b: 1.0 - _gt(a, b)),
     "eq": _compare(lambda a, b: 1.0 - ew.Step.apply(ew.abs(a - b))),

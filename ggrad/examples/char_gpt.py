@@ -91,6 +91,9 @@ class CharGPT(nn.Module):
                                      for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d_model)
         self._positions = {}
+        # GPT-2's scale: N(0, 1) embeddings (PyTorch's default) would make the tied logits huge
+        nn.init.normal_(self.tok.weight, std=0.02)
+        nn.init.normal_(self.pos.weight, std=0.02)
 
     def forward(self, ids):
         t = ids.shape[1]

@@ -447,3 +447,20 @@ def test_float16_parameters_get_float16_gradients():
     h = ggrad.tensor(r(3, 4), dtype=ggrad.float16)
     assert (h + h).dtype is ggrad.float16 and (h * 2.0).dtype is ggrad.float16
     np.testing.assert_allclose((h + h).numpy(), 2 * h.numpy(), rtol=1e-3)
+
+
+def test_setitem_writes_region_and_passes_gradients():
+    def ref(a, v):
+        out = a.copy()
+        out[1:3, 2] = v
+        return out
+
+    def fn(a, v):
+        out = a * 1.0
+        out[1:3, 2] = v
+        return out
+    check(fn, ref, [r(4, 5), r(2)])
+    x = ggrad.zeros(2, 3)
+    x[0] = 5.0
+    x[:, -1] = ggrad.tensor([1.0, 2.0])
+    assert x.tolist() == [[5, 5, 1], [0, 0, 2]]

@@ -6,7 +6,7 @@ from .elementwise import (add, sub, mul, div, pow, neg, abs, exp, log, sqrt, rsq
 from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp, maximum, minimum
 from .movement import (reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow,
                        cat, stack, split, chunk, index_select, embedding, gather, masked_fill, where)
-from .indexing import getitem
+from .indexing import getitem, setitem
 from .linalg import matmul, linear
 from .nn import (softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, conv1d, conv2d, max_pool2d,
                  avg_pool2d)

@@ -104,3 +104,66 @@ def _select_tensor(x, d, index):
             raise ShapeError(f"indexing: result shape {shape} has more than 4 dimensions")
         return mv.reshape(picked, shape)
     return mv.index_select(x, d, index)
+
+
+def setitem(x, key, value):
+    """x with `value` written into x[key] (integers and unit-step slices), as a new tensor.
+
+    Built as x * (1 - mask) + padded value, so gradients reach both x and value.
+    """
+    from ..tensor import Tensor
+    from ..factory import ones, tensor
+    region = getitem(x.detach(), key)   # validates the key; its shape is the region's
+    if not isinstance(value, Tensor):
+        value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)
+    starts, stops = _region_bounds(x, key)
+    shape = tuple(b - a for a, b in zip(starts, stops))
+    value = mv.expand(mv.reshape(value, _broadcastable(value, region.shape)), region.shape)
+    value = mv.reshape(value, shape)
+    pads = []
+    for d in range(len(shape)):
+        pads.append((starts[d], x.shape[d] - stops[d]))
+    placed = _pad(value, pads)
+    mask = _pad(ones(shape, device=x.device), pads)
+    out = x * (1.0 - mask) + placed
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+def _broadcastable(value, shape):
+    if value.ndim > len(shape):
+        squeezed = tuple(s for s in value.shape if s != 1)
+        return (1,) * (len(shape) - len(squeezed)) + squeezed
+    return value.shape
+
+
+def _region_bounds(x, key):
+    key = _expand_key(key, x.ndim)
+    starts, stops, dim = [], [], 0
+    for k in key:
+        if k is None:
+            continue
+        size = x.shape[dim]
+        if isinstance(k, slice):
+            start, stop, stride = k.indices(size)
+            if stride != 1:
+                raise IndexError("assignment through a strided slice is not supported")
+            starts.append(start)
+            stops.append(max(stop, start))
+        elif isinstance(k, int):
+            i = k % size
+            starts.append(i)
+            stops.append(i + 1)
+        else:
+            raise IndexError(f"assignment with an index of type {type(k).__name__} is not supported; "
+                             "use masked_fill or where")
+        dim += 1
+    for d in range(dim, x.ndim):
+        starts.append(0)
+        stops.append(x.shape[d])
+    return starts, stops
+
+
+def _pad(t, pads):
+    starts = tuple(p[0] for p in pads)
+    full = tuple(s + a + b for s, (a, b) in zip(t.shape, pads))
+    return mv.PadTo.apply(t, starts, full)

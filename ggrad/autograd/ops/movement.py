@@ -186,17 +186,27 @@ class Slice(Function):
 
     @staticmethod
     def backward(ctx, g):
-        step = step_of(g)
+        return PadTo.apply(g, ctx.starts, ctx.in_shape), None, None
+
+
+class PadTo(Function):
+    """Place x at offset `starts` inside zeros of `shape` (GGML pad_ext); backward slices it out."""
+    primitive = True
+
+    @staticmethod
+    def forward(ctx, x, starts, shape):
+        step = step_of(x)
+        ctx.starts, ctx.stops = starts, tuple(a + n for a, n in zip(starts, x.shape))
         pads = []
         for i in range(4):
-            d = len(ctx.in_shape) - 1 - i
-            if d < 0:
-                pads += [0, 0]
-            else:
-                left = ctx.starts[d]
-                pads += [left, ctx.in_shape[d] - left - g.shape[d]]
-        node = ops.pad_ext(step.context(), contiguous_node(step, g), *pads)
-        return emit(step, node, ctx.in_shape, g.dtype, g.device), None, None
+            d = len(shape) - 1 - i
+            pads += [0, 0] if d < 0 else [starts[d], shape[d] - starts[d] - x.shape[d]]
+        node = ops.pad_ext(step.context(), contiguous_node(step, x), *pads)
+        return emit(step, node, shape, x.dtype, x.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Slice.apply(g, ctx.starts, ctx.stops), None, None
 
 
 def narrow(x, dim, start, length):

@@ -1,0 +1,122 @@
+"""Workload W2: char GPT training throughput, ggrad vs PyTorch CPU in the same run and thread count.
+
+vocab 96, d_model 128, 4 layers, 4 heads, context 64, batch 16, pre-LN GELU MLP x4, tied embeddings,
+AdamW lr 3e-4. Prints tokens/s (median of --steps steps after warm-up) and the ratio ggrad / PyTorch.
+
+    python benchmarks/bench_gpt.py [--threads 1 2] [--steps 20] [--device cpu]
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import median_ms, print_table, set_threads  # noqa: E402
+
+import ggrad  # noqa: E402
+from ggrad import optim  # noqa: E402
+from ggrad.examples.char_gpt import CharGPT  # noqa: E402
+
+W2 = dict(vocab=96, d_model=128, layers=4, heads=4, context=64, batch=16, lr=3e-4)
+
+
+def batch_data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, W2["vocab"], (W2["batch"], W2["context"])).astype(np.int32)
+    y = rng.integers(0, W2["vocab"], (W2["batch"], W2["context"])).astype(np.int32)
+    return x, y
+
+
+def ggrad_step_fn(device="cpu"):
+    """One W2 training step in ggrad (forward, backward, AdamW: one graph)."""
+    ggrad.manual_seed(0)
+    dev = ggrad.device(device)
+    model = CharGPT(W2["vocab"], W2["d_model"], W2["layers"], W2["heads"], W2["context"]).to(dev)
+    opt = optim.AdamW(model.parameters(), lr=W2["lr"])
+    x_np, y_np = batch_data()
+
+    def step():
+        x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
+        loss = ggrad.cross_entropy(model(x).reshape(-1, W2["vocab"]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def torch_step_fn():
+    """The same step in PyTorch (eager, CPU)."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x, mask):
+            a = self.ln1(x)
+            x = x + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = W2["d_model"]
+            self.tok, self.pos = nn.Embedding(W2["vocab"], d), nn.Embedding(W2["context"], d)
+            self.blocks = nn.ModuleList([Block(d, W2["heads"]) for _ in range(W2["layers"])])
+            self.ln_f = nn.LayerNorm(d)
+            t = W2["context"]
+            self.register_buffer("mask", torch.triu(torch.full((t, t), -math.inf), 1))
+
+        def forward(self, ids):
+            h = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+            for b in self.blocks:
+                h = b(h, self.mask)
+            return self.ln_f(h) @ self.tok.weight.T
+
+    torch.manual_seed(0)
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=W2["lr"])
+    x_np, y_np = batch_data()
+    x, y = torch.from_numpy(x_np).long(), torch.from_numpy(y_np.reshape(-1)).long()
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, W2["vocab"]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    tokens = W2["batch"] * W2["context"]
+    rows = []
+    for threads in args.threads:
+        set_threads(threads)
+        g_ms = median_ms(ggrad_step_fn(args.device), warmup=5, repeats=args.steps)
+        try:
+            t_ms = median_ms(torch_step_fn(), warmup=5, repeats=args.steps)
+        except ImportError:
+            t_ms = float("nan")
+        rows.append({"threads": threads, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
+                     "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
+                     "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}"})
+    print_table(f"W2 char-GPT training step ({args.device}; median of {args.steps} after warm-up)", rows,
+                list(rows[0]))
+
+
+if __name__ == "__main__":
+    main()

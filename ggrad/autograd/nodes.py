@@ -35,10 +35,14 @@ def step_of(*tensors):
 
 
 def arg(step, t):
-    """The GGML node of `t` as an input of a new node in `step` (its memory stays alive until computed)."""
+    """The GGML node of `t` as an input of a new node in `step`.
+
+    A realized input's memory (its Block) and metadata (its GTensor's context) stay alive until the
+    step is computed, even if Python drops the tensor meanwhile.
+    """
     block = t._block
     if block is not None:
-        step.keep.append(block)
+        step.keep.append((block, t._g))
     return t._g
 
 

@@ -4,11 +4,20 @@ pip builds the extension in an isolated environment, so the rpath baked into it 
 copy that no longer exists. The installed `libggml` package's libraries are therefore loaded first
 (globally), which satisfies the extension's dependencies by soname and makes a source build of
 libggml-python (RPC, CUDA, Vulkan) installed later take effect without rebuilding ggrad.
+
+`GGRAD_GGML_LIB_DIR=/path` loads GGML from that directory instead of the installed package, without
+reinstalling anything: e.g. a CMake build tree of the same GGML version (`GGRAD_GGML_LIB_DIR=build/src`).
+The directory is searched recursively for `libggml-base.so`, `libggml-cpu.so` and `libggml.so` (a build
+tree puts them in `src/`, `src/ggml-cpu/`; the shallowest match wins); backends that `libggml.so` links
+(CUDA, Vulkan, RPC) come with it. A directory lacking one of them raises ImportError.
 """
 
 import ctypes
 import importlib.util
+import os
 from pathlib import Path
+
+_NAMES = ("libggml-base.so", "libggml-cpu.so", "libggml.so")
 
 
 def _libggml_dir():
@@ -22,10 +31,36 @@ def _libggml_dir():
     raise ImportError(f"libggml-python is installed at {root} but holds no libggml-base.so")
 
 
+def _override_paths(root):
+    """The three libraries under `root` (GGRAD_GGML_LIB_DIR), searched recursively."""
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise ImportError(f"GGRAD_GGML_LIB_DIR={str(root)!r} is not a directory")
+    paths, missing = [], []
+    for name in _NAMES:
+        found = sorted(root.rglob(name), key=lambda p: (len(p.parts), str(p)))
+        if found:
+            paths.append(found[0])
+        else:
+            missing.append(name)
+    if missing:
+        raise ImportError(f"GGRAD_GGML_LIB_DIR={str(root)!r} holds no {', '.join(missing)} "
+                          f"(point it at a GGML build or lib directory, or unset it to use the installed libggml)")
+    return root, paths
+
+
 def _preload():
-    lib_dir = _libggml_dir()
-    for name in ("libggml-base.so", "libggml-cpu.so", "libggml.so"):
-        ctypes.CDLL(str(lib_dir / name), mode=ctypes.RTLD_GLOBAL)
+    override = os.environ.get("GGRAD_GGML_LIB_DIR")
+    if override:
+        lib_dir, paths = _override_paths(override)
+    else:
+        lib_dir = _libggml_dir()
+        paths = [lib_dir / name for name in _NAMES]
+    for path in paths:
+        try:
+            ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            raise ImportError(f"could not load GGML library {path}: {e}") from e
     return lib_dir
 
 

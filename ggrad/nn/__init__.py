@@ -1,0 +1,16 @@
+"""ggrad.nn: modules, layers, losses, initialisation and the functional API (PyTorch's torch.nn)."""
+
+from . import functional, init
+from .parameter import Parameter
+from .module import Module
+from .containers import ModuleList, ModuleDict
+from .linear import Identity, Linear, Flatten
+from .activation import ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax
+from .normalization import LayerNorm, RMSNorm, Dropout
+from .sparse import Embedding
+from .conv import Conv1d, Conv2d, MaxPool2d, AvgPool2d
+from .attention import MultiHeadAttention, MultiheadAttention
+from .transformer import TransformerBlock
+from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
+                   BCELoss)
+from .sequential import Sequential

@@ -1,0 +1,233 @@
+"""`MultiHeadAttention` (alias `MultiheadAttention`): scaled dot-product attention over several heads.
+
+Self-attention makes q, k and v with ONE matmul against a (3E, E) weight; every head is computed at
+once in batched matmuls on (B, H, T, Dh) tensors; all masks are merged into one additive f32 mask
+that GGML's fused soft_max_ext applies together with the 1/sqrt(Dh) scale.
+"""
+
+import math
+
+from ..autograd.factory import empty, tensor
+from ..ggml.errors import ShapeError
+from . import functional as F
+from . import init
+from .linear import Linear
+from .module import Module
+from .parameter import Parameter
+
+
+class MultiHeadAttention(Module):
+    """Multi-head attention, as PyTorch's `nn.MultiheadAttention`.
+
+    head_h = softmax(Q_h K_h^T / sqrt(Dh) + mask) V_h,  out = concat(head_1..head_H) W_o^T + b_o,
+    with Q = query W_q^T + b_q, K = key W_k^T + b_k, V = value W_v^T + b_v and Dh = embed_dim / num_heads.
+
+    Args:
+        embed_dim (int): model width E (of the query and of the output).
+        num_heads (int): number of heads H; must divide embed_dim.
+        dropout (float, default 0.0): dropout on the attention weights (training mode only).
+        bias (bool, default True): learn the input and output projection biases.
+        batch_first (bool, default True): inputs are (B, T, E); False means (T, B, E).
+        kdim (int, optional): width of the keys (default embed_dim).
+        vdim (int, optional): width of the values (default embed_dim).
+        device, dtype (optional): where the parameters live and their dtype.
+
+    Parameters (PyTorch's names, so state dicts carry over): `in_proj_weight` (3E, E) and `in_proj_bias`
+    (3E) when kdim == vdim == E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight` and `in_proj_bias`;
+    `out_proj` (a Linear(E, E)).
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, kdim=None, vdim=None,
+                 device=None, dtype=None):
+        super().__init__()
+        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"MultiHeadAttention: {name} must be a positive integer, got {value!r}")
+        if embed_dim % num_heads:
+            raise ValueError(f"MultiHeadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"MultiHeadAttention: dropout must be in [0, 1], got {dropout}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.dropout = float(dropout)
+        self.batch_first = batch_first
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        e = embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty(3 * e, e, dtype=dtype, device=device))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(empty(e, e, dtype=dtype, device=device))
+            self.k_proj_weight = Parameter(empty(e, self.kdim, dtype=dtype, device=device))
+            self.v_proj_weight = Parameter(empty(e, self.vdim, dtype=dtype, device=device))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * e, dtype=dtype, device=device))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(e, e, bias=bias, device=device, dtype=dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    # ---- forward ---------------------------------------------------------------------------------
+    def forward(self, query, key=None, value=None, attn_mask=None, key_padding_mask=None, is_causal=False,
+                need_weights=False, average_attn_weights=True):
+        """Attend from `query` to `key`/`value` (self-attention when they are omitted or the same tensor).
+
+        Args:
+            query (Tensor): (B, T, E) ((T, B, E) when batch_first=False; (T, E) unbatched).
+            key (Tensor, optional): (B, S, kdim); defaults to query.
+            value (Tensor, optional): (B, S, vdim); defaults to key.
+            attn_mask (Tensor | array, optional): (T, S), (B*H, T, S) or broadcastable to (B, H, T, S).
+                Boolean (bool arrays or int32 Tensors): True/nonzero = NOT allowed to attend. Float: added
+                to the scores.
+            key_padding_mask (Tensor | array, optional): (B, S); boolean True = padding (ignored), or float
+                (added).
+            is_causal (bool, default False): query i attends only keys j <= i (combined with the masks).
+            need_weights (bool, default False): also return the attention weights.
+            average_attn_weights (bool, default True): average the returned weights over heads.
+
+        Returns:
+            (output (B, T, E), weights (B, T, S) or (B, H, T, S), or None unless need_weights).
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        unbatched = query.ndim == 2
+        q_in, k_in, v_in = (_batched(t, unbatched, self.batch_first, name)
+                            for t, name in ((query, "query"), (key, "key"), (value, "value")))
+        if key is query:
+            k_in = q_in
+        if value is key:
+            v_in = k_in
+        if unbatched and key_padding_mask is not None:
+            key_padding_mask = _unsqueeze_mask(key_padding_mask)
+        self._check_shapes(q_in, k_in, v_in)
+        b, t, s = q_in.shape[0], q_in.shape[1], k_in.shape[1]
+        q, k, v = self._project(q_in, k_in, v_in)
+        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, s, q_in.device)
+        out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
+        out = out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim)      # (B, T, H, Dh) -> (B, T, E)
+        out = self.out_proj(out)
+        if unbatched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        return out, weights.squeeze(0) if unbatched else weights
+
+    def _check_shapes(self, q, k, v):
+        e = self.embed_dim
+        if q.shape[-1] != e:
+            raise ShapeError(f"MultiHeadAttention: expected query with embed_dim={e} features, got shape "
+                             f"{tuple(q.shape)}")
+        if k.shape[-1] != self.kdim or v.shape[-1] != self.vdim:
+            raise ShapeError(f"MultiHeadAttention: expected key with kdim={self.kdim} and value with "
+                             f"vdim={self.vdim} features, got shapes {tuple(k.shape)} and {tuple(v.shape)}")
+        if k.shape[:2] != v.shape[:2] or k.shape[0] != q.shape[0]:
+            raise ShapeError(f"MultiHeadAttention: query {tuple(q.shape)}, key {tuple(k.shape)} and value "
+                             f"{tuple(v.shape)} must share the batch size, and key and value the sequence length")
+
+    def _heads(self, x, n=1):
+        """(B, T, n*E) -> (B, n*H, T, Dh): a reshape (a view) and a permute (a view)."""
+        b, t = x.shape[0], x.shape[1]
+        return x.reshape(b, t, n * self.num_heads, self.head_dim).permute(0, 2, 1, 3)
+
+    def _project(self, query, key, value):
+        """q, k, v as (B, H, T|S, Dh)."""
+        e, h = self.embed_dim, self.num_heads
+        w, bias = self.in_proj_weight, self.in_proj_bias
+
+        def part(start, stop):
+            return None if bias is None else bias[start:stop]
+
+        if not self._qkv_same_embed_dim:
+            return (self._heads(F.linear(query, self.q_proj_weight, part(0, e))),
+                    self._heads(F.linear(key, self.k_proj_weight, part(e, 2 * e))),
+                    self._heads(F.linear(value, self.v_proj_weight, part(2 * e, 3 * e))))
+        if query is key and key is value:
+            qkv = self._heads(F.linear(query, w, bias), 3)                # one matmul: (B, 3H, T, Dh)
+            return qkv[:, :h], qkv[:, h:2 * h], qkv[:, 2 * h:]
+        q = self._heads(F.linear(query, w[:e], part(0, e)))
+        if key is value:
+            kv = self._heads(F.linear(key, w[e:], part(e, 3 * e)), 2)     # one matmul for k and v
+            return q, kv[:, :h], kv[:, h:]
+        return (q, self._heads(F.linear(key, w[e:2 * e], part(e, 2 * e))),
+                self._heads(F.linear(value, w[2 * e:], part(2 * e, 3 * e))))
+
+    def _merge_masks(self, attn_mask, key_padding_mask, is_causal, b, t, s, device):
+        """One additive f32 mask fitted to the scores (B, H, T, S), or None."""
+        h = self.num_heads
+        parts = []
+        if attn_mask is not None:
+            m = F.additive_mask(attn_mask, True, "MultiHeadAttention attn_mask", device)
+            if m.ndim == 3 and m.shape == (b * h, t, s):
+                m = m.reshape(b, h, t, s)
+            elif m.ndim not in (2, 4) or m.shape[-2:] != (t, s) or \
+                    any(have not in (1, want) for have, want in zip(m.shape[:-2], (b, h))):
+                raise ShapeError(f"MultiHeadAttention: attn_mask of shape {tuple(m.shape)} should be (L, S) = "
+                                 f"{(t, s)}, (N*num_heads, L, S) = {(b * h, t, s)} or broadcastable to "
+                                 f"(N, num_heads, L, S) = {(b, h, t, s)}")
+            parts.append(m)
+        if key_padding_mask is not None:
+            m = F.additive_mask(key_padding_mask, True, "MultiHeadAttention key_padding_mask", device)
+            if m.shape != (b, s):
+                raise ShapeError(f"MultiHeadAttention: key_padding_mask of shape {tuple(m.shape)} should be "
+                                 f"(N, S) = {(b, s)}")
+            parts.append(m.reshape(b, 1, 1, s))
+        if is_causal:
+            parts.append(tensor(F.causal_mask_host(t, s), device=device))
+        if not parts:
+            return None
+        mask = parts[0]
+        for extra in parts[1:]:
+            mask = mask + extra
+        return F.fit_mask(mask, (b, h, t, s), "MultiHeadAttention")
+
+    def extra_repr(self):
+        s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if not self._qkv_same_embed_dim:
+            s += f", kdim={self.kdim}, vdim={self.vdim}"
+        if self.in_proj_bias is None:
+            s += ", bias=False"
+        if not self.batch_first:
+            s += ", batch_first=False"
+        return s
+
+
+MultiheadAttention = MultiHeadAttention
+
+
+def _batched(x, unbatched, batch_first, name):
+    if x.ndim != (2 if unbatched else 3):
+        raise ShapeError(f"MultiHeadAttention: {name} must be 3-D (batched) or 2-D (unbatched) like the query; got "
+                         f"shape {tuple(x.shape)}")
+    if unbatched:
+        return x.unsqueeze(0)
+    return x if batch_first else x.transpose(0, 1)
+
+
+def _unsqueeze_mask(mask):
+    if hasattr(mask, "unsqueeze"):
+        return mask.unsqueeze(0)
+    import numpy as np
+    return np.asarray(mask)[None]

@@ -1,0 +1,231 @@
+"""Convolution and pooling layers: `Conv1d`, `Conv2d`, `MaxPool2d`, `AvgPool2d`."""
+
+import math
+
+from ..autograd.factory import empty
+from ..ggml.errors import ShapeError
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _ntuple(value, n, name, layer):
+    values = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(values) != n or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise ValueError(f"{layer}: {name} must be an int or a tuple of {n} ints, got {value!r}")
+    return values
+
+
+class _ConvNd(Module):
+    """What Conv1d and Conv2d share: parameters, init, checks and repr."""
+
+    n = 0
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype):
+        super().__init__()
+        layer = type(self).__name__
+        for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ntuple(kernel_size, self.n, "kernel_size", layer)
+        self.stride = _ntuple(stride, self.n, "stride", layer)
+        self.dilation = _ntuple(dilation, self.n, "dilation", layer)
+        self.padding = self._resolve_padding(padding, layer)
+        if any(v <= 0 for v in self.kernel_size + self.stride + self.dilation):
+            raise ValueError(f"{layer}: kernel_size, stride and dilation must be positive, got "
+                             f"{self.kernel_size}, {self.stride}, {self.dilation}")
+        self.weight = Parameter(empty((out_channels, in_channels) + self.kernel_size, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def _resolve_padding(self, padding, layer):
+        if padding == "valid":
+            return (0,) * self.n
+        if padding == "same":
+            if any(s != 1 for s in self.stride):
+                raise ValueError(f"{layer}: padding='same' is not supported for strided convolutions")
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            if any(t % 2 for t in totals):
+                raise ValueError(f"{layer}: padding='same' needs an even dilation * (kernel_size - 1) here "
+                                 f"(GGML pads both sides equally); got kernel_size={self.kernel_size}")
+            return tuple(t // 2 for t in totals)
+        pads = _ntuple(padding, self.n, "padding", layer)
+        if any(p < 0 for p in pads):
+            raise ValueError(f"{layer}: padding must be non-negative, got {padding!r}")
+        return pads
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_channels * math.prod(self.kernel_size)
+            bound = 1.0 / math.sqrt(fan_in)
+            init.uniform_(self.bias, -bound, bound)
+
+    def _check_input(self, x):
+        """The input as a batch (N, C, ...), and whether it was unbatched."""
+        batched_ndim = self.n + 2
+        if x.ndim not in (batched_ndim - 1, batched_ndim):
+            raise ShapeError(f"{self._describe()}: expected {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D "
+                             f"input, got shape {tuple(x.shape)}")
+        unbatched = x.ndim == batched_ndim - 1
+        if unbatched:
+            x = x.unsqueeze(0)
+        if x.shape[1] != self.in_channels:
+            raise ShapeError(f"{self._describe()}: expected input with {self.in_channels} channels, got "
+                             f"{x.shape[1]} channels in input of shape {tuple(x.shape[1:] if unbatched else x.shape)}")
+        for i in range(self.n):
+            size = x.shape[2 + i] + 2 * self.padding[i]
+            reach = self.dilation[i] * (self.kernel_size[i] - 1) + 1
+            if size < reach:
+                raise ShapeError(f"{self._describe()}: input of shape {tuple(x.shape)} (padded size {size}) is "
+                                 f"smaller than the kernel's reach {reach}")
+        return x, unbatched
+
+    def _describe(self):
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if any(self.padding):
+            s += f", padding={self.padding}"
+        if any(d != 1 for d in self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution (cross-correlation) over an input of shape (N, C_in, L).
+
+    y[n, o, l] = bias[o] + sum_{c, k} weight[o, c, k] * x[n, c, stride * l + dilation * k - padding]
+
+    Args:
+        in_channels (int): channels of the input.
+        out_channels (int): channels of the output.
+        kernel_size (int or (int,)): kernel width.
+        stride (int, default 1): step between windows.
+        padding (int, 'valid' or 'same', default 0): zeros added on both sides.
+        dilation (int, default 1): spacing between kernel taps.
+        bias (bool, default True): learn a per-channel bias.
+        device, dtype (optional): where the parameters live and their dtype.
+
+    Shape: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out), L_out = (L + 2p - d (k - 1) - 1) // s + 1.
+    Init: weight, bias ~ U(-1/sqrt(C_in k), 1/sqrt(C_in k)), as PyTorch.
+    """
+
+    n = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype)
+
+    def forward(self, x):
+        x, unbatched = self._check_input(x)
+        y = F.conv1d(x, self.weight, self.bias, self.stride[0], self.padding[0], self.dilation[0])
+        return y.squeeze(0) if unbatched else y
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation) over an input of shape (N, C_in, H, W).
+
+    y[n, o, i, j] = bias[o] + sum_{c, u, v} weight[o, c, u, v] * x[n, c, s0 i + d0 u - p0, s1 j + d1 v - p1]
+
+    Args:
+        in_channels (int): channels of the input.
+        out_channels (int): channels of the output.
+        kernel_size (int or (int, int)): kernel height and width.
+        stride (int or (int, int), default 1): step between windows.
+        padding (int, (int, int), 'valid' or 'same', default 0): zeros added on both sides.
+        dilation (int or (int, int), default 1): spacing between kernel taps.
+        bias (bool, default True): learn a per-channel bias.
+        device, dtype (optional): where the parameters live and their dtype.
+
+    Shape: (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out).
+    Init: weight, bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C_in * kh * kw, as PyTorch.
+    """
+
+    n = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype)
+
+    def forward(self, x):
+        x, unbatched = self._check_input(x)
+        y = F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        return y.squeeze(0) if unbatched else y
+
+
+class _Pool2d(Module):
+    op = ""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        layer = type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, 2, "kernel_size", layer)
+        self.stride = self.kernel_size if stride is None else _ntuple(stride, 2, "stride", layer)
+        self.padding = _ntuple(padding, 2, "padding", layer)
+        if any(v <= 0 for v in self.kernel_size + self.stride):
+            raise ValueError(f"{layer}: kernel_size and stride must be positive, got {self.kernel_size}, "
+                             f"{self.stride}")
+        if any(p < 0 or 2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+            raise ValueError(f"{layer}: padding should be at most half of kernel size, but got "
+                             f"padding={self.padding} and kernel_size={self.kernel_size}")
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"{type(self).__name__}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                             f"{tuple(x.shape)}")
+        unbatched = x.ndim == 3
+        if unbatched:
+            x = x.unsqueeze(0)
+        for i in range(2):
+            if x.shape[2 + i] + 2 * self.padding[i] < self.kernel_size[i]:
+                raise ShapeError(f"{type(self).__name__}: input of shape {tuple(x.shape)} is smaller than the kernel "
+                                 f"{self.kernel_size} (padding {self.padding})")
+        pool = F.max_pool2d if self.op == "max" else F.avg_pool2d
+        y = pool(x, self.kernel_size, self.stride, self.padding)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
+    """2-D max pooling over an input of shape (N, C, H, W).
+
+    y[n, c, i, j] = max_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (padding never wins)
+
+    Args:
+        kernel_size (int or (int, int)): window size.
+        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
+        padding (int or (int, int), default 0): implicit padding on both sides, at most half the kernel.
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
+    """
+
+    op = "max"
+
+
+class AvgPool2d(_Pool2d):
+    """2-D average pooling over an input of shape (N, C, H, W).
+
+    y[n, c, i, j] = mean_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (zero padding counted, as
+    PyTorch's default count_include_pad=True)
+
+    Args:
+        kernel_size (int or (int, int)): window size.
+        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
+        padding (int or (int, int), default 0): zero padding on both sides, at most half the kernel.
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
+    """
+
+    op = "avg"

@@ -1,0 +1,180 @@
+"""`ggrad.nn.functional`: the stateless forms of the layers (PyTorch's `torch.nn.functional`).
+
+Most are the differentiable ops of `ggrad.autograd.ops`; this module adds `embedding` with
+`padding_idx`, PyTorch's `rms_norm` default eps, and `scaled_dot_product_attention` (one fused
+scaled + masked softmax, GGML's soft_max_ext).
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from ..autograd import Function, Tensor, no_grad
+from ..autograd.factory import tensor as _tensor
+from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu, elu, softplus,  # noqa: F401
+                            softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
+                            max_pool2d, avg_pool2d, cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
+                            smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
+from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm
+from ..ggml import f32, i32
+from ..ggml.errors import ShapeError
+
+# Masked scores get this additive bias: finite, so a fully masked row gives uniform weights, not NaN.
+MASKED = -1e30
+_F32_EPS = float(np.finfo(np.float32).eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) * weight over the trailing `normalized_shape` dims.
+
+    eps=None uses float32's machine epsilon, as PyTorch does.
+    """
+    return _rms_norm(input, normalized_shape, weight, _F32_EPS if eps is None else eps)
+
+
+# ---- embedding ---------------------------------------------------------------------------------
+class _MaskRowGrad(Function):
+    """Identity forward; backward zeroes the gradient of the rows looked up at `padding_idx`."""
+
+    @staticmethod
+    def forward(ctx, out, index, padding_idx):
+        ctx.save_for_backward(index)
+        ctx.padding_idx = padding_idx
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        keep = index.ne(ctx.padding_idx).reshape(index.shape + (1,))
+        return g * keep, None, None
+
+
+def embedding(input, weight, padding_idx=None):
+    """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape input.shape + (dim,).
+
+    Args:
+        input (Tensor | array-like of int): indices in [0, num_embeddings).
+        weight (Tensor): the table.
+        padding_idx (int, optional): lookups of this row pass no gradient to it.
+    """
+    if not isinstance(input, Tensor):
+        array = np.asarray(input)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"embedding: indices must be integers, got numpy dtype {array.dtype}")
+        n = weight.shape[0]
+        if array.size and (array.min() < 0 or array.max() >= n):
+            raise IndexError(f"embedding: index out of range: indices span [{array.min()}, {array.max()}] "
+                             f"but the table has {n} rows")
+        input = _tensor(array, dtype=i32, device=weight.device)
+    out = _embedding(input, weight)
+    if padding_idx is not None and weight.requires_grad:
+        out = _MaskRowGrad.apply(out, input, int(padding_idx) % weight.shape[0])
+    return out
+
+
+# ---- attention ---------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def causal_mask_host(rows, cols):
+    """The (rows, cols) additive causal mask on the host: MASKED where key j > query i (top-left aligned)."""
+    mask = np.triu(np.full((rows, cols), MASKED, dtype=np.float32), k=1)
+    mask.setflags(write=False)
+    return mask
+
+
+def additive_mask(mask, true_masks, op, device=None):
+    """A float32 additive mask Tensor from a boolean or float mask.
+
+    Boolean masks are numpy/list bools or integers, or int32 Tensors: with `true_masks`, nonzero entries
+    are masked out (MultiheadAttention's convention); otherwise nonzero entries take part (sdpa's).
+    Float masks (float Tensors or arrays) are added to the scores as they are.
+    """
+    if isinstance(mask, Tensor):
+        if mask.dtype.is_float:
+            return mask.detach().to(f32)
+        with no_grad():
+            m = mask.ne(0)
+            return m * MASKED if true_masks else (1.0 - m) * MASKED
+    array = np.asarray(mask)
+    if array.dtype.kind == "f":
+        return _tensor(array.astype(np.float32), device=device)
+    if array.dtype.kind not in "biu":
+        raise TypeError(f"{op}: a mask must be boolean, integer or float, got numpy dtype {array.dtype}")
+    masked = array.astype(bool) if true_masks else ~array.astype(bool)
+    return _tensor(np.where(masked, np.float32(MASKED), np.float32(0.0)), device=device)
+
+
+def fit_mask(mask, scores_shape, op):
+    """`mask` shaped for soft_max_ext against scores (..., L, S): rows expanded to L, no extra dims."""
+    *batch, rows, cols = scores_shape
+    shape = tuple(mask.shape)
+    while len(shape) > len(scores_shape) and shape[0] == 1:
+        shape = shape[1:]
+    ok = len(shape) <= len(scores_shape) and len(shape) >= 1 and shape[-1] == cols
+    if ok:
+        for have, want in zip(reversed(shape), reversed(scores_shape)):
+            ok = ok and have in (1, want)
+    if not ok:
+        raise ShapeError(f"{op}: attention mask of shape {tuple(mask.shape)} cannot be broadcast to the attention "
+                         f"scores of shape {tuple(scores_shape)} (batch..., L={rows}, S={cols})")
+    if shape != tuple(mask.shape):
+        mask = mask.reshape(shape)
+    if len(shape) < 2 or shape[-2] != rows:
+        mask = mask.expand(shape[:-2] + (rows, cols))
+    return mask
+
+
+def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True):
+    """softmax(q @ k^T * scale + mask) @ v, with dropout on the weights; returns (output, weights).
+
+    q (..., L, E), k (..., S, E), v (..., S, Ev); `mask` an additive f32 Tensor already fitted to
+    (..., L, S) by `fit_mask`. The softmax is one fused GGML soft_max_ext.
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-1, -2)
+    weights = softmax_ext(scores, mask, scale=scale)
+    if dropout_p > 0.0 and training:
+        weights = dropout(weights, dropout_p, True)
+    return weights @ v, weights
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None):
+    """softmax(query @ key^T * scale + mask) @ value, as PyTorch's F.scaled_dot_product_attention.
+
+    Args:
+        query (Tensor): (..., L, E).
+        key (Tensor): (..., S, E).
+        value (Tensor): (..., S, Ev).
+        attn_mask (Tensor | array, optional): broadcastable to (..., L, S). Boolean (bool arrays or
+            int32 Tensors): True/nonzero = takes part in attention. Float: added to the scores.
+        dropout_p (float, default 0.0): dropout on the attention weights (applied whenever > 0, as in PyTorch).
+        is_causal (bool, default False): query i attends keys j <= i; cannot be combined with attn_mask.
+        scale (float, optional): defaults to 1 / sqrt(E).
+
+    Returns:
+        Tensor of shape (..., L, Ev).
+    """
+    if query.ndim < 2 or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise ShapeError(f"scaled_dot_product_attention: query, key and value need the same number (>= 2) "
+                         f"of dims, got {query.shape}, {key.shape}, {value.shape}")
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value "
+                         f"{value.shape} don't fit (need key.shape[-1] == query.shape[-1] == E and "
+                         f"key.shape[-2] == value.shape[-2] == S)")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+    batch = tuple(max(a, b) for a, b in zip(query.shape[:-2], key.shape[:-2]))
+    scores_shape = batch + (query.shape[-2], key.shape[-2])
+    mask = None
+    if is_causal:
+        mask = _tensor(causal_mask_host(query.shape[-2], key.shape[-2]), device=query.device)
+    elif attn_mask is not None:
+        mask = additive_mask(attn_mask, False, "scaled_dot_product_attention", query.device)
+    if mask is not None:
+        mask = fit_mask(mask, scores_shape, "scaled_dot_product_attention")
+    out, _ = attend(query, key, value, mask, scale, dropout_p, True)
+    return out

@@ -1,0 +1,215 @@
+"""`Optimizer`: the bookkeeping shared by every optimizer (param groups, per-parameter state, state dicts).
+
+The math of each optimizer is a pure function (`sgd(...)`, `adamw(...)`) that schedules GGML nodes;
+`step()` adds every update to the pending graph and computes forward, backward and updates as one
+graph per device (`ggrad.autograd.updates.commit`).
+"""
+
+from collections import defaultdict
+from copy import deepcopy
+
+from ..autograd import Tensor, grad_mode, updates
+from ..autograd.factory import zeros_like
+
+
+class _RequiredParameter:
+    """Marks a hyper-parameter that has no default (`lr` of a group that names none)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Args:
+        params: an iterable of Tensors, or of dicts (parameter groups) with a "params" entry and any
+            per-group hyper-parameters overriding `defaults`.
+        defaults (dict): the hyper-parameters a group gets when it does not set them.
+
+    Attributes:
+        defaults: the default hyper-parameters.
+        param_groups: list of dicts, each with "params" (a list of Tensors) and its hyper-parameters.
+        state: per-parameter state (a dict per parameter, keyed by the parameter).
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # ---- parameter groups ----------------------------------------------------------------------
+    def add_param_group(self, param_group):
+        """Add a group of parameters (a dict with "params" and optional hyper-parameters) to optimize."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        if "params" not in param_group:
+            raise ValueError("param_group must have a 'params' entry")
+        group = dict(param_group)
+        params = group["params"]
+        if isinstance(params, Tensor):
+            group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            group["params"] = list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+            if not p.dtype.is_float:
+                raise TypeError(f"optimizer can only optimize floating point Tensors, got {p.dtype.name}")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
+                                 f"{name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        ids = [id(p) for p in group["params"]]
+        if len(set(ids)) != len(ids):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if seen & set(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self._check_group(group)
+        self.param_groups.append(group)
+
+    def _check_group(self, group):
+        """Validate one group's hyper-parameters (subclasses raise ValueError naming the bad value)."""
+
+    # ---- gradients -----------------------------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradients of every optimized parameter (to None, or to zeros)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    with grad_mode.no_grad():
+                        p.grad = zeros_like(p.grad)
+
+    # ---- the update ----------------------------------------------------------------------------
+    def step(self, closure=None):
+        """Schedule one update of every parameter that has a gradient, then compute everything pending.
+
+        Forward, backward and the updates are computed as one graph per device. `closure`, when given,
+        re-evaluates the model and returns the loss (it runs with gradients enabled).
+        """
+        loss = None
+        if closure is not None:
+            with grad_mode.enable_grad():
+                loss = closure()
+        devices = {}
+        with grad_mode.no_grad():
+            for group in self.param_groups:
+                for p in self._update_group(group):
+                    devices.setdefault(p.device.name, p.device)
+        for device in devices.values():
+            updates.commit(device)
+        return loss
+
+    def _update_group(self, group):
+        """Schedule the updates of one group; return the parameters updated."""
+        raise NotImplementedError
+
+    # ---- state dicts ---------------------------------------------------------------------------
+    def state_dict(self):
+        """The optimizer's state in PyTorch's layout, with parameters replaced by their index.
+
+        Returns `{"state": {index: {name: value}}, "param_groups": [{..., "params": [index, ...]}]}`.
+        Tensors are copies (computed on the device with the next graph), so later steps do not
+        change a saved state dict.
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: deepcopy(v) for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for p, s in self.state.items():
+            if id(p) in index:
+                state[index[id(p)]] = {k: _copy_value(v) for k, v in s.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Load a state dict made by `state_dict()` (of an optimizer over parameters of the same shapes)."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError("optimizer state dict must be a dict with 'state' and 'param_groups' entries")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)} saved, {len(self.param_groups)} here)")
+        for saved, group in zip(saved_groups, self.param_groups):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                                 f"optimizer's group ({len(saved['params'])} saved, {len(group['params'])} here)")
+        by_index = {}
+        for saved, group in zip(saved_groups, self.param_groups):
+            for i, p in zip(saved["params"], group["params"]):
+                by_index[int(i)] = p
+        saved_state = {int(k): v for k, v in state_dict["state"].items()}
+        new_state = defaultdict(dict)
+        for i, s in saved_state.items():
+            p = by_index.get(i)
+            if p is None:
+                continue
+            new_state[p] = {k: _load_value(v, p, k) for k, v in s.items()}
+        new_groups = []
+        for saved, group in zip(saved_groups, self.param_groups):
+            g = {k: deepcopy(v) for k, v in saved.items() if k != "params"}
+            g["params"] = group["params"]
+            new_groups.append(g)
+        self.state = new_state
+        self.param_groups = new_groups
+
+
+def _copy_value(v):
+    if isinstance(v, Tensor):
+        with grad_mode.no_grad():
+            return v.detach().clone()
+    return deepcopy(v)
+
+
+def _load_value(v, param, key):
+    """A state entry for `param`: tensors are copied onto its device (their dtype is kept)."""
+    if isinstance(v, Tensor):
+        if v.shape != param.shape and key != "step":
+            raise ValueError(f"loaded state {key!r} of shape {v.shape} for a parameter of shape {param.shape}")
+        with grad_mode.no_grad():
+            return v.detach().to(param.device).clone()
+    return deepcopy(v)

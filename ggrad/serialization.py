@@ -1,0 +1,184 @@
+"""`ggrad.save(obj, path)` / `ggrad.load(path)`: checkpoints without pickle.
+
+A checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
+and the structure around them (nested dicts, lists, tuples, numbers, strings, None) is JSON in the
+member `__ggrad__`. Loading never unpickles (`allow_pickle=False`), so a file cannot run code.
+Saving writes a temporary file in the same directory, fsyncs it and renames it over the target: an
+interrupted save leaves the previous file intact.
+"""
+
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+FORMAT = "ggrad.save"
+VERSION = 1
+_META = "__ggrad__"
+
+
+# ---- encoding ----------------------------------------------------------------------------------
+class _Encoder:
+    """Turns an object tree into JSON-able nodes and a list of arrays."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def _array(self, array):
+        name = f"a{len(self.arrays)}"
+        self.arrays[name] = np.asarray(array)
+        return name
+
+    def encode(self, obj, where):
+        from .autograd import Tensor
+        from .nn.parameter import Parameter
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return obj
+        if isinstance(obj, float):
+            return {"float": repr(obj)} if not np.isfinite(obj) else obj
+        if isinstance(obj, Tensor):
+            node = {"tensor": self._array(obj.detach().numpy()), "dtype": obj.dtype.name}
+            if obj.requires_grad:
+                node["requires_grad"] = True
+            if isinstance(obj, Parameter):
+                node["parameter"] = True
+            return node
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind not in "biufc":
+                raise TypeError(f"ggrad.save: cannot save a numpy array of dtype {obj.dtype} at {where} "
+                                "(only numeric and bool arrays)")
+            return {"ndarray": self._array(obj)}
+        if isinstance(obj, np.generic):
+            return {"npscalar": self._array(np.asarray(obj))}
+        if isinstance(obj, dict):
+            items = []
+            for key, value in obj.items():
+                if not (key is None or isinstance(key, (str, int, float, bool))):
+                    raise TypeError(f"ggrad.save: dict keys must be str, int, float, bool or None; got "
+                                    f"{type(key).__name__} at {where}")
+                items.append([key, self.encode(value, f"{where}[{key!r}]")])
+            return {"dict": items}
+        if isinstance(obj, (list, tuple)):
+            values = [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+            return {"list": values} if isinstance(obj, list) else {"tuple": values}
+        raise TypeError(f"ggrad.save: cannot save an object of type {type(obj).__name__} at {where} (only Tensors, "
+                        "numpy arrays, numbers, strings, None and dicts/lists/tuples of them)")
+
+
+def _decode(node, arrays, device, path):
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list) or not isinstance(node, dict) or len(node) == 0:
+        raise ValueError(f"ggrad.load: {path} is corrupt (unexpected structure node {node!r:.80})")
+    if "tensor" in node:
+        from .autograd.factory import tensor
+        t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
+        if node.get("parameter"):
+            from .nn.parameter import Parameter
+            return Parameter(t, requires_grad=bool(node.get("requires_grad")))
+        return t.requires_grad_(True) if node.get("requires_grad") else t
+    if "ndarray" in node:
+        return _member(arrays, node["ndarray"], path)
+    if "npscalar" in node:
+        return _member(arrays, node["npscalar"], path)[()]
+    if "float" in node:
+        return float(node["float"])
+    if "dict" in node:
+        return {key: _decode(value, arrays, device, path) for key, value in node["dict"]}
+    if "list" in node:
+        return [_decode(v, arrays, device, path) for v in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays, device, path) for v in node["tuple"])
+    raise ValueError(f"ggrad.load: {path} is corrupt (unknown structure node with keys {sorted(node)})")
+
+
+def _member(arrays, name, path):
+    if name not in arrays:
+        raise ValueError(f"ggrad.load: {path} is corrupt (array member {name!r} is missing)")
+    return arrays[name]
+
+
+# ---- files -------------------------------------------------------------------------------------
+def save(obj, path):
+    """Write `obj` (a state dict, or nested dicts/lists of Tensors, arrays, numbers, strings) to `path`.
+
+    The write is atomic: a temporary file in the same directory, flushed and fsynced, then renamed over
+    `path`. Tensors are computed (realized) as they are read.
+    """
+    encoder = _Encoder()
+    structure = {"format": FORMAT, "version": VERSION, "root": encoder.encode(obj, "obj")}
+    meta = np.frombuffer(json.dumps(structure).encode("utf-8"), dtype=np.uint8)
+    members = dict(encoder.arrays)
+    members[_META] = meta
+    if hasattr(path, "write"):
+        np.savez(path, **members)
+        return
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **members)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory):
+    """Make the rename durable (best effort: not every platform can open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def load(path, map_location=None):
+    """Read what `save` wrote. Tensors are created on `map_location` (a device; default CPU).
+
+    Raises FileNotFoundError for a missing file and ValueError, naming the path, for a file that is not a
+    ggrad checkpoint or is damaged.
+    """
+    name = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (not a readable .npz archive: {e})") from e
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (a bare .npy array, not an archive)")
+    with archive:
+        if _META not in archive.files:
+            raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (no {_META} member; was it written "
+                             "by ggrad.save?)")
+        try:
+            structure = json.loads(archive[_META].tobytes().decode("utf-8"))
+            arrays = {k: archive[k] for k in archive.files if k != _META}
+        except (OSError, ValueError, EOFError, KeyError, UnicodeDecodeError, zipfile.BadZipFile) as e:
+            raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
+    if not isinstance(structure, dict) or structure.get("format") != FORMAT or "root" not in structure:
+        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (unknown format header)")
+    if not isinstance(structure.get("version"), int) or structure["version"] > VERSION:
+        raise ValueError(f"ggrad.load: {name} has format version {structure.get('version')!r}; this ggrad reads "
+                         f"versions up to {VERSION}")
+    try:
+        return _decode(structure["root"], arrays, map_location, name)
+    except (KeyError, TypeError, RecursionError) as e:
+        raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e

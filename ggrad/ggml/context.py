@@ -118,16 +118,23 @@ class GTensor:
         self.ptr = ptr
         self.ctx = ctx
 
+    def _checked(self):
+        """The tensor pointer, or GGMLError once its Context was closed (the memory is gone)."""
+        ctx = self.ctx
+        if ctx is not None and ctx.ptr is None:
+            raise GGMLError("this tensor's Context was closed")
+        return self.ptr
+
     @property
     def ne(self):
         """GGML dimensions, innermost first (always 4 values)."""
-        ne = self.ptr.ne
+        ne = self._checked().ne
         return (ne[0], ne[1], ne[2], ne[3])
 
     @property
     def nb(self):
         """Strides in bytes, innermost first."""
-        nb = self.ptr.nb
+        nb = self._checked().nb
         return (nb[0], nb[1], nb[2], nb[3])
 
     @property
@@ -137,11 +144,11 @@ class GTensor:
 
     @property
     def dtype(self):
-        return dtypes.from_value(self.ptr.type)
+        return dtypes.from_value(self._checked().type)
 
     @property
     def op(self):
-        return ffi.string(lib.ggml_op_desc(self.ptr)).decode()
+        return ffi.string(lib.ggml_op_desc(self._checked())).decode()
 
     @property
     def nelements(self):
@@ -161,7 +168,7 @@ class GTensor:
 
     @property
     def name(self):
-        return ffi.string(lib.ggml_get_name(self.ptr)).decode()
+        return ffi.string(lib.ggml_get_name(self._checked())).decode()
 
     @name.setter
     def name(self, value):

@@ -116,11 +116,15 @@ def from_numpy(np_dtype):
 
 
 def as_dtype(x):
-    """Accept a DType, a name or a numpy dtype."""
+    """Accept a DType, a name, GGML's enum value or a numpy dtype."""
     if isinstance(x, DType):
         return x
     if isinstance(x, str):
         return from_name(x)
+    if isinstance(x, int) and not isinstance(x, bool):
+        if x not in _BY_VALUE:
+            raise DTypeError(f"no GGML type has the value {x}")
+        return _BY_VALUE[x]
     try:
         return from_numpy(x)
     except TypeError:

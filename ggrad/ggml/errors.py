@@ -19,3 +19,7 @@ class DeviceError(GGRADError, ValueError):
 
 class GGMLError(GGRADError, RuntimeError):
     """GGML reported a failure (allocation, compute, file format)."""
+
+
+class ArgumentError(GGRADError, ValueError):
+    """A scalar or enum argument outside what an op accepts."""

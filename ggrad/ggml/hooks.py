@@ -60,6 +60,12 @@ def eval_callback(scheduler, fn):
         _state["eval"] = None
 
 
+def store_exception(exc):
+    """Keep the first exception a C callback raised, for `raise_pending()`."""
+    if _state["pending"] is None:
+        _state["pending"] = exc
+
+
 def raise_pending():
     exc, _state["pending"] = _state["pending"], None
     if exc is not None:

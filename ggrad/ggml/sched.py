@@ -37,6 +37,7 @@ class Scheduler:
 
     def compute(self, graph, eval_callback=None):
         """Compute an allocated graph; `eval_callback(tensor, ask)` observes each node when given."""
+        hooks.set_current_op(f"graph compute on {self.device.name}")
         with hooks.eval_callback(self, eval_callback):
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
         hooks.raise_pending()

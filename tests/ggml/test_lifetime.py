@@ -166,3 +166,13 @@ def test_closed_context_raises(closed, use):
     with pytest.raises(gg.GGMLError, match="closed"):
         use(closed)
 
+
+
+def test_tensor_of_closed_context_raises_instead_of_reading_freed_memory():
+    from ggrad.ggml.errors import GGMLError
+    ctx = gg.Context(4)
+    t = ctx.new_tensor("f32", (3, 2))
+    ctx.close()
+    for read in (lambda: t.ne, lambda: t.nb, lambda: t.dtype, lambda: t.name, lambda: t.op):
+        with pytest.raises(GGMLError, match="closed"):
+            read()

@@ -15,7 +15,7 @@ import threading
 from .._lib import ffi, lib
 from .. import dtypes, hooks
 from ..context import Context, GTensor
-from ..errors import DTypeError, GGMLError, GGRADError, ShapeError
+from ..errors import ArgumentError, DTypeError, GGMLError, GGRADError, ShapeError  # noqa: F401 (re-exported)
 
 F32 = lib.GGML_TYPE_F32
 F16 = lib.GGML_TYPE_F16
@@ -38,8 +38,6 @@ MAX_SRC = lib.GGML_MAX_SRC
 __all__ = []  # nothing here is a builder
 
 
-class ArgumentError(GGRADError, ValueError):
-    """A scalar or enum argument an op cannot accept (a stride of 0, an unknown mode name, ...)."""
 
 
 # ----------------------------------------------------------------------------------------------------

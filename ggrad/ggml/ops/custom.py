@@ -34,8 +34,7 @@ _CTYPES = {1: "ggml_custom1_op_t", 2: "ggml_custom2_op_t", 3: "ggml_custom3_op_t
 
 
 def _store(exc):
-    if hooks._state["pending"] is None:
-        hooks._state["pending"] = exc
+    hooks.store_exception(exc)
 
 
 def _callback(op, ctx, fun, userdata, n_inputs, n_tasks):

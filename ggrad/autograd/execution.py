@@ -171,6 +171,8 @@ def _compute(rt, step, alive, eval_callback):
     for t in alive:
         if t._g.ptr.view_src != ggml.ffi.NULL:
             t._g = ggml.ops.cont(step.context(), t._g)
+    if not rt.device.is_cpu:
+        _route_unsupported(rt.device, step, alive)
     graph = ggml.Graph(step.n_tensors() + len(step.keep) + len(step.effects) + 64)
     for t in alive:
         ggml.lib.ggml_build_forward_expand(graph.ptr, t._g.ptr)
@@ -210,6 +212,33 @@ def _compute(rt, step, alive, eval_callback):
         t._g, t._block = entry
         t._step = None
     step.pending, step.effects, step.uploads, step.keep = [], [], [], []
+
+
+def _route_unsupported(device, step, alive):
+    """Held results whose op `device` cannot run are computed on the CPU fallback and copied over.
+
+    A held tensor lives in a buffer of its device before the compute; ggml_backend_sched aborts the
+    process when a pre-allocated tensor's op cannot run on the backend of its buffer. Such a result
+    (cross_entropy_loss on Vulkan, out_prod of f16, ...) is left as CPU scratch and a `cont` copy, which
+    every GPU backend runs, becomes the held tensor. In-place effects cannot be moved: a clear error.
+    """
+    moved = {}
+    for t in alive:
+        g = t._g
+        if g.ptr.op == ggml.lib.GGML_OP_NONE or device.supports_op(g):
+            continue
+        key = g.ptr
+        if key not in moved:
+            copy = ggml.ops.cont(step.context(), g)
+            if not device.supports_op(copy):
+                raise ggml.DeviceError(f"{device.name} cannot compute {g.op} ({g.dtype.name}, ne={list(g.ne)}) "
+                                       f"nor copy its result into device memory")
+            moved[key] = copy
+        t._g = moved[key]
+    for e in step.effects:
+        if not device.supports_op(e):
+            raise ggml.DeviceError(f"{device.name} cannot run the in-place update {e.op} ({e.dtype.name}, "
+                                   f"ne={list(e.ne)}) on tensors in its memory")
 
 
 class Replay:

@@ -1,8 +1,9 @@
 """Matrix products on GGML's `mul_mat` (rows of a dotted with rows of b) with batch broadcasting.
 
 `x @ w.T` is GGML's native form (`mul_mat(w, x)`), so `linear` and `q @ k.T` need no transpose
-copy; a general `a @ b` copies `b` transposed. Backward: `out_prod` for the weight-like operand,
-`mul_mat` with the other operand transposed for the data-like one.
+copy; a general `a @ b` copies `b` transposed. Both gradients are `mul_mat`s of transposed copies:
+on the CPU backend that is about twice as fast as `out_prod` for the weight gradient (784x512 from
+a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms, with and without llamafile), and CUDA has no f16 out_prod.
 """
 
 from ...ggml import f32, ops
@@ -36,9 +37,10 @@ class MatMulNT(Function):
             node = ops.mul_mat(step.context(), contiguous(step, wt), contiguous(step, g))
             gx = emit(step, node, x.shape, f32, g.device)
         if ctx.needs_input_grad[1]:
-            # dw = g^T @ x, summed over x's extra batch dims
-            step = step_of(g, x)
-            node = ops.out_prod(step.context(), contiguous(step, x), contiguous(step, g))
+            # dw = g^T @ x: rows of g^T against rows of x^T, summed over x's extra batch dims
+            xt, gt = mv.transpose(x, -1, -2), mv.transpose(g, -1, -2)
+            step = step_of(xt, gt)
+            node = ops.mul_mat(step.context(), contiguous(step, xt), contiguous(step, gt))
             full = emit(step, node, g.shape[:-2] + (g.shape[-1], x.shape[-1]), f32, g.device)
             gw = ew.reduce_to(full, w.shape)
         return gx, gw

@@ -24,6 +24,11 @@ def test_custom_function_example():
     assert "max |analytic - numeric|" in stdout
 
 
+def test_mlp_sequential_example():
+    stdout = run_example("mlp_sequential.py", "--quick")
+    assert "test: {'loss'" in stdout and "predictions identical = True" in stdout
+
+
 def test_char_gpt_short_run_trains_saves_and_resumes(tmp_path):
     from ggrad.examples import char_gpt
     corpus = Path(char_gpt.__file__)   # a real Python file as a tiny corpus

@@ -2,6 +2,9 @@
 
 import os
 import socket
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -55,3 +58,54 @@ def cpu_tensor():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# ---- an RPC server for the tests that need a second device (tests/ggml, tests/parallel) --------------
+def _wait_listening(port, proc, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace")
+            raise RuntimeError(f"rpc server exited with {proc.returncode}:\n{out}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"rpc server did not listen on port {port} within {timeout}s")
+
+
+# The server runs until this test process ends: its stdin then closes and a watchdog thread exits it
+# (cffi releases the GIL during rpc_start_server, so the thread runs). It is not killed earlier because
+# GGML has no way to unregister a server: its device stays in devices(), and any later call to it after
+# the server is gone (a buffer freed, memory asked) makes GGML abort this process (RPC_STATUS_ASSERT).
+_SERVER = """
+import os, sys, threading
+import ggrad.ggml as g
+threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
+g.rpc_start_server({endpoint!r}, n_threads=1)
+"""
+
+
+@pytest.fixture(scope="session")
+def server(free_port):
+    """An RPC server serving this machine's CPU on a free loopback port."""
+    port = free_port()
+    endpoint = f"127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER.format(endpoint=endpoint)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait_listening(port, proc)
+    except BaseException:
+        proc.kill()
+        raise
+    yield endpoint
+    if proc.poll() is not None:
+        raise RuntimeError(f"the rpc server died during the tests (exit {proc.returncode})")
+
+
+@pytest.fixture(scope="session")
+def rpc_device(server):
+    devs = gg.rpc_add_server(server)
+    assert len(devs) == 1, devs
+    return devs[0]

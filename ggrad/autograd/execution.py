@@ -40,7 +40,11 @@ _captured = None   # set by capture(): receives a Replay of each compute
 
 
 class BufferPool:
-    """Freed per-tensor buffers of one device, kept by size so that steady training allocates nothing."""
+    """Freed per-tensor buffers of one device, kept by size so that steady training allocates nothing.
+
+    The buffers are unmanaged (freed here, never by cffi's garbage hooks): a Block dying inside a
+    reference cycle must not hand back memory that the collector already freed.
+    """
 
     def __init__(self, device):
         self.device = device
@@ -52,11 +56,12 @@ class BufferPool:
         if bucket:
             self.bytes -= size
             return bucket.pop()
-        return ggml.Buffer(self.device.buffer_type, size)
+        return ggml.Buffer(self.device.buffer_type, size, managed=False)
 
     def give(self, buffer):
         if self.bytes + buffer.size > _POOL_BYTES:
-            return  # dropped: ffi.gc frees it
+            buffer.free()
+            return
         self.free.setdefault(buffer.size, []).append(buffer)
         self.bytes += buffer.size
 
@@ -166,7 +171,6 @@ def realize_step(step, eval_callback=None):
 
 
 def _compute(rt, step, alive, eval_callback):
-    ctx = step.ctx
     # A held view would point into scratch memory: give it its own contiguous copy.
     for t in alive:
         if t._g.ptr.view_src != ggml.ffi.NULL:
@@ -175,6 +179,7 @@ def _compute(rt, step, alive, eval_callback):
         _route_unsupported(rt.device, step, alive)
     graph = ggml.Graph(step.n_tensors() + len(step.keep) + len(step.effects) + 64)
     for t in alive:
+        t._g.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
         ggml.lib.ggml_build_forward_expand(graph.ptr, t._g.ptr)
     for e in step.effects:
         ggml.lib.ggml_build_forward_expand(graph.ptr, e.ptr)
@@ -186,15 +191,23 @@ def _compute(rt, step, alive, eval_callback):
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._g))
             buffer.place(t._g)
             blocks[key] = buffer
+    # Host data goes straight into device memory (not through the scheduler's CPU-side input copies,
+    # which RPC devices were seen to drop); buffers of uploads nobody holds return to the pool after.
+    scratch = []
+    for gt, _ in step.uploads:
+        if not gt.is_allocated:
+            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, gt))
+            buffer.place(gt)
+            scratch.append(Block(buffer, rt.pool))
     sched = rt.scheduler_for(graph.size)
     sched.alloc(graph)
     for gt, raw in step.uploads:
-        if gt.is_allocated:
-            ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
-            stats.bytes_uploaded += raw.nbytes
-    sched.compute(graph, eval_callback or eval_hook)
+        ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+        stats.bytes_uploaded += raw.nbytes
+    if graph.n_nodes:   # a step of uploads only has nothing to compute (RPC rejects empty graphs)
+        sched.compute(graph, eval_callback or eval_hook)
     if _captured is not None:
-        _captured.append(Replay(sched, graph, step))
+        _captured.append(Replay(sched, graph, step, scratch))
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
@@ -249,14 +262,13 @@ class Replay:
     Valid only while nothing else is computed on the device (the scheduler's memory is shared).
     """
 
-    def __init__(self, scheduler, graph, step):
+    def __init__(self, scheduler, graph, step, scratch):
         self.scheduler, self.graph, self.uploads = scheduler, graph, list(step.uploads)
-        self._step = step   # keeps the graph's tensor metadata alive
+        self._keep = (step, scratch)   # the graph's tensor metadata and the uploads' memory
 
     def run(self):
         for gt, raw in self.uploads:
-            if gt.is_allocated:
-                ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+            ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
         self.scheduler.compute(self.graph)
 
 
@@ -276,12 +288,14 @@ class capture:
 
 def upload(step, gt, raw):
     """Schedule host bytes `raw` to be written into the pending leaf `gt` before the compute."""
-    gt.set_input()
     step.uploads.append((gt, raw))
 
 
 def reset_pools():
     """Drop every pooled buffer (frees memory after a large job)."""
     for rt in _runtimes.values():
+        for bucket in rt.pool.free.values():
+            for buffer in bucket:
+                buffer.free()
         rt.pool.free.clear()
         rt.pool.bytes = 0

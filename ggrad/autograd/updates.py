@@ -13,6 +13,12 @@ from ..ggml.errors import DeviceError, DTypeError, ShapeError
 from . import execution, nodes
 
 
+def _as_leaf(param):
+    """GGML updates only leaf tensors in place: compute a parameter whose value is still a pending op."""
+    if param._step is not None and param._g.ptr.op != ggml.lib.GGML_OP_NONE:
+        param.realize()
+
+
 def _check(param, others, op):
     for name, t in others.items():
         if t.shape != param.shape:
@@ -23,13 +29,26 @@ def _check(param, others, op):
         raise DTypeError(f"{op}: the fused update needs float32 parameters, got {param.dtype.name}")
 
 
+class Hyperparameters:
+    """Optimizer hyper-parameters as a small f32 tensor, made in whichever step is pending when used
+    (shared by every parameter of a group within that step)."""
+
+    def __init__(self, values, device):
+        self.values = np.asarray(values, dtype=np.float32)
+        self.device = ggml.device(device)
+        self._step = self._node = None
+
+    def node(self, step):
+        if self._step is not step:
+            self._node = step.context().new_tensor(ggml.f32, (self.values.size,))
+            execution.upload(step, self._node, self.values)
+            self._step = step
+        return self._node
+
+
 def hyperparameters(values, device):
-    """A pending f32 tensor of optimizer hyper-parameters (shared by every parameter of a group)."""
-    step = execution.current_step(device)
-    values = np.asarray(values, dtype=np.float32)
-    gt = step.context().new_tensor(ggml.f32, (values.size,))
-    execution.upload(step, gt, values)
-    return gt
+    """Hyper-parameters for `adamw_` / `sgd_` (see Hyperparameters)."""
+    return Hyperparameters(values, device)
 
 
 def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
@@ -39,23 +58,26 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     1/(1-beta2^t)])`.
     """
     _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
+    for t in (param, exp_avg, exp_avg_sq):
+        _as_leaf(t)
     step = nodes.step_of(param, grad, exp_avg, exp_avg_sq)
     g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
     target = nodes.arg(step, param)
     target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
     node = ops.opt_step_adamw(step.context(), target, g, nodes.arg(step, exp_avg),
-                              nodes.arg(step, exp_avg_sq), hparams)
+                              nodes.arg(step, exp_avg_sq), hparams.node(step))
     step.effects.append(node)
 
 
 def sgd_(param, grad, hparams):
     """Schedule one SGD step `param -= lr * (grad + wd * param)`; `hparams` = [lr, weight_decay]."""
     _check(param, {"grad": grad}, "sgd_")
+    _as_leaf(param)
     step = nodes.step_of(param, grad)
     g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
     target = nodes.arg(step, param)
     target.set_param()
-    node = ops.opt_step_sgd(step.context(), target, g, hparams)
+    node = ops.opt_step_sgd(step.context(), target, g, hparams.node(step))
     step.effects.append(node)
 
 
@@ -63,6 +85,7 @@ def assign_(target, value):
     """Schedule writing `value` into `target`'s own memory (in-place state updates such as momentum)."""
     if value.shape != target.shape:
         raise ShapeError(f"assign_: value of shape {value.shape} for a target of shape {target.shape}")
+    _as_leaf(target)
     step = nodes.step_of(target, value)
     v = value if value.dtype is target.dtype else value.to(target.dtype)
     node = ops.cpy(step.context(), nodes.contiguous(step, v), nodes.arg(step, target))

@@ -8,17 +8,21 @@ class Buffer:
     """A `ggml_backend_buffer_t` of `size` bytes on a buffer type (a device's memory).
 
     `alloc(tensor)` places tensors one after another (aligned) and returns their offsets.
+
+    `managed=False` leaves freeing to the caller (`free()`): for pools whose buffers must never be freed
+    behind their back by the garbage collector's ordering within a reference cycle.
     """
 
-    __slots__ = ("ptr", "size", "alignment", "_offset", "__weakref__")
+    __slots__ = ("ptr", "size", "alignment", "_offset", "_managed", "__weakref__")
 
-    def __init__(self, buffer_type, size):
+    def __init__(self, buffer_type, size, managed=True):
         size = max(int(size), 1)
         ptr = lib.ggml_backend_buft_alloc_buffer(buffer_type, size)
         if ptr == ffi.NULL:
             name = ffi.string(lib.ggml_backend_buft_name(buffer_type)).decode()
             raise MemoryError(f"could not allocate {size} bytes of {name} memory")
-        self.ptr = ffi.gc(ptr, lib.ggml_backend_buffer_free)
+        self.ptr = ffi.gc(ptr, lib.ggml_backend_buffer_free) if managed else ptr
+        self._managed = managed
         self.size = size
         self.alignment = int(lib.ggml_backend_buffer_get_alignment(ptr))
         self._offset = 0
@@ -56,6 +60,15 @@ class Buffer:
         """Place `tensor` at the start of the buffer (a buffer reused for one tensor at a time)."""
         return self.alloc(tensor, offset=0)
 
+    def free(self):
+        """Free the memory now (required for `managed=False` buffers; harmless twice)."""
+        if self.ptr is not None:
+            if self._managed:
+                ffi.release(self.ptr)
+            else:
+                lib.ggml_backend_buffer_free(self.ptr)
+            self.ptr = None
+
     def clear(self, value=0):
         lib.ggml_backend_buffer_clear(self.ptr, value)
 
@@ -69,6 +82,7 @@ def alloc_context_tensors(ctx, buffer_type):
         raise MemoryError("could not allocate the context's tensors")
     buf = Buffer.__new__(Buffer)
     buf.ptr = ffi.gc(ptr, lib.ggml_backend_buffer_free)
+    buf._managed = True
     buf.size = int(lib.ggml_backend_buffer_get_size(ptr))
     buf.alignment = int(lib.ggml_backend_buffer_get_alignment(ptr))
     buf._offset = buf.size

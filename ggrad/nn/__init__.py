@@ -1,4 +1,5 @@
 """ggrad.nn: modules, layers, losses, initialisation and the functional API (PyTorch's torch.nn)."""
+# flake8: noqa: F401  (this module re-exports)
 
 from . import functional, init
 from .parameter import Parameter

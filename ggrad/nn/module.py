@@ -259,8 +259,9 @@ class Module:
             want_device = t.device if device is None else device
             if want_dtype is t.dtype and want_device == t.device:
                 return t
-            # Through the host, so that no pending node reads the memory the old tensor releases.
-            return tensor(t.detach().numpy(), dtype=want_dtype, device=want_device, requires_grad=False)
+            # A fresh leaf (through the host): a parameter whose value is a pending computed node makes
+            # the fused optimizer updates abort in GGML.
+            return tensor(t.detach().numpy(), dtype=want_dtype, device=want_device)
 
         for module in self.modules():
             for name, param in module._parameters.items():
@@ -431,10 +432,11 @@ def _rebind(param, value):
 
 
 def _copy_into(target, value):
-    """Copy `value` (Tensor, numpy array or nested list) into `target` without sharing its memory.
+    """Copy `value` (Tensor, numpy array or nested list) into `target`, through the host.
 
-    The copy goes through the host: `target` must not alias the caller's tensor (optimizers update
-    parameters in place), and no pending node may read memory that the caller may release.
+    The copy is a fresh leaf: `target` must not share memory with the caller's tensor (optimizers update
+    parameters in place), and a parameter whose value is a pending computed node makes the fused
+    optimizer updates abort in GGML.
     """
     with no_grad():
         host = value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)

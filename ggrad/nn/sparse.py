@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..autograd import Tensor, no_grad
-from ..autograd.factory import empty, tensor
+from ..autograd import Tensor
+from ..autograd.factory import empty, generator
 from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
@@ -43,27 +43,20 @@ class Embedding(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.normal_(self.weight)
-        self._zero_padding_row()
-
-    def _zero_padding_row(self):
-        if self.padding_idx is None:
-            return
-        rows = np.zeros((self.num_embeddings, 1), dtype=np.float32)
-        rows[self.padding_idx] = 1.0
-        with no_grad():
-            self.weight.copy_(self.weight.masked_fill(tensor(rows, device=self.weight.device), 0.0))
+        """weight ~ N(0, 1), the padding row zero (drawn on the host: the weight stays a leaf)."""
+        values = generator().normal(0.0, 1.0, size=self.weight.shape)
+        if self.padding_idx is not None:
+            values[self.padding_idx] = 0.0
+        init._fill(self.weight, values)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
         """An Embedding holding a copy of the 2-D `embeddings` (frozen unless freeze=False)."""
-        if embeddings.ndim != 2:
-            raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {tuple(embeddings.shape)}")
-        rows, dim = embeddings.shape
-        layer = cls(rows, dim, padding_idx=padding_idx)
-        with no_grad():
-            source = embeddings if isinstance(embeddings, Tensor) else tensor(np.asarray(embeddings, np.float32))
-            layer.weight.copy_(source.detach().clone())
+        values = embeddings.detach().numpy() if isinstance(embeddings, Tensor) else np.asarray(embeddings)
+        if values.ndim != 2:
+            raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape {values.shape}")
+        layer = cls(values.shape[0], values.shape[1], padding_idx=padding_idx)
+        init._fill(layer.weight, values)
         layer.weight.requires_grad_(not freeze)
         return layer
 

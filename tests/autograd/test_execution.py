@@ -93,3 +93,42 @@ def test_held_view_survives_compute():
     s = t[1:3]
     np.testing.assert_allclose(s.numpy(), np.arange(12).reshape(3, 4).T[1:3])
     np.testing.assert_allclose(t.numpy(), np.arange(12).reshape(3, 4).T)
+
+
+def test_tensor_dying_in_a_reference_cycle_does_not_corrupt_the_pool():
+    import gc
+
+    class Holder:
+        pass
+    for _ in range(3):
+        h = Holder()
+        h.t = ggrad.randn(64, 64)
+        h.t.numpy()
+        h.me = h
+        del h
+        gc.collect()
+        x = ggrad.randn(64, 64)
+        np.testing.assert_allclose((x * 2).numpy(), x.numpy() * 2)
+
+
+def test_held_intermediate_is_written_even_when_ggml_would_fuse_it():
+    x = ggrad.randn(4, 6, requires_grad=True)
+    w = ggrad.randn(6, requires_grad=True)
+    y = ggrad.rms_norm(x, 6, w, 1e-5)
+    y.numpy()
+    y.sum().backward()
+    xn = x.numpy()
+    np.testing.assert_allclose(w.grad.numpy(), (xn / np.sqrt((xn ** 2).mean(-1, keepdims=True) + 1e-5)).sum(0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_optimizer_update_of_a_parameter_holding_a_pending_value():
+    from ggrad import optim
+    p = ggrad.randn(3, requires_grad=True)
+    with ggrad.no_grad():
+        p.copy_(ggrad.randn(3) * 2.0)
+    before = p.numpy()
+    opt = optim.SGD([p], lr=0.1)
+    (p * p).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), before - 0.1 * 2 * before, rtol=1e-5)

@@ -130,8 +130,6 @@ def test_rms_norm():
                                x / np.sqrt((x * x).mean(-1, keepdims=True) + np.finfo(np.float32).eps), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="autograd bug: held tensors are not marked as graph outputs, so GGML's CPU "
-                                       "backend fuses rms_norm + mul and never writes the saved rms_norm result")
 def test_rms_norm_weight_gradient_after_reading_the_output():
     layer = nn.RMSNorm(6, eps=1e-5)
     x = randn(4, 6)

@@ -61,3 +61,37 @@ def test_optimizer_keeps_working_after_module_to():
     model(ggrad.ones(2, 3)).sum().backward()
     opt.step()
     np.testing.assert_allclose(model.weight.numpy(), before - 0.1 * 2.0, rtol=1e-6)
+
+
+_STEP_AFTER_STATE_CHANGES = """
+import numpy as np
+import ggrad, ggrad.nn as nn
+
+def step(model, ids):
+    opt = ggrad.optim.AdamW(model.parameters(), lr=0.1)
+    model(ids).sum().backward()
+    opt.step()
+    return [p.numpy() for p in model.parameters()]
+
+ids = ggrad.tensor([1, 0, 3])
+emb = nn.Embedding(5, 2, padding_idx=0)            # padding row zeroed at init
+step(emb, ids)
+src, dst = nn.Embedding(5, 2), nn.Embedding(5, 2)
+dst.load_state_dict(src.state_dict())              # values copied in
+step(dst, ids)
+half = nn.Embedding(5, 2).half()
+half.to(ggrad.float32)                             # cast back before training
+step(half, ids)
+print("ok")
+"""
+
+
+def test_optimizer_step_right_after_init_load_and_to_survives():
+    # In a subprocess: a parameter left as a pending computed node made GGML abort in the fused update.
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", _STEP_AFTER_STATE_CHANGES], capture_output=True, text=True,
+                            timeout=120, cwd=root)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -90,14 +90,16 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             raise ShapeError(f"cross_entropy: expected target of shape {expected} for input {input.shape}, "
                              f"got {target.shape}")
         logits, flat_target = _rows(input, target, "cross_entropy")
-        probs = _one_hot_rows(flat_target, classes)
+        onehot = _one_hot_rows(flat_target, classes)
         tf = mv.reshape(flat_target.to(f32), -1, 1)
         valid = ew.Step.apply(ew.abs(tf - float(ignore_index)))
-        if weight is not None:
-            valid = valid * mv.reshape(rd.sum(probs * weight, -1), -1, 1)
+        # PyTorch: (1 - s) * w[t] * nll + s/C * sum_c w[c] * (-log p_c), divided by sum of w[t]
+        picked = onehot if weight is None else onehot * weight
+        probs = picked * (1.0 - label_smoothing)
         if label_smoothing:
-            probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
-        count = rd.sum(valid)
+            spread = label_smoothing / classes
+            probs = probs + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
+        count = rd.sum(valid if weight is None else valid * rd.SumRows.apply(picked))
     per_row = CrossEntropyRows.apply(logits.to(f32) if logits.dtype is not f32 else logits, probs, valid)
     if reduction == "none":
         return mv.reshape(per_row, target.shape if not target.dtype.is_float else target.shape[:1] + target.shape[2:])

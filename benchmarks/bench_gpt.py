@@ -1,6 +1,6 @@
 """Workload W2: char GPT training throughput, ggrad vs PyTorch CPU in the same run and thread count.
 
-vocab 96, d_model 128, 4 layers, 4 heads, context 64, batch 16, pre-LN GELU MLP x4, tied embeddings,
+vocab 96, d_model 128, 4 layers, 4 heads, context 64, batch 16, pre-LN GELU (tanh) MLP x4, tied embeddings,
 AdamW lr 3e-4. Prints tokens/s (median of --steps steps after warm-up) and the ratio ggrad / PyTorch.
 
     python benchmarks/bench_gpt.py [--threads 1 2] [--steps 20] [--device cpu]
@@ -58,7 +58,7 @@ def torch_step_fn():
             super().__init__()
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
             self.attn = nn.MultiheadAttention(d, h, batch_first=True)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
 
         def forward(self, x, mask):
             a = self.ln1(x)

@@ -3,7 +3,7 @@
 The corpus is the text of the `.py` files of the running interpreter's standard library (real text,
 nothing to download), split into train and validation by file. The model: token and position
 embeddings, pre-LN TransformerBlocks (nn.MultiHeadAttention, GELU MLP), a final LayerNorm, and an
-output layer tied to the token embedding.
+output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form.
 
     python -m ggrad.examples.char_gpt                  # defaults: about 5 minutes on 2 CPU cores
     python -m ggrad.examples.char_gpt --steps 200 --device cuda:0
@@ -87,7 +87,8 @@ class CharGPT(nn.Module):
         self.context = context
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(context, d_model)
-        self.blocks = nn.ModuleList([nn.TransformerBlock(d_model, heads, 4 * d_model, dropout=dropout)
+        self.blocks = nn.ModuleList([nn.TransformerBlock(d_model, heads, 4 * d_model, dropout=dropout,
+                                                         activation="gelu_tanh")   # GPT-2's GELU
                                      for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d_model)
         self._positions = {}

@@ -164,11 +164,12 @@ class MultiHeadAttention(Module):
                     self._heads(F.linear(value, self.v_proj_weight, part(2 * e, 3 * e))))
         if query is key and key is value:
             qkv = self._heads(F.linear(query, w, bias), 3)                # one matmul: (B, 3H, T, Dh)
-            return qkv[:, :h], qkv[:, h:2 * h], qkv[:, 2 * h:]
+            return qkv.split(h, dim=1)                                    # views; backward concatenates
         q = self._heads(F.linear(query, w[:e], part(0, e)))
         if key is value:
             kv = self._heads(F.linear(key, w[e:], part(e, 3 * e)), 2)     # one matmul for k and v
-            return q, kv[:, :h], kv[:, h:]
+            k, v = kv.split(h, dim=1)
+            return q, k, v
         return (q, self._heads(F.linear(key, w[e:2 * e], part(e, 2 * e))),
                 self._heads(F.linear(value, w[2 * e:], part(2 * e, 3 * e))))
 

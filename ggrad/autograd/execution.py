@@ -242,6 +242,7 @@ def _route_unsupported(device, step, alive):
             continue
         key = g.ptr
         if key not in moved:
+            g.set_output()
             copy = ggml.ops.cont(step.context(), g)
             if not device.supports_op(copy):
                 raise ggml.DeviceError(f"{device.name} cannot compute {g.op} ({g.dtype.name}, ne={list(g.ne)}) "

@@ -15,3 +15,5 @@ from .transformer import TransformerBlock
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
                    BCELoss)
 from .sequential import Sequential
+
+from . import utils, callbacks  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_, ggrad.nn.callbacks)

@@ -44,7 +44,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             params[name] = value
             return
         if params is not None and name in params:
@@ -57,7 +57,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -75,11 +75,13 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _forget(self, name):
-        """Drop `name` from every registry and the instance dict (it is about to be re-registered)."""
+    def _forget(self, name, keep=None):
+        """Drop `name` from every registry but `keep` and from the instance dict (it is about to be
+        re-registered; in `keep` it keeps its position, so parameter and state_dict order don't change)."""
         self.__dict__.pop(name, None)
         for registry in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[registry].pop(name, None)
+            if registry != keep:
+                self.__dict__[registry].pop(name, None)
         self.__dict__["_non_persistent_buffers"].discard(name)
 
     def __getattr__(self, name):

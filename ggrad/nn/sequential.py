@@ -26,6 +26,9 @@ from ..autograd import Tensor, no_grad, ops
 from ..autograd.factory import generator, tensor, zeros
 from . import utils  # noqa: F401  (makes ggrad.nn.utils reachable as an attribute)
 from .callbacks import CallbackList, History
+from .activation import Softmax
+from .linear import Linear
+from .sparse import Embedding
 from .module import Module
 
 FORMAT = "ggrad.Sequential"
@@ -223,7 +226,7 @@ class Sequential(Module):
                                  "Optimizer")
         else:
             raise ValueError(f"compile: optimizer must be a name or an Optimizer, got {type(optimizer).__name__}")
-        if loss == "cross_entropy" and len(self) and type(self[-1]).__name__ == "Softmax":
+        if loss == "cross_entropy" and len(self) and isinstance(self[-1], Softmax):
             warnings.warn("compile: loss='cross_entropy' takes logits, but the model ends with a Softmax, so it "
                           "is trained on softmax(softmax(x)); remove the final Softmax layer (apply softmax to "
                           "predict()'s output when you need probabilities)", UserWarning, stacklevel=2)
@@ -244,7 +247,7 @@ class Sequential(Module):
 
     def _first(self, kind):
         """The first (or, kind='last', last) Linear layer, looking inside nested Sequentials."""
-        linears = [m for m in self.modules() if type(m).__name__ == "Linear"]
+        linears = [m for m in self.modules() if isinstance(m, Linear)]
         if not linears:
             return None
         return linears[0] if kind == "first" else linears[-1]
@@ -271,7 +274,7 @@ class Sequential(Module):
                                      f"(or probabilities of shape (n, classes)), got non-integer values")
             y = y.astype(np.int32)
             last = self._first("last")
-            if last is not None and len(y) and (y.min() < 0 or y.max() >= last.out_features):
+            if last is not None and self[-1] is last and len(y) and (y.min() < 0 or y.max() >= last.out_features):
                 raise ValueError(f"{op}: class indices in y must lie in [0, {last.out_features}) for a model "
                                  f"with {last.out_features} outputs; got values in [{y.min()}, {y.max()}]")
             return y
@@ -485,7 +488,7 @@ class Sequential(Module):
         shapes = []
         try:
             with no_grad():
-                dtype = ggml.i32 if type(self[0]).__name__ == "Embedding" else ggml.f32
+                dtype = ggml.i32 if isinstance(self[0], Embedding) else ggml.f32
                 x = zeros((1,) + input_shape, dtype=dtype, device=self._device())
                 for layer in self:
                     x = layer(x)

@@ -8,8 +8,10 @@ graph per device (`ggrad.autograd.updates.commit`).
 from collections import defaultdict
 from copy import deepcopy
 
+import numpy as np
+
 from ..autograd import Tensor, grad_mode, updates
-from ..autograd.factory import zeros_like
+from ..autograd.factory import tensor, zeros_like
 
 
 class _RequiredParameter:
@@ -206,10 +208,12 @@ def _copy_value(v):
 
 
 def _load_value(v, param, key):
-    """A state entry for `param`: tensors are copied onto its device (their dtype is kept)."""
-    if isinstance(v, Tensor):
-        if v.shape != param.shape and key != "step":
-            raise ValueError(f"loaded state {key!r} of shape {v.shape} for a parameter of shape {param.shape}")
-        with grad_mode.no_grad():
-            return v.detach().to(param.device).clone()
+    """A state entry for `param`. Tensors (and numpy arrays) are copied through the host onto its device,
+    keeping their dtype: the optimizer then owns leaf tensors that it may update in place."""
+    if isinstance(v, (Tensor, np.ndarray)):
+        if tuple(v.shape) != param.shape:
+            raise ValueError(f"loaded state {key!r} of shape {tuple(v.shape)} for a parameter of shape {param.shape}")
+        host = v.detach().numpy() if isinstance(v, Tensor) else v
+        dtype = v.dtype if isinstance(v, Tensor) else None
+        return tensor(host, dtype=dtype, device=param.device)
     return deepcopy(v)

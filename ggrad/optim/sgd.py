@@ -53,7 +53,7 @@ class SGD(Optimizer):
                 continue
             params.append(p)
             grads.append(p.grad)
-            buffers.append(self.state[p].get("momentum_buffer"))
+            buffers.append(self.state[p].get("momentum_buffer") if group["momentum"] != 0 else None)
         sgd(params, grads, buffers, weight_decay=group["weight_decay"], momentum=group["momentum"],
             lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
         if group["momentum"] != 0:

@@ -246,3 +246,12 @@ def test_module_list_and_dict():
     text = repr(nn.ModuleList([nn.ReLU()]))
     assert text == "ModuleList(\n  (0): ReLU()\n)"
 
+
+
+def test_reassigning_a_child_keeps_its_position():
+    m = nn.Module()
+    m.a = nn.Linear(1, 1)
+    m.b = nn.Linear(1, 1)
+    m.a = nn.Linear(1, 1)
+    assert list(m._modules) == ["a", "b"]
+    assert list(m.state_dict())[:2] == ["a.weight", "a.bias"]

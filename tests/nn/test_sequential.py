@@ -11,6 +11,17 @@ from ggrad import nn, optim
 from ggrad.nn.callbacks import Callback, EarlyStopping, LearningRateScheduler, ModelCheckpoint
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny graphs: one GGML thread is fastest on small machines (see tests/optim/conftest.py)."""
+    threads = ggrad.get_num_threads()
+    ggrad.set_num_threads(1)
+    try:
+        yield
+    finally:
+        ggrad.set_num_threads(threads)
+
+
 def _rings(n=3000, noise=0.25, seed=0):
     """Two concentric rings (radius 1 and 2): not linearly separable, easy for a small MLP."""
     rng = np.random.default_rng(seed)
@@ -158,6 +169,16 @@ def test_compile_with_optimizer_instance_callables_and_bce():
     h = model.fit(x, y.astype(np.float32), epochs=20, batch_size=64, verbose=0).history
     assert set(h) == {"loss", "binary_accuracy", "mean_logit"}
     assert h["binary_accuracy"][-1] > 0.9
+
+
+def test_clipnorm_bounds_each_update_and_loss_modules_work():
+    x, y = _blobs(64)
+    model = _mlp(out=3)
+    model.compile(optimizer="sgd", loss=nn.CrossEntropyLoss(), lr=1.0, clipnorm=1e-3)
+    before = _weights(model)
+    model.fit(x, y, epochs=1, batch_size=64, verbose=0)   # one step; the gradient norm is far above 1e-3
+    step = np.sqrt(sum(((_weights(model)[k] - v) ** 2).sum() for k, v in before.items()))
+    assert 0 < step <= 1e-3 * 1.0001
 
 
 def test_verbose_progress_bar_shows_loss(capsys):

@@ -1,0 +1,146 @@
+"""Workload W2 on a GPU: char-GPT training step, ggrad on a GGML device vs PyTorch on CUDA, in one run.
+
+The same model and step as bench_gpt.py (vocab 96, pre-LN GELU blocks, tied embeddings, AdamW), at W2's
+size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its default for matmul), on
+`cuda:0`. Both steps end in `loss.item()`, which waits for the GPU. Prints tokens/s (median of --steps
+steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
+(1 = all on the device; more = some ops fell back to the CPU).
+
+    python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big]
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import median_ms, print_table  # noqa: E402
+
+import ggrad  # noqa: E402
+from ggrad import optim  # noqa: E402
+from ggrad.autograd import execution  # noqa: E402
+from ggrad.examples.char_gpt import CharGPT  # noqa: E402
+
+CONFIGS = {
+    "w2": dict(vocab=96, d_model=128, layers=4, heads=4, context=64, batch=16, lr=3e-4),
+    # GPU_BUILD.md's PyTorch anchor size
+    "big": dict(vocab=96, d_model=512, layers=8, heads=8, context=256, batch=32, lr=3e-4),
+}
+
+
+def batch_data(cfg, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
+    y = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
+    return x, y
+
+
+def ggrad_step_fn(cfg, device):
+    ggrad.manual_seed(0)
+    dev = ggrad.device(device)
+    model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(dev)
+    opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
+    x_np, y_np = batch_data(cfg)
+
+    def step():
+        x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
+        loss = ggrad.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step, dev
+
+
+def torch_step_fn(cfg, device="cuda"):
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x, mask):
+            a = self.ln1(x)
+            x = x + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = cfg["d_model"]
+            self.tok, self.pos = nn.Embedding(cfg["vocab"], d), nn.Embedding(cfg["context"], d)
+            self.blocks = nn.ModuleList([Block(d, cfg["heads"]) for _ in range(cfg["layers"])])
+            self.ln_f = nn.LayerNorm(d)
+            t = cfg["context"]
+            self.register_buffer("mask", torch.triu(torch.full((t, t), -math.inf), 1))
+
+        def forward(self, ids):
+            h = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
+            for b in self.blocks:
+                h = b(h, self.mask)
+            return self.ln_f(h) @ self.tok.weight.T
+
+    torch.manual_seed(0)
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
+    x_np, y_np = batch_data(cfg)
+    x = torch.from_numpy(x_np).long().to(device)
+    y = torch.from_numpy(y_np.reshape(-1)).long().to(device)
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--configs", nargs="+", default=["w2"], choices=sorted(CONFIGS))
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args()
+    ggrad.set_num_threads(args.threads)
+    rows = []
+    for name in args.configs:
+        cfg = CONFIGS[name]
+        tokens = cfg["batch"] * cfg["context"]
+        step, dev = ggrad_step_fn(cfg, args.device)
+        before = ggrad.stats()["computes"]
+        step()
+        step()
+        per_step = (ggrad.stats()["computes"] - before) / 2
+        g_ms = median_ms(step, warmup=3, repeats=args.steps)
+        sched = execution.runtime(dev).scheduler
+        splits = sched.n_splits if sched is not None else -1
+        t_ms = float("nan")
+        if not args.no_torch:
+            try:
+                import torch
+                if torch.cuda.is_available():
+                    t_ms = median_ms(torch_step_fn(cfg), warmup=5, repeats=args.steps)
+            except ImportError:
+                pass
+        rows.append({"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
+                     "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
+                     "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}",
+                     "computes/step": f"{per_step:g}", "sched splits": splits})
+        execution.reset_pools()
+    print_table(f"char-GPT training step: ggrad on {args.device} ({ggrad.device(args.device).description}, "
+                f"CPU threads {args.threads}) vs PyTorch cuda:0 eager f32; median of {args.steps}", rows,
+                list(rows[0]))
+
+
+if __name__ == "__main__":
+    main()

@@ -96,11 +96,21 @@ def torch_step_fn():
     return step
 
 
+def save_rows(path, label, rows):
+    import json
+    existing = json.load(open(path)) if os.path.exists(path) else []
+    existing += [dict(row, build=label) for row in rows]
+    with open(path, "w") as f:
+        json.dump(existing, f, indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", help="also append the rows to this JSON file (for plot.py)")
+    parser.add_argument("--label", default="", help="name of this GGML build in the JSON rows")
     args = parser.parse_args()
     tokens = W2["batch"] * W2["context"]
     rows = []
@@ -114,6 +124,8 @@ def main():
         rows.append({"threads": threads, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
                      "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
                      "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}"})
+    if args.json:
+        save_rows(args.json, args.label, rows)
     print_table(f"W2 char-GPT training step ({args.device}; median of {args.steps} after warm-up)", rows,
                 list(rows[0]))
 

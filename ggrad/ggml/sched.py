@@ -28,12 +28,25 @@ class Scheduler:
         match costs more than planning (0.09 ms for a 708-node training step). The compute buffers
         themselves are kept and only grow, so a step with the same structure allocates nothing.
         """
+        # Splitting a graph over two backends rewires the sources of the nodes that read another
+        # backend's tensor to the scheduler's copies; splitting it a second time (reserve, then alloc)
+        # reads those stale copies, and every cross-backend input is garbage. With a device and the CPU,
+        # the sources are therefore put back between the two.
+        saved = self._save_sources(graph) if len(self._backends) > 1 else None
         lib.ggml_backend_sched_reset(self.ptr)
         if not lib.ggml_backend_sched_reserve(self.ptr, graph.ptr):
             raise MemoryError(f"could not plan a graph of {graph.n_nodes} nodes on {self.device.name}")
+        if saved is not None:
+            for node, src in saved:
+                ffi.memmove(node.src, src, len(src))
         lib.ggml_backend_sched_reset(self.ptr)
         if not lib.ggml_backend_sched_alloc_graph(self.ptr, graph.ptr):
             raise MemoryError(f"could not allocate a graph of {graph.n_nodes} nodes on {self.device.name}")
+
+    @staticmethod
+    def _save_sources(graph):
+        nodes = [lib.ggml_graph_node(graph.ptr, i) for i in range(lib.ggml_graph_n_nodes(graph.ptr))]
+        return [(node, ffi.buffer(node.src)[:]) for node in nodes]
 
     def compute(self, graph, eval_callback=None):
         """Compute an allocated graph; `eval_callback(tensor, ask)` observes each node when given."""

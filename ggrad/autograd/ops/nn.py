@@ -122,18 +122,23 @@ class LayerNormCore(Function):
         return g_centered - rd.SumRows.apply(g_centered) * (1.0 / n), None
 
 
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _normalize_trailing(core, x, normalized_shape, eps, op):
+    """Apply a last-dimension normaliser `core` over the trailing `normalized_shape` dimensions."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
-    if x.shape[len(x.shape) - len(normalized_shape):] != normalized_shape:
-        raise ShapeError(f"layer_norm: normalized_shape {normalized_shape} does not match the end of input "
+    if x.shape[x.ndim - len(normalized_shape):] != normalized_shape:
+        raise ShapeError(f"{op}: normalized_shape {normalized_shape} does not match the end of input "
                          f"shape {x.shape}")
-    src = _float32(x, "layer_norm")
-    flat = src if len(normalized_shape) == 1 else mv.reshape(src, x.shape[:x.ndim - len(normalized_shape)] + (-1,))
-    y = LayerNormCore.apply(flat, eps)
-    if len(normalized_shape) != 1:
-        y = mv.reshape(y, x.shape)
+    src = _float32(x, op)
+    if len(normalized_shape) == 1:
+        return core.apply(src, eps)
+    flat = mv.reshape(src, x.shape[:x.ndim - len(normalized_shape)] + (-1,))
+    return mv.reshape(core.apply(flat, eps), x.shape)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    y = _normalize_trailing(LayerNormCore, x, normalized_shape, eps, "layer_norm")
     if weight is not None:
         y = y * weight
     if bias is not None:
@@ -170,17 +175,9 @@ class RMSNormBack(Function):
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=1e-6):
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    if tuple(x.shape[-len(normalized_shape):]) != tuple(normalized_shape):
-        raise ShapeError(f"rms_norm: normalized_shape {tuple(normalized_shape)} does not match the end of input "
-                         f"shape {x.shape}")
-    src = _float32(x, "rms_norm")
-    flat = src if len(normalized_shape) == 1 else mv.reshape(src, x.shape[:x.ndim - len(normalized_shape)] + (-1,))
-    y = RMSNormCore.apply(flat, 1e-6 if eps is None else eps)
-    if len(normalized_shape) != 1:
-        y = mv.reshape(y, x.shape)
-    return y if weight is None else y * weight
+    y = _normalize_trailing(RMSNormCore, x, normalized_shape, 1e-6 if eps is None else eps, "rms_norm")
+    y = y if weight is None else y * weight
+    return y if x.dtype is f32 else y.to(x.dtype)
 
 
 def dropout(x, p=0.5, training=True):

@@ -4,13 +4,17 @@ The same model and step as bench_gpt.py (vocab 96, pre-LN GELU blocks, tied embe
 size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its default for matmul), on
 `cuda:0`. Both steps end in `loss.item()`, which waits for the GPU. Prints tokens/s (median of --steps
 steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
-(1 = all on the device; more = some ops fell back to the CPU).
+(1 = all on the device; more = some ops fell back to the CPU). PyTorch runs in a subprocess: loaded
+into one process, PyTorch's CUDA libraries and those GGML's CUDA backend was linked with abort it
+("free(): invalid pointer", seen on the H200 machine).
 
     python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big]
 """
 
 import argparse
+import json
 import math
+import subprocess
 import os
 import sys
 
@@ -103,6 +107,27 @@ def torch_step_fn(cfg, device="cuda"):
     return step
 
 
+def torch_ms(config, steps):
+    """PyTorch's median step time on cuda:0, measured in a subprocess (nan without torch or CUDA)."""
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import bench_gpt_gpu as b; b._torch_main({config!r}, {steps})")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)["ms"]
+    print(f"PyTorch run failed (exit {r.returncode}): {r.stderr.strip()[-500:]}", file=sys.stderr)
+    return float("nan")
+
+
+def _torch_main(config, steps):
+    import torch
+    if not torch.cuda.is_available():
+        print(json.dumps({"ms": float("nan")}))
+        return
+    ms = median_ms(torch_step_fn(CONFIGS[config]), warmup=5, repeats=steps)
+    print(json.dumps({"ms": ms, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda:0")
@@ -124,14 +149,7 @@ def main():
         g_ms = median_ms(step, warmup=3, repeats=args.steps)
         sched = execution.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
-        t_ms = float("nan")
-        if not args.no_torch:
-            try:
-                import torch
-                if torch.cuda.is_available():
-                    t_ms = median_ms(torch_step_fn(cfg), warmup=5, repeats=args.steps)
-            except ImportError:
-                pass
+        t_ms = float("nan") if args.no_torch else torch_ms(name, args.steps)
         rows.append({"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
                      "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
                      "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}",

@@ -4,9 +4,9 @@ The same model and step as bench_gpt.py (vocab 96, pre-LN GELU blocks, tied embe
 size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its default for matmul), on
 `cuda:0`. Both steps end in `loss.item()`, which waits for the GPU. Prints tokens/s (median of --steps
 steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
-(1 = all on the device; more = some ops fell back to the CPU). PyTorch runs in a subprocess: loaded
-into one process, PyTorch's CUDA libraries and those GGML's CUDA backend was linked with abort it
-("free(): invalid pointer", seen on the H200 machine).
+(1 = all on the device; more = some ops fell back to the CPU). PyTorch runs in a subprocess that
+loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in one process abort it
+("free(): invalid pointer", seen on the H200 machine with torch 2.11+cu130 and CUDA 13.0).
 
     python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big]
 """
@@ -111,7 +111,10 @@ def torch_ms(config, steps):
     """PyTorch's median step time on cuda:0, measured in a subprocess (nan without torch or CUDA)."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
             f"import bench_gpt_gpu as b; b._torch_main({config!r}, {steps})")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # without GGRAD_GGML_LIB_DIR the subprocess's ggrad (imported by this module) loads the CPU-only
+    # libggml of the installed package, which coexists with PyTorch's CUDA libraries
+    env = {k: v for k, v in os.environ.items() if k != "GGRAD_GGML_LIB_DIR"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)["ms"]

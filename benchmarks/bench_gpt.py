@@ -23,24 +23,24 @@ from ggrad.examples.char_gpt import CharGPT  # noqa: E402
 W2 = dict(vocab=96, d_model=128, layers=4, heads=4, context=64, batch=16, lr=3e-4)
 
 
-def batch_data(seed=0):
+def batch_data(cfg=W2, seed=0):
     rng = np.random.default_rng(seed)
-    x = rng.integers(0, W2["vocab"], (W2["batch"], W2["context"])).astype(np.int32)
-    y = rng.integers(0, W2["vocab"], (W2["batch"], W2["context"])).astype(np.int32)
+    x = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
+    y = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
     return x, y
 
 
-def ggrad_step_fn(device="cpu"):
-    """One W2 training step in ggrad (forward, backward, AdamW: one graph)."""
+def ggrad_step_fn(device="cpu", cfg=W2):
+    """One training step of the `cfg` GPT in ggrad (forward, backward, AdamW: one graph)."""
     ggrad.manual_seed(0)
     dev = ggrad.device(device)
-    model = CharGPT(W2["vocab"], W2["d_model"], W2["layers"], W2["heads"], W2["context"]).to(dev)
-    opt = optim.AdamW(model.parameters(), lr=W2["lr"])
-    x_np, y_np = batch_data()
+    model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(dev)
+    opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
+    x_np, y_np = batch_data(cfg)
 
     def step():
         x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
-        loss = ggrad.cross_entropy(model(x).reshape(-1, W2["vocab"]), y)
+        loss = ggrad.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -48,8 +48,8 @@ def ggrad_step_fn(device="cpu"):
     return step
 
 
-def torch_step_fn():
-    """The same step in PyTorch (eager, CPU)."""
+def torch_step_fn(cfg=W2, device="cpu"):
+    """The same step in PyTorch (eager)."""
     import torch
     from torch import nn
 
@@ -68,27 +68,28 @@ def torch_step_fn():
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
-            d = W2["d_model"]
-            self.tok, self.pos = nn.Embedding(W2["vocab"], d), nn.Embedding(W2["context"], d)
-            self.blocks = nn.ModuleList([Block(d, W2["heads"]) for _ in range(W2["layers"])])
+            d = cfg["d_model"]
+            self.tok, self.pos = nn.Embedding(cfg["vocab"], d), nn.Embedding(cfg["context"], d)
+            self.blocks = nn.ModuleList([Block(d, cfg["heads"]) for _ in range(cfg["layers"])])
             self.ln_f = nn.LayerNorm(d)
-            t = W2["context"]
+            t = cfg["context"]
             self.register_buffer("mask", torch.triu(torch.full((t, t), -math.inf), 1))
 
         def forward(self, ids):
-            h = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+            h = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
             for b in self.blocks:
                 h = b(h, self.mask)
             return self.ln_f(h) @ self.tok.weight.T
 
     torch.manual_seed(0)
-    model = GPT()
-    opt = torch.optim.AdamW(model.parameters(), lr=W2["lr"])
-    x_np, y_np = batch_data()
-    x, y = torch.from_numpy(x_np).long(), torch.from_numpy(y_np.reshape(-1)).long()
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
+    x_np, y_np = batch_data(cfg)
+    x = torch.from_numpy(x_np).long().to(device)
+    y = torch.from_numpy(y_np.reshape(-1)).long().to(device)
 
     def step():
-        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, W2["vocab"]), y)
+        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -13,98 +13,26 @@ loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in
 
 import argparse
 import json
-import math
 import subprocess
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gpt  # noqa: E402
 from common import median_ms, print_table  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad import optim  # noqa: E402
 from ggrad.autograd import execution  # noqa: E402
-from ggrad.examples.char_gpt import CharGPT  # noqa: E402
 
 CONFIGS = {
-    "w2": dict(vocab=96, d_model=128, layers=4, heads=4, context=64, batch=16, lr=3e-4),
+    "w2": bench_gpt.W2,
     # GPU_BUILD.md's PyTorch anchor size
     "big": dict(vocab=96, d_model=512, layers=8, heads=8, context=256, batch=32, lr=3e-4),
 }
 
 
-def batch_data(cfg, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
-    y = rng.integers(0, cfg["vocab"], (cfg["batch"], cfg["context"])).astype(np.int32)
-    return x, y
-
-
 def ggrad_step_fn(cfg, device):
-    ggrad.manual_seed(0)
-    dev = ggrad.device(device)
-    model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(dev)
-    opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
-    x_np, y_np = batch_data(cfg)
-
-    def step():
-        x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
-        loss = ggrad.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step, dev
-
-
-def torch_step_fn(cfg, device="cuda"):
-    import torch
-    from torch import nn
-
-    class Block(nn.Module):
-        def __init__(self, d, h):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, h, batch_first=True)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-        def forward(self, x, mask):
-            a = self.ln1(x)
-            x = x + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
-            return x + self.mlp(self.ln2(x))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            d = cfg["d_model"]
-            self.tok, self.pos = nn.Embedding(cfg["vocab"], d), nn.Embedding(cfg["context"], d)
-            self.blocks = nn.ModuleList([Block(d, cfg["heads"]) for _ in range(cfg["layers"])])
-            self.ln_f = nn.LayerNorm(d)
-            t = cfg["context"]
-            self.register_buffer("mask", torch.triu(torch.full((t, t), -math.inf), 1))
-
-        def forward(self, ids):
-            h = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
-            for b in self.blocks:
-                h = b(h, self.mask)
-            return self.ln_f(h) @ self.tok.weight.T
-
-    torch.manual_seed(0)
-    model = GPT().to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
-    x_np, y_np = batch_data(cfg)
-    x = torch.from_numpy(x_np).long().to(device)
-    y = torch.from_numpy(y_np.reshape(-1)).long().to(device)
-
-    def step():
-        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return bench_gpt.ggrad_step_fn(device, cfg), ggrad.device(device)
 
 
 def torch_ms(config, steps):
@@ -127,7 +55,7 @@ def _torch_main(config, steps):
     if not torch.cuda.is_available():
         print(json.dumps({"ms": float("nan")}))
         return
-    ms = median_ms(torch_step_fn(CONFIGS[config]), warmup=5, repeats=steps)
+    ms = median_ms(bench_gpt.torch_step_fn(CONFIGS[config], "cuda"), warmup=5, repeats=steps)
     print(json.dumps({"ms": ms, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}))
 
 

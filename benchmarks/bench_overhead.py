@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gpt import W2, ggrad_step_fn  # noqa: E402
+from bench_gpt import ggrad_step_fn  # noqa: E402
 from common import median_ms, print_table, set_threads  # noqa: E402
 
 import ggrad  # noqa: E402

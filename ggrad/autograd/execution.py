@@ -7,7 +7,6 @@ computes after every op.
 """
 
 import os
-import weakref
 
 from .. import ggml
 

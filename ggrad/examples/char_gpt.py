@@ -11,7 +11,6 @@ output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form.
 
 import argparse
 import math
-import os
 import sys
 import sysconfig
 import time

@@ -10,7 +10,7 @@ import numbers
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
 from ..function import Function
-from ..nodes import alias, arg, contiguous, emit, like, ne_of, shape_tensor, step_of
+from ..nodes import alias, contiguous, emit, like, ne_of, shape_tensor, step_of
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import threading
 from .._lib import ffi, lib
 from .. import dtypes, hooks
 from ..context import Context, GTensor
-from ..errors import ArgumentError, DTypeError, GGMLError, GGRADError, ShapeError  # noqa: F401 (re-exported)
+from ..errors import ArgumentError, DTypeError, GGMLError, ShapeError  # noqa: F401 (re-exported)
 
 F32 = lib.GGML_TYPE_F32
 F16 = lib.GGML_TYPE_F16

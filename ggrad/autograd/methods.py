@@ -65,8 +65,7 @@ def to(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, (ggml.DType,)) or (isinstance(a, str) and a in ggml.dtypes._ALIASES) or \
-                (isinstance(a, str) and a in ggml.dtypes._BY_NAME):
+        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a):
             dtype = a
         else:
             device = a

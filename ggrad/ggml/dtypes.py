@@ -101,6 +101,11 @@ def from_name(name):
     return _BY_NAME[key]
 
 
+def is_name(name):
+    """Whether `name` names a dtype ("f16", "float16", "q4_0", ...)."""
+    return isinstance(name, str) and (name in _BY_NAME or name in _ALIASES)
+
+
 def from_value(value):
     """The DType of an `enum ggml_type` value."""
     return _BY_VALUE[int(value)]

@@ -7,6 +7,7 @@ ggrad ops, call it through `MyFn.apply(...)`. `ctx.save_for_backward(...)` keeps
 """
 
 from . import grad_mode
+from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
 
 _FREED = ("Trying to backward through the graph a second time (or to use saved tensors after they were "
           "freed). Saved intermediate values are freed after backward(); pass retain_graph=True to the first "
@@ -74,7 +75,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .tensor import Tensor
+        Tensor = _tensor.Tensor
         ctx = FunctionCtx()
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         record = any(needs) and grad_mode.is_grad_enabled()

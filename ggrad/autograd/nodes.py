@@ -12,6 +12,7 @@ from .. import ggml
 from ..ggml import ops
 from ..ggml.errors import DeviceError, ShapeError
 from . import execution
+from .tensor import Tensor
 
 
 def ne_of(shape):
@@ -56,7 +57,6 @@ def contiguous(step, t):
 
 def emit(step, gt, shape, dtype, device):
     """Wrap a new pending GGML node as a Tensor of `shape` (numpy order)."""
-    from .tensor import Tensor
     t = Tensor.__new__(Tensor)
     t._g = gt
     t.shape = tuple(shape)
@@ -97,7 +97,6 @@ def shape_tensor(step, shape, dtype=ggml.f32):
 
 def alias(t):
     """A new Tensor object for the same values, with no history (what `detach()` returns)."""
-    from .tensor import Tensor
     a = Tensor.__new__(Tensor)
     a._g = t._g
     a.shape = t.shape

@@ -11,6 +11,8 @@ from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
 from ..function import Function
 from ..nodes import alias, contiguous, emit, like, ne_of, shape_tensor, step_of
+from ..tensor import Tensor
+from ..factory import full
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -447,8 +449,6 @@ def _scalar_dtype(number, other):
 
 def _tensor_operands(a, b, op):
     """Make both operands Tensors of one dtype (Python numbers become constants of a's dtype)."""
-    from ..tensor import Tensor
-    from ..factory import full
     if not isinstance(a, Tensor):
         a = full((), a, dtype=_scalar_dtype(a, b), device=b.device)
     if not isinstance(b, Tensor):
@@ -465,7 +465,6 @@ def _tensor_operands(a, b, op):
 
 
 def _binary(fn, a, b, op):
-    from ..tensor import Tensor
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: at least one operand must be a Tensor")
     a, b = _tensor_operands(a, b, op)
@@ -482,7 +481,6 @@ def _is_number(x):
 
 
 def add(a, b, alpha=1):
-    from ..tensor import Tensor
     if alpha != 1:
         b = b * alpha
     if isinstance(a, Tensor) and _is_number(b) and a.dtype.is_float:
@@ -493,7 +491,6 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
-    from ..tensor import Tensor
     if alpha != 1:
         b = b * alpha
     if isinstance(a, Tensor) and _is_number(b) and a.dtype.is_float:
@@ -504,7 +501,6 @@ def sub(a, b, alpha=1):
 
 
 def mul(a, b):
-    from ..tensor import Tensor
     if isinstance(a, Tensor) and _is_number(b) and a.dtype.is_float:
         return _in_f32(ScaleBias, a, float(b), 0.0)
     if isinstance(b, Tensor) and _is_number(a) and b.dtype.is_float:
@@ -513,7 +509,6 @@ def mul(a, b):
 
 
 def div(a, b):
-    from ..tensor import Tensor
     if isinstance(a, Tensor) and _is_number(b) and a.dtype.is_float:
         if b == 0:
             return _binary(Div, a, b, "div")
@@ -557,7 +552,6 @@ def _pow_value(x, p):
 
 
 def pow(x, p):  # noqa: A001 (PyTorch's name)
-    from ..tensor import Tensor
     if isinstance(x, Tensor) and _is_number(p):
         if x.dtype is i32:
             return pow(x.to(f32), p).to(i32)

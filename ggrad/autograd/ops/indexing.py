@@ -2,6 +2,8 @@
 
 from ...ggml.errors import ShapeError
 from . import movement as mv
+from ..tensor import Tensor
+from ..factory import arange, ones, tensor
 
 
 def _expand_key(key, ndim):
@@ -24,8 +26,6 @@ def _expand_key(key, ndim):
 
 
 def getitem(x, key):
-    from ..tensor import Tensor
-    from ..factory import arange
     key = _expand_key(key, x.ndim)
     starts, stops, drop, strided, tensors, new_axes = [], [], [], [], [], []
     dim = 0
@@ -111,8 +111,6 @@ def setitem(x, key, value):
 
     Built as x * (1 - mask) + padded value, so gradients reach both x and value.
     """
-    from ..tensor import Tensor
-    from ..factory import ones, tensor
     region = getitem(x.detach(), key)   # validates the key; its shape is the region's
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)

@@ -12,6 +12,7 @@ from ..function import Function
 from ..nodes import contiguous, emit, step_of
 from . import elementwise as ew
 from . import movement as mv
+from ..tensor import Tensor
 
 
 class MatMulNT(Function):
@@ -73,7 +74,6 @@ def matmul_nt(x, w):
 
 def matmul(a, b):
     """a @ b with PyTorch's rules for 1-D operands and broadcast batch dimensions."""
-    from ..tensor import Tensor
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected Tensors, got {type(a).__name__} and {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:

@@ -11,6 +11,7 @@ from . import elementwise as ew
 from . import movement as mv
 from . import nn
 from . import reduce as rd
+from ..factory import arange, ones
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -41,7 +42,6 @@ def _rows(input, target, op):
 
 def _one_hot_rows(target, classes):
     """(rows, classes) float one-hot of integer targets (rows outside [0, classes) are all zero)."""
-    from ..factory import arange
     t = mv.reshape(target.to(f32), -1, 1)
     return 1.0 - ew.Step.apply(ew.abs(arange(classes, dtype=f32, device=target.device) - t))
 
@@ -81,7 +81,6 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         logits, _ = _rows(input, mv.reshape(target, -1), "cross_entropy")
         probs, _ = _rows(target, mv.reshape(target, -1), "cross_entropy")
         probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
-        from ..factory import ones
         valid = ones((logits.shape[0], 1), device=input.device)
         count = None
     else:

@@ -9,6 +9,8 @@ from ...ggml.errors import DTypeError, ShapeError
 from ..function import Function
 from ..nodes import arg, contiguous as contiguous_node, emit, ne_of, shape_tensor, step_of
 from . import elementwise as ew
+from ..tensor import Tensor, _axis
+from ..factory import arange, tensor
 
 
 def _prod(shape):
@@ -84,7 +86,6 @@ class Permute(Function):
 
 
 def permute(x, *dims):
-    from ..tensor import _axis
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     dims = tuple(_axis(d, x.ndim) for d in dims)
@@ -96,7 +97,6 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
-    from ..tensor import _axis
     if x.ndim < 2:
         return x
     d0, d1 = _axis(dim0, x.ndim), _axis(dim1, x.ndim)
@@ -126,7 +126,6 @@ def contiguous(x):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
-    from ..tensor import _axis
     if x.ndim == 0:
         return reshape(x, 1)
     s, e = _axis(start_dim, x.ndim), _axis(end_dim, x.ndim)
@@ -134,7 +133,6 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def squeeze(x, dim=None):
-    from ..tensor import _axis
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -143,7 +141,6 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim):
-    from ..tensor import _axis
     d = _axis(dim, x.ndim + 1)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
@@ -210,7 +207,6 @@ class PadTo(Function):
 
 
 def narrow(x, dim, start, length):
-    from ..tensor import _axis
     d = _axis(dim, x.ndim)
     if start < 0:
         start += x.shape[d]
@@ -241,7 +237,6 @@ class Concat(Function):
 
 
 def cat(tensors, dim=0):
-    from ..tensor import _axis
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty list of Tensors")
@@ -294,7 +289,6 @@ class Split(Function):
 
 
 def split(x, split_size_or_sections, dim=0):
-    from ..tensor import _axis
     d = _axis(dim, x.ndim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -311,7 +305,6 @@ def split(x, split_size_or_sections, dim=0):
 
 
 def chunk(x, chunks, dim=0):
-    from ..tensor import _axis
     n = x.shape[_axis(dim, x.ndim)]
     size = -(-n // chunks)
     return split(x, size, dim)
@@ -339,8 +332,6 @@ class GetRows(Function):
 
 
 def _index_tensor(index, device, op):
-    from ..tensor import Tensor
-    from ..factory import tensor
     if not isinstance(index, Tensor):
         index = tensor(index, dtype=i32, device=device)
     if index.dtype is not i32:
@@ -352,7 +343,6 @@ def _index_tensor(index, device, op):
 
 def index_select(x, dim, index):
     """Entries of x along `dim` at the positions in the 1-D integer `index`."""
-    from ..tensor import _axis
     index = _index_tensor(index, x.device, "index_select")
     if index.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
@@ -375,7 +365,6 @@ def embedding(index, weight):
 
 def gather(x, dim, index):
     """out[..., j] = x[..., index[..., j]] along the last dimension (dim must be -1 / last)."""
-    from ..tensor import _axis
     index = _index_tensor(index, x.device, "gather")
     d = _axis(dim, x.ndim)
     if d != x.ndim - 1:
@@ -384,7 +373,6 @@ def gather(x, dim, index):
     if index.shape[:-1] != x.shape[:-1]:
         raise ShapeError(f"gather: index shape {index.shape} must match input shape {x.shape} except in the "
                          f"last dimension")
-    from ..factory import arange
     rows = _prod(x.shape[:-1])
     n, k = x.shape[-1], index.shape[-1]
     base = reshape(arange(rows, device=x.device) * n, rows, 1)
@@ -406,15 +394,12 @@ def masked_fill(x, mask, value):
 
 def where(condition, a, b):
     """a where condition is nonzero, else b (broadcast)."""
-    from ..tensor import Tensor
     ref = a if isinstance(a, Tensor) else b
     m = _as_mask(condition, ref)
     return b + m * (a - b) if isinstance(b, Tensor) else m * (a - b) + b
 
 
 def _as_mask(mask, like):
-    from ..tensor import Tensor
-    from ..factory import tensor
     if not isinstance(mask, Tensor):
         mask = tensor(mask, dtype=f32, device=like.device)
     if mask.dtype is not f32:

@@ -13,6 +13,8 @@ from . import elementwise as ew
 from . import movement as mv
 from . import reduce as rd
 from .linalg import matmul_nt
+from ..tensor import _axis
+from ..factory import bernoulli_mask
 
 
 def _float32(x, op):
@@ -66,7 +68,6 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
 
 
 def softmax(x, dim=-1):
-    from ..tensor import _axis
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1 or x.ndim == 0:
         return softmax_ext(x).to(x.dtype) if x.dtype.is_float and x.dtype is not f32 else softmax_ext(x)
@@ -90,7 +91,6 @@ class LogSoftmax(Function):
 
 
 def log_softmax(x, dim=-1):
-    from ..tensor import _axis
     x = _float32(x, "log_softmax")
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1:
@@ -188,7 +188,6 @@ def dropout(x, p=0.5, training=True):
         return x
     if p == 1.0:
         return x * 0.0
-    from ..factory import bernoulli_mask
     mask = bernoulli_mask(x.shape, 1.0 - p, scale=1.0 / (1.0 - p), device=x.device)
     return x * mask
 

@@ -12,13 +12,13 @@ from ...ggml.errors import DTypeError
 from ..function import Function
 from ..nodes import contiguous, emit, step_of
 from . import elementwise as ew
+from ..tensor import Tensor, _axis
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 def normalize_dims(dim, ndim):
     """A sorted tuple of non-negative dimensions from an int, a tuple or None (all)."""
-    from ..tensor import _axis
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -200,7 +200,6 @@ def argmin(x, dim=None, keepdim=False):
 
 def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
-    from ..tensor import Tensor
     if isinstance(dim, Tensor):
         return maximum(x, dim)
     if dim is None:
@@ -209,7 +208,6 @@ def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
 
 
 def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
-    from ..tensor import Tensor
     if isinstance(dim, Tensor):
         return minimum(x, dim)
     if dim is None:

@@ -53,8 +53,8 @@ class LRScheduler:
         self._initial = False
 
     def get_lr(self):
-        """The learning rates of the current `last_epoch` (one per param group)."""
-        raise NotImplementedError
+        """The learning rates of the current `last_epoch` (one per param group; each scheduler defines it)."""
+        raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
 
     def get_last_lr(self):
         """The learning rates set by the most recent `step()`."""

@@ -143,8 +143,8 @@ class Optimizer:
         return loss
 
     def _update_group(self, group):
-        """Schedule the updates of one group; return the parameters updated."""
-        raise NotImplementedError
+        """Schedule the updates of one group; return the parameters updated (each optimizer defines it)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _update_group(group)")
 
     # ---- state dicts ---------------------------------------------------------------------------
     def state_dict(self):

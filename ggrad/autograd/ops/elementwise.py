@@ -201,13 +201,10 @@ class ScalarDiv(Function):
 
 # ---- unary -------------------------------------------------------------------------------------
 class _Unary(Function):
-    """x -> op(x); subclasses give `op(ctx, node)` and `grad(ctx, g)`; `saves` picks what is kept."""
+    """x -> op(x); `_unary` makes each: `node(ctx, x_node, *params)` builds it, `grad(ctx, g, *saved)` is its
+    backward, `saves` picks what is kept ("input", "output", "both" or "none")."""
     primitive = True
-    saves = "input"   # "input", "output", "both" or "none"
-
-    @classmethod
-    def node(cls, gctx, gx):
-        raise NotImplementedError
+    saves = "input"
 
     @classmethod
     def forward(cls, ctx, x, *params):

@@ -11,12 +11,8 @@ graph compute; losses and metrics stay on the device and are read only when the 
 refreshes and at the end of an epoch.
 """
 
-import importlib
-import inspect
 import json
-import time
 import warnings
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -30,6 +26,8 @@ from .activation import Softmax
 from .linear import Linear
 from .sparse import Embedding
 from .module import Module
+from .architecture import build_layer, layer_config, record_config
+from .fit_logs import METRICS, Tracker, advance, format_logs, progress_bar
 
 FORMAT = "ggrad.Sequential"
 VERSION = 1
@@ -40,32 +38,6 @@ _LOSSES = {
     "bce_with_logits": ops.binary_cross_entropy_with_logits, "bce": ops.binary_cross_entropy,
 }
 _CLASS_INDEX_LOSSES = ("cross_entropy", "nll")
-
-
-def _accuracy(out, y):
-    """Correct predictions: argmax of logits vs class indices (or one-hot rows); sign of a single logit."""
-    if out.ndim >= 2 and out.shape[-1] > 1:
-        pred = out.argmax(-1)
-        target = y.argmax(-1) if y.dtype.is_float and y.shape == out.shape else y
-        return pred.eq(target.to(pred.dtype)).sum(), pred.numel()
-    return _binary_accuracy(out, y)
-
-
-def _binary_accuracy(out, y):
-    return (out > 0.0).eq(y > 0.5).sum(), out.numel()
-
-
-def _mae(out, y):
-    return (out - y).abs().sum(), out.numel()
-
-
-def _mse(out, y):
-    d = out - y
-    return (d * d).sum(), out.numel()
-
-
-_METRICS = {"accuracy": _accuracy, "acc": _accuracy, "binary_accuracy": _binary_accuracy, "mae": _mae,
-            "mse": _mse}
 
 
 class Sequential(Module):
@@ -197,10 +169,10 @@ class Sequential(Module):
         metric_fns = []
         for m in metrics or []:
             if isinstance(m, str):
-                if m not in _METRICS:
-                    raise ValueError(f"compile: unknown metric {m!r}; expected one of {sorted(_METRICS)} or a "
+                if m not in METRICS:
+                    raise ValueError(f"compile: unknown metric {m!r}; expected one of {sorted(METRICS)} or a "
                                      "callable")
-                metric_fns.append((m, _METRICS[m], True))
+                metric_fns.append((m, METRICS[m], True))
             elif callable(m):
                 metric_fns.append((getattr(m, "__name__", type(m).__name__), m, False))
             else:
@@ -364,8 +336,8 @@ class Sequential(Module):
             cbs.on_epoch_begin(epoch, logs)
             self.train()
             order = generator().permutation(n) if shuffle else np.arange(n)
-            tracker = _Tracker(self._compiled["metrics"])
-            bar = _bar(n_batches, f"Epoch {epoch + 1}/{epochs}", verbose == 1)
+            tracker = Tracker(self._compiled["metrics"])
+            bar = progress_bar(n_batches, f"Epoch {epoch + 1}/{epochs}", verbose == 1)
             for b in range(n_batches):
                 idx = order[b * batch_size:(b + 1) * batch_size]
                 cbs.on_batch_begin(b, {})
@@ -378,13 +350,13 @@ class Sequential(Module):
                 tracker.add(loss, metrics, len(idx))
                 self.optimizer.step()  # forward, backward and update: one graph
                 cbs.on_batch_end(b, {"batch": b, "size": len(idx), "loss": loss.detach()})
-                _advance(bar, tracker, b == n_batches - 1)
+                advance(bar, tracker, b == n_batches - 1)
             logs.update(tracker.result())
             if val is not None:
                 for key, value in self._evaluate(val[0], val[1], batch_size, None).items():
                     logs["val_" + key] = value
             if bar is not None:
-                bar.set_postfix(_fmt(logs), refresh=True)
+                bar.set_postfix(format_logs(logs), refresh=True)
                 bar.close()
             cbs.on_epoch_end(epoch, logs)
             if verbose == 2:
@@ -401,10 +373,10 @@ class Sequential(Module):
         _check_positive_int(batch_size, "batch_size", "evaluate")
         x = self._features(x, "evaluate")
         y = self._targets(x, y, "evaluate")
-        bar = _bar(-(-len(x) // batch_size), "Evaluate", verbose == 1)
+        bar = progress_bar(-(-len(x) // batch_size), "Evaluate", verbose == 1)
         result = self._evaluate(x, y, batch_size, bar)
         if bar is not None:
-            bar.set_postfix(_fmt(result), refresh=True)
+            bar.set_postfix(format_logs(result), refresh=True)
             bar.close()
         return result
 
@@ -412,7 +384,7 @@ class Sequential(Module):
         device = self._device()
         was_training = self.training
         self.eval()
-        tracker = _Tracker(self._compiled["metrics"])
+        tracker = Tracker(self._compiled["metrics"])
         n_batches = -(-len(x) // batch_size)
         try:
             with no_grad():
@@ -422,7 +394,7 @@ class Sequential(Module):
                     loss, metrics = self._batch_values(out, self._target_for(y[idx], out, device))
                     tracker.add(loss, metrics, len(x[idx]))
                     ggml_commit(device)
-                    _advance(bar, tracker, b == n_batches - 1)
+                    advance(bar, tracker, b == n_batches - 1)
         finally:
             self.train(was_training)
         return tracker.result()
@@ -433,7 +405,7 @@ class Sequential(Module):
         x = self._features(x, "predict")
         device = self._device()
         n_batches = -(-len(x) // batch_size)
-        bar = _bar(n_batches, "Predict", verbose == 1)
+        bar = progress_bar(n_batches, "Predict", verbose == 1)
         was_training = self.training
         self.eval()
         outs = []
@@ -573,142 +545,3 @@ def _as_numpy(a, name, op):
 def _check_positive_int(value, name, op, allow_zero=False):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (0 if allow_zero else 1):
         raise ValueError(f"{op}: {name} must be a {'non-negative' if allow_zero else 'positive'} int, got {value!r}")
-
-
-class _Tracker:
-    """Per-batch loss and metric tensors, summed on the host only when read (`flush`)."""
-
-    def __init__(self, metric_fns):
-        self.names = ["loss"] + [name for name, _, _ in metric_fns]
-        self.pending = []
-        self.sums = [0.0] * len(self.names)
-        self.counts = [0] * len(self.names)
-
-    def add(self, loss, metrics, size):
-        self.pending.append((size, [(loss.detach(), None)] + metrics))
-
-    def flush(self):
-        for size, values in self.pending:
-            for i, (value, count) in enumerate(values):
-                v = float(value.item()) if isinstance(value, Tensor) else float(value)
-                if count is None:  # a batch mean: weigh it by the batch size
-                    self.sums[i] += v * size
-                    self.counts[i] += size
-                else:
-                    self.sums[i] += v
-                    self.counts[i] += count
-        self.pending = []
-
-    def result(self):
-        self.flush()
-        return {name: (s / c if c else float("nan")) for name, s, c in zip(self.names, self.sums, self.counts)}
-
-
-def _bar(total, desc, enabled):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, desc=desc, unit="batch", dynamic_ncols=True, leave=True)
-    bar._ggrad_last_read = time.monotonic()
-    return bar
-
-
-def _advance(bar, tracker, last):
-    """One batch done: update the bar; read the pending values only about twice a second."""
-    if bar is None:
-        return
-    now = time.monotonic()
-    if last or now - bar._ggrad_last_read > 0.5:
-        bar._ggrad_last_read = now
-        bar.set_postfix(_fmt(tracker.result()), refresh=False)
-    bar.update(1)
-
-
-def _fmt(logs):
-    return {k: f"{v:.4f}" for k, v in logs.items()}
-
-
-# ---- architecture: layer class + constructor arguments --------------------------------------------
-_CONFIGS = weakref.WeakKeyDictionary()   # layer -> its recorded config (or the reason there is none)
-_SKIPPED_ARGS = ("device", "dtype")
-_JSON_TYPES = (bool, int, float, str, type(None))
-
-
-def _jsonable(value):
-    if isinstance(value, _JSON_TYPES):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_jsonable(v) for v in value)
-    return False
-
-
-def _introspect(layer):
-    """Constructor arguments read back from the attributes of the same name (PyTorch layers keep them)."""
-    cls = type(layer)
-    if hasattr(layer, "get_config") and not isinstance(layer, Sequential):
-        config = layer.get_config()
-        if not isinstance(config, dict) or not _jsonable(list(config.values())):
-            raise ValueError(f"{cls.__name__}.get_config() must return a dict of JSON-able values")
-        return dict(config)
-    config = {}
-    for name, param in inspect.signature(cls.__init__).parameters.items():
-        if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if name == "dtype":
-            dtypes = {p.dtype.name for p in layer.parameters()}
-            if dtypes and dtypes != {"f32"}:
-                config["dtype"] = sorted(dtypes)[0]
-            continue
-        if name in _SKIPPED_ARGS:
-            continue
-        if name in layer.__dict__ or name in layer._parameters or name in layer._buffers:
-            value = getattr(layer, name)
-            if isinstance(param.default, bool) and (value is None or isinstance(value, Tensor)):
-                value = value is not None  # e.g. Linear(bias=True) keeps the bias Parameter (or None)
-            if _jsonable(value):
-                config[name] = list(value) if isinstance(value, tuple) else value
-                continue
-        if param.default is inspect.Parameter.empty:
-            raise ValueError(f"cannot record the constructor argument {name!r} of {cls.__name__}: the layer does "
-                             "not keep it as a JSON-able attribute of that name; give the class a get_config() "
-                             "method returning its constructor arguments")
-    return config
-
-
-def record_config(layer):
-    """Record a layer's class and constructor arguments (once: when it first joins a Sequential)."""
-    if isinstance(layer, Sequential) or layer in _CONFIGS:
-        return
-    try:
-        _CONFIGS[layer] = {"class": type(layer).__name__, "module": type(layer).__module__,
-                           "config": _introspect(layer)}
-    except (ValueError, TypeError) as err:
-        _CONFIGS[layer] = err   # reported by save(), which is when the config is needed
-
-
-def layer_config(layer):
-    """{"class", "module", "config"} of a layer, as recorded (nested Sequentials: their layers)."""
-    if isinstance(layer, Sequential):
-        return {"class": "Sequential", "module": type(layer).__module__,
-                "layers": layer.get_config()["layers"]}
-    record_config(layer)
-    recorded = _CONFIGS[layer]
-    if isinstance(recorded, Exception):
-        raise ValueError(f"Sequential.save: {recorded}") from None
-    return recorded
-
-
-def build_layer(entry, custom_objects):
-    """A new layer from a recorded config; classes come from ggrad's modules or `custom_objects`."""
-    name, module = entry["class"], entry.get("module", "")
-    cls = custom_objects.get(name)
-    if cls is None and (module == "ggrad" or module.startswith("ggrad.")):
-        cls = getattr(importlib.import_module(module), name, None)
-    if cls is None:
-        from .. import nn
-        cls = getattr(nn, name, None)
-    if cls is None or not (isinstance(cls, type) and issubclass(cls, Module)):
-        raise ValueError(f"Sequential.load: unknown layer class {name!r} (from {module!r}); pass it in "
-                         f"custom_objects={{{name!r}: {name}}}")
-    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.get("config", {}).items()}
-    return cls(**kwargs)

@@ -190,8 +190,8 @@ def _compute(rt, step, alive, eval_callback):
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._g))
             buffer.place(t._g)
             blocks[key] = buffer
-    # Host data goes straight into device memory (not through the scheduler's CPU-side input copies,
-    # which RPC devices were seen to drop); buffers of uploads nobody holds return to the pool after.
+    # Host data goes straight into device memory, not into a CPU staging tensor that the scheduler
+    # copies over during the compute; buffers of uploads nobody holds return to the pool after.
     scratch = []
     for gt, _ in step.uploads:
         if not gt.is_allocated:

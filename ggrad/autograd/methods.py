@@ -3,6 +3,8 @@
 Kept apart from tensor.py so the Tensor class holds state and reads, and this file reads as a table.
 """
 
+import weakref
+
 from .. import ggml
 from ..ggml.errors import DTypeError
 from . import grad_mode, nodes, ops
@@ -42,7 +44,6 @@ def _assign(self, value, op):
         value = value.to(self.dtype)
     self._g, self._block, self._step = value._g, value._block, value._step
     if value._step is not None:
-        import weakref
         value._step.pending.append(weakref.ref(self))
     if value.grad_fn is not None or not self.is_leaf:
         self.grad_fn, self._output_nr = value.grad_fn, value._output_nr

@@ -11,15 +11,7 @@ from ggrad import nn, optim
 from ggrad.nn.callbacks import Callback, EarlyStopping, LearningRateScheduler, ModelCheckpoint
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny graphs: one GGML thread is fastest on small machines (see tests/optim/conftest.py)."""
-    threads = ggrad.get_num_threads()
-    ggrad.set_num_threads(1)
-    try:
-        yield
-    finally:
-        ggrad.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")   # tiny graphs (see tests/conftest.py)
 
 
 def _rings(n=3000, noise=0.25, seed=0):

@@ -1,9 +1,4 @@
-"""optim tests: a known random state, and one GGML thread.
-
-The graphs here are tiny (a few thousand flops): on a 2-core machine GGML's CPU thread pool costs far
-more than it saves (measured 40-200 ms per step with 2 threads against 1.6 ms with one; reported to
-the lead), so these tests use one thread and restore the setting afterwards.
-"""
+"""optim tests: a known random state, and one GGML thread (tiny graphs; see tests/conftest.py)."""
 
 import pytest
 
@@ -11,11 +6,5 @@ import ggrad
 
 
 @pytest.fixture(autouse=True)
-def _seed_and_one_thread():
+def _seed_and_one_thread(one_thread):
     ggrad.manual_seed(0)
-    threads = ggrad.get_num_threads()
-    ggrad.set_num_threads(1)
-    try:
-        yield
-    finally:
-        ggrad.set_num_threads(threads)

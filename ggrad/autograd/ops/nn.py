@@ -98,20 +98,26 @@ def log_softmax(x, dim=-1):
     return mv.transpose(LogSoftmax.apply(mv.transpose(x, d, -1)), d, -1)
 
 
-class LayerNormCore(Function):
+class _RowNorm(Function):
+    """A GGML normalisation over the last dimension (`op(ctx, x, eps)`), keeping x for backward."""
+    primitive = True
+    op = None
+
+    @classmethod
+    def forward(cls, ctx, x, eps):
+        step = step_of(x)
+        ctx.eps = eps
+        ctx.save_for_backward(x)
+        return like(step, cls.op(step.context(), contiguous(step, x), float(eps)), x)
+
+
+class LayerNormCore(_RowNorm):
     """(x - mean) / sqrt(var + eps) over the last dimension (GGML norm).
 
     Backward: the normalised value is rms_norm of the centred input, so GGML's rms_norm_back gives the
     gradient with respect to the centred input, and centring's own backward subtracts the row mean.
     """
-    primitive = True
-
-    @staticmethod
-    def forward(ctx, x, eps):
-        step = step_of(x)
-        ctx.eps = eps
-        ctx.save_for_backward(x)
-        return like(step, ops.norm(step.context(), contiguous(step, x), float(eps)), x)
+    op = staticmethod(ops.norm)
 
     @staticmethod
     def backward(ctx, g):
@@ -146,16 +152,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y if x.dtype is f32 else y.to(x.dtype)
 
 
-class RMSNormCore(Function):
+class RMSNormCore(_RowNorm):
     """x / sqrt(mean(x^2) + eps) over the last dimension; backward is GGML's rms_norm_back."""
-    primitive = True
-
-    @staticmethod
-    def forward(ctx, x, eps):
-        step = step_of(x)
-        ctx.eps = eps
-        ctx.save_for_backward(x)
-        return like(step, ops.rms_norm(step.context(), contiguous(step, x), float(eps)), x)
+    op = staticmethod(ops.rms_norm)
 
     @staticmethod
     def backward(ctx, g):

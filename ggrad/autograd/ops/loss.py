@@ -7,11 +7,12 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 from ...ggml import f32
 from ...ggml.errors import DTypeError, ShapeError
 from ..function import Function
-from . import elementwise as ew
-from . import movement as mv
+from ..factory import arange, ones
+from . import unary as un
+from . import views as mv
 from . import nn
 from . import reduce as rd
-from ..factory import arange, ones
+from .broadcast import broadcast_shapes
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -43,7 +44,7 @@ def _rows(input, target, op):
 def _one_hot_rows(target, classes):
     """(rows, classes) float one-hot of integer targets (rows outside [0, classes) are all zero)."""
     t = mv.reshape(target.to(f32), -1, 1)
-    return 1.0 - ew.Step.apply(ew.abs(arange(classes, dtype=f32, device=target.device) - t))
+    return 1.0 - un.Step.apply(un.abs(arange(classes, dtype=f32, device=target.device) - t))
 
 
 class CrossEntropyRows(Function):
@@ -63,7 +64,7 @@ class CrossEntropyRows(Function):
     def backward(ctx, g):
         log_probs, target, row_weight = ctx.saved_tensors
         scale = g * row_weight
-        return (ew.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
+        return (un.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -91,7 +92,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         logits, flat_target = _rows(input, target, "cross_entropy")
         onehot = _one_hot_rows(flat_target, classes)
         tf = mv.reshape(flat_target.to(f32), -1, 1)
-        valid = ew.Step.apply(ew.abs(tf - float(ignore_index)))
+        valid = un.Step.apply(un.abs(tf - float(ignore_index)))
         # PyTorch: (1 - s) * w[t] * nll + s/C * sum_c w[c] * (-log p_c), divided by sum of w[t]
         picked = onehot if weight is None else onehot * weight
         probs = picked * (1.0 - label_smoothing)
@@ -114,7 +115,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     logp, flat_target = _rows(input, target, "nll_loss")
     onehot = _one_hot_rows(flat_target, classes)
-    valid = ew.Step.apply(ew.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
+    valid = un.Step.apply(un.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
     if weight is not None:
         valid = valid * mv.reshape(rd.sum(onehot * weight, -1), -1, 1)
     per_row = -rd.SumRows.apply(onehot * logp) * valid
@@ -126,7 +127,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 
 def _pair_check(a, b, op):
     if a.shape != b.shape:
-        ew.broadcast_shapes(a.shape, b.shape, op)
+        broadcast_shapes(a.shape, b.shape, op)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -139,7 +140,7 @@ def mse_loss(input, target, reduction="mean"):
 def l1_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "l1_loss")
     _pair_check(input, target, "l1_loss")
-    return _reduce(ew.abs(input - target), reduction)
+    return _reduce(un.abs(input - target), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
@@ -147,8 +148,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     _check_reduction(reduction, "huber_loss")
     _pair_check(input, target, "huber_loss")
     d = input - target
-    a = ew.abs(d)
-    small = 1.0 - ew.Step.apply(a - delta)
+    a = un.abs(d)
+    small = 1.0 - un.Step.apply(a - delta)
     loss = small * (d * d * 0.5) + (1.0 - small) * ((a - 0.5 * delta) * delta)
     return _reduce(loss, reduction)
 
@@ -162,7 +163,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     _pair_check(input, target, "binary_cross_entropy_with_logits")
-    log_term = ew.softplus(-ew.abs(input)) + ew.relu(-input)   # log(1 + e^-x), stable
+    log_term = un.softplus(-un.abs(input)) + un.relu(-input)   # log(1 + e^-x), stable
     if pos_weight is None:
         loss = (1.0 - target) * input + log_term
     else:
@@ -176,8 +177,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")
     _pair_check(input, target, "binary_cross_entropy")
-    log_p = ew.clamp(ew.log(input), min=-100.0)
-    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
+    log_p = un.clamp(un.log(input), min=-100.0)
+    log_q = un.clamp(un.log(1.0 - input), min=-100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)
     if weight is not None:
         loss = loss * weight

@@ -56,6 +56,22 @@ def TRUE_DIVIDE(fn, args):
     return _in_f32(fn, args, dtype if dtype.is_float else f32)
 
 
+def require_float(x, op):
+    """DTypeError unless x is a floating point Tensor."""
+    if not x.dtype.is_float:
+        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+    return x
+
+
+def as_float32(x, op, allow_int=False):
+    """x in float32 for an op that computes in it (int32 too with `allow_int`); DTypeError otherwise."""
+    if x.dtype is f32:
+        return x
+    if not (x.dtype.is_float or (allow_int and x.dtype is i32)):
+        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+    return x.to(f32)
+
+
 def scalar_dtype(number, other):
     """A Python number takes the other operand's dtype, unless it is a float meeting an int tensor."""
     if other.dtype.is_float:

@@ -7,7 +7,8 @@ a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms, with and without llamafile), and CUDA 
 """
 
 from ...ggml import f32, ops
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ShapeError
+from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
 from .broadcast import broadcast_shapes, reduce_to
@@ -44,16 +45,10 @@ class MatMulNT(Primitive):
         return gx, gw
 
 
-def _as_compute(t, op):
-    if not t.dtype.is_float:
-        raise DTypeError(f"{op}: expected floating point tensors, got {t.dtype.name}")
-    return t
-
-
 def matmul_nt(x, w):
     """x @ w.T with numpy broadcasting of the batch dimensions."""
-    _as_compute(x, "matmul")
-    _as_compute(w, "matmul")
+    require_float(x, "matmul")
+    require_float(w, "matmul")
     if x.ndim < 2 or w.ndim < 2:
         raise ShapeError(f"matmul: expected at least 2-D operands, got {x.shape} and {w.shape}")
     if x.shape[-1] != w.shape[-1]:

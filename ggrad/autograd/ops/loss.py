@@ -5,7 +5,8 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
 from ...ggml import f32
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ShapeError
+from ..dtype_rules import require_float
 from ..function import Function
 from ..factory import arange, ones
 from . import unary as un
@@ -72,8 +73,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     _check_reduction(reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    if not input.dtype.is_float:
-        raise DTypeError(f"cross_entropy: input must be floating point logits, got {input.dtype.name}")
+    require_float(input, "cross_entropy")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if target.dtype.is_float:
         if target.shape != input.shape:

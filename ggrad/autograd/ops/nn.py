@@ -6,7 +6,8 @@ are im2col + mul_mat with `im2col_back`; pooling uses `pool_2d_back`.
 """
 
 from ...ggml import f32, ops
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ShapeError
+from ..dtype_rules import as_float32
 from ..function import Function
 from ..pending import ne_of
 from ..primitive import Primitive
@@ -17,12 +18,6 @@ from . import reduce as rd
 from . import views as mv
 from .broadcast import broadcast_shapes
 from .linalg import matmul_nt
-
-
-def _float32(x, op):
-    if not x.dtype.is_float:
-        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}")
-    return x if x.dtype is f32 else x.to(f32)
 
 
 class SoftmaxExt(Primitive):
@@ -58,11 +53,11 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
         scale: multiplies x before the mask is added.
         max_bias: ALiBi maximum bias (0 disables); heads are x's third-from-last dimension.
     """
-    x = _float32(x, "softmax")
+    x = as_float32(x, "softmax")
     if mask is not None:
         if mask.requires_grad:
             raise ValueError("softmax_ext: the mask is a constant; detach it (gradients do not flow into it)")
-        mask = _float32(mask, "softmax mask")
+        mask = as_float32(mask, "softmax mask")
         if x.ndim < 2 or mask.shape[-1] != x.shape[-1] or mask.ndim < 2 or mask.shape[-2] < x.shape[-2]:
             raise ShapeError(f"softmax_ext: mask of shape {mask.shape} does not fit scores of shape {x.shape}")
         if mask.ndim > 2 or x.ndim > 2:
@@ -94,7 +89,7 @@ class LogSoftmax(Function):
 
 
 def log_softmax(x, dim=-1):
-    x = _float32(x, "log_softmax")
+    x = as_float32(x, "log_softmax")
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1:
         return LogSoftmax.apply(x)
@@ -137,7 +132,7 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
     if x.shape[x.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"{op}: normalized_shape {normalized_shape} does not match the end of input "
                          f"shape {x.shape}")
-    src = _float32(x, op)
+    src = as_float32(x, op)
     if len(normalized_shape) == 1:
         return core.apply(src, eps)
     flat = mv.reshape(src, x.shape[:x.ndim - len(normalized_shape)] + (-1,))
@@ -254,7 +249,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
         raise ShapeError(f"conv2d: input has {x.shape[1]} channels but weight expects {weight.shape[1]}")
     s, p, d = _pair(stride, 2, "stride"), _pair(padding, 2, "padding"), _pair(dilation, 2, "dilation")
     n, o = x.shape[0], weight.shape[0]
-    cols = Im2Col.apply(_float32(x, "conv2d"), weight.shape, s, p, d, True)   # (N, OH, OW, C*KH*KW)
+    cols = Im2Col.apply(as_float32(x, "conv2d"), weight.shape, s, p, d, True)   # (N, OH, OW, C*KH*KW)
     oh, ow = cols.shape[1], cols.shape[2]
     flat = mv.reshape(cols, n * oh * ow, cols.shape[3])
     out = matmul_nt(flat, mv.reshape(weight, o, -1))                          # (N*OH*OW, O)
@@ -275,7 +270,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     p = (0, _pair(padding, 1, "padding")[0])
     d = (1, _pair(dilation, 1, "dilation")[0])
     n, o = x.shape[0], weight.shape[0]
-    cols = Im2Col.apply(_float32(x, "conv1d"), weight.shape, s, p, d, False)  # (N, OL, C*K)
+    cols = Im2Col.apply(as_float32(x, "conv1d"), weight.shape, s, p, d, False)  # (N, OL, C*K)
     ol = cols.shape[1]
     out = matmul_nt(mv.reshape(cols, n * ol, cols.shape[2]), mv.reshape(weight, o, -1))
     out = mv.reshape(mv.contiguous(mv.permute(mv.reshape(out, n, ol, o), 0, 2, 1)), n, o, ol)
@@ -332,7 +327,7 @@ def _pool(x, op, kernel_size, stride, padding):
     p = _pair(padding, 2, "padding")
     if any(pi * 2 > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{op}_pool2d: padding {p} should be at most half of kernel size {k}")
-    return Pool2d.apply(_float32(x, f"{op}_pool2d"), op, k, s, p)
+    return Pool2d.apply(as_float32(x, f"{op}_pool2d"), op, k, s, p)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0):

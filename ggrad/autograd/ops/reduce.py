@@ -8,7 +8,7 @@ import builtins
 from collections import namedtuple
 
 from ...ggml import f32, i32, ops
-from ...ggml.errors import DTypeError
+from ..dtype_rules import as_float32, require_float
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from . import unary as un
@@ -66,17 +66,9 @@ class SumRows(Primitive):
         return Expand.apply(g, ctx.shapes[0])
 
 
-def _float_input(x, op):
-    if x.dtype is i32:
-        return x.to(f32)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{op}: unsupported dtype {x.dtype.name}")
-    return x if x.dtype is f32 else x.to(f32)
-
-
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
     """Sum over `dim` (int, tuple, or None for all)."""
-    src = _float_input(x, "sum")
+    src = as_float32(x, "sum", allow_int=True)
     dims = normalize_dims(dim, x.ndim)
     if not x.ndim:
         out = src * 1.0
@@ -96,8 +88,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
 
 
 def mean(x, dim=None, keepdim=False):
-    if not x.dtype.is_float:
-        raise DTypeError(f"mean: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+    require_float(x, "mean")
     dims = normalize_dims(dim, x.ndim)
     count = 1
     for d in dims:
@@ -167,7 +158,7 @@ def _move_last(x, d):
 
 
 def amax(x, dim=None, keepdim=False):
-    src = _float_input(x, "amax")
+    src = as_float32(x, "amax", allow_int=True)
     if dim is None or x.ndim == 0:
         flat = src.reshape(1, builtins.max(x.numel(), 1))
         out = RowMax.apply(flat).reshape(())
@@ -190,7 +181,7 @@ def amin(x, dim=None, keepdim=False):
 
 def argmax(x, dim=None, keepdim=False):
     """Index of the (first) maximum along `dim` (flattened when None), as int32."""
-    src = _float_input(x, "argmax")
+    src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
         flat = src.reshape(1, builtins.max(x.numel(), 1))
         out = ArgmaxRows.apply(flat).reshape(())

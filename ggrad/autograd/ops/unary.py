@@ -7,7 +7,7 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 
 import math
 
-from ...ggml import f32, ops
+from ...ggml import ops
 from ..dtype_rules import FLOAT, NUMERIC
 from ..primitive import Primitive
 

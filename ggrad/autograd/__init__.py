@@ -5,6 +5,7 @@ from . import methods  # noqa: F401  (installs Tensor's operators)
 from .function import Function, FunctionCtx, Node
 from .gradcheck import gradcheck, GradcheckError
 from .primitive import Primitive
+from .parameter import Parameter
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from .execution import stats, realize
 from .engine import backward

@@ -14,7 +14,7 @@ from .. import ggml
 from ..autograd import Tensor, no_grad
 from ..autograd.factory import tensor, zeros_like
 from ..ggml.errors import ShapeError
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 class Module:

@@ -1,7 +1,9 @@
-"""`Parameter`: a leaf Tensor that a Module registers as learnable."""
+"""`Parameter`: a leaf Tensor that a Module registers as learnable (ggrad.nn.Parameter).
 
-from ..autograd import Tensor
-from ..autograd.factory import zeros
+It lives in autograd, below nn, so that checkpoints (serialization) can make Parameters without nn."""
+
+from .factory import zeros
+from .tensor import Tensor
 
 
 class Parameter(Tensor):

@@ -4,10 +4,11 @@ mse_loss, l1_loss, huber_loss, smooth_l1_loss, binary_cross_entropy(_with_logits
 Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
-from ...ggml import f32
+from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from ..dtype_rules import require_float
 from ..function import Function
+from ..primitive import Primitive
 from ..factory import arange, ones
 from . import unary as un
 from . import views as mv
@@ -68,6 +69,41 @@ class CrossEntropyRows(Function):
         return (un.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
 
 
+class CrossEntropyFused(Primitive):
+    """Mean over the R rows of -sum(labels * log_softmax(logits)), as ONE GGML node (cross_entropy_loss).
+
+    For labels whose rows sum to 1, or are all zero where a row is ignored: GGML's backward,
+    cross_entropy_loss_back, is (softmax - labels) * g / R, right for the first kind; `valid` (R, 1),
+    0 on ignored rows, masks it for the second. `valid` is an input for backward only.
+    """
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, logits, labels, valid):
+        return ops.cross_entropy_loss(graph.ctx, logits, labels)
+
+    @staticmethod
+    def shape(logits, labels, valid):
+        return ()
+
+    @staticmethod
+    def backward(ctx, g):
+        logits, labels, valid = ctx.saved_tensors
+        return CrossEntropyLossBack.apply(g, logits, labels) * valid, None, None
+
+
+class CrossEntropyLossBack(Primitive):
+    """GGML's cross_entropy_loss_back(g, logits, labels) = (softmax(logits) - labels) * g / rows."""
+
+    @staticmethod
+    def build(ctx, graph, g, logits, labels):
+        return ops.cross_entropy_loss_back(graph.ctx, g, logits, labels)
+
+    @staticmethod
+    def shape(g, logits, labels):
+        return logits.shape
+
+
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` (N, C, ...) and class indices (N, ...) or probabilities."""
     _check_reduction(reduction, "cross_entropy")
@@ -100,7 +136,12 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             spread = label_smoothing / classes
             probs = probs + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
         count = rd.sum(valid if weight is None else valid * rd.SumRows.apply(picked))
-    per_row = CrossEntropyRows.apply(logits.to(f32) if logits.dtype is not f32 else logits, probs, valid)
+        if weight is None and reduction != "none":
+            # every row of probs sums to 1: GGML's fused loss and gradient (two nodes in all)
+            rows = logits.shape[0]
+            total = CrossEntropyFused.apply(logits.to(f32), probs * valid, valid) * float(rows)
+            return total if reduction == "sum" else total / count
+    per_row = CrossEntropyRows.apply(logits.to(f32), probs, valid)
     if reduction == "none":
         return mv.reshape(per_row, target.shape if not target.dtype.is_float else target.shape[:1] + target.shape[2:])
     total = rd.sum(per_row)

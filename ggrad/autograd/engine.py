@@ -66,7 +66,7 @@ def _run(root, root_nr, gradient, retain_graph):
         if node.n_outputs > 1 and any(g is None for g in grads):
             grads = [g if g is not None else zeros(shape, dtype=dtype, device=device)
                      for g, (shape, dtype, device) in zip(grads, node.outputs)]
-        result = node.fn.backward(node.ctx, *grads)
+        result = node.fn.gradients(node.ctx, grads)
         if not isinstance(result, tuple):
             result = (result,)
         if len(result) < len(node.next_edges):

@@ -80,6 +80,16 @@ class Block:
             pool.give(self.buffer)
 
 
+class FailedGraph:
+    """Where the results of a graph whose checks failed point: reading or using one raises the error again
+    (their values were computed from clamped indices and mean nothing). Host data in it stays valid."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
 class Runtime:
     """Per-device state: the current pending graph, the scheduler and the buffer pool."""
 
@@ -118,6 +128,8 @@ def realize(target=None, eval_callback=None):
         for rt in list(_runtimes.values()):
             realize(rt.graph, eval_callback)
         return
+    if isinstance(target, FailedGraph):
+        raise target.error
     graph = target if isinstance(target, _pending.PendingGraph) else pending_graph(ggml.device(target))
     rt = runtime(graph.device)
     if graph.is_empty():
@@ -177,6 +189,7 @@ def _compute(rt, pending, alive, eval_callback):
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
 
+    computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
     # Re-home the held tensors onto metadata of their own, so the pending graph's contexts can be freed.
     home = ggml.Context(n_tensors=len(blocks))
     homed = {}
@@ -189,7 +202,14 @@ def _compute(rt, pending, alive, eval_callback):
             entry = homed[key] = (stored, Block(blocks[key], rt.pool))
         t._node, t._block = entry
         t._pending = None
-    pending.tensors, pending.effects, pending.uploads, pending.keep = [], [], [], []
+    checks = pending.checks
+    pending.tensors, pending.effects, pending.uploads, pending.keep, pending.checks = [], [], [], [], []
+    for count, error in checks:
+        if ggml.get_data(count._node, (1,))[0] != 0:
+            failed = FailedGraph(error)
+            for t in computed:
+                t._pending = failed
+            raise error
 
 
 def _route_unsupported(device, pending, alive):

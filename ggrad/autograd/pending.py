@@ -33,7 +33,7 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "tensors", "uploads", "effects", "keep")
+    __slots__ = ("device", "contexts", "_ctx", "tensors", "uploads", "effects", "keep", "checks")
 
     def __init__(self, device):
         self.device = device
@@ -42,6 +42,7 @@ class PendingGraph:
         self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
         self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
         self.keep = []      # (Block, GTensor) of computed inputs, alive until the compute has read them
+        self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
         self._new_context()
 
     def _new_context(self):
@@ -74,11 +75,14 @@ class PendingGraph:
         return t._node
 
     def contiguous(self, t):
-        """`t`'s node, copied to contiguous memory when it is a strided view."""
+        """`t`'s node with canonical strides: itself, a reshape view of a contiguous view whose size-1
+        dimensions have other strides, or a contiguous copy of a strided view."""
         g = self.node(t)
-        if not g.is_contiguous or g.is_transposed:
-            g = ggml.ops.cont(self.ctx, g)
-        return g
+        if g.is_packed:
+            return g
+        if g.is_contiguous and not g.is_transposed:
+            return ggml.ops.reshape_4d(self.ctx, g, *g.ne)
+        return ggml.ops.cont(self.ctx, g)
 
     def shape_only(self, shape, dtype=ggml.f32):
         """A metadata-only node whose shape GGML reads (repeat_back, get_rows_back); never computed."""
@@ -107,18 +111,33 @@ class PendingGraph:
         """Write host bytes `raw` into the leaf `node` before the compute."""
         self.uploads.append((node, raw))
 
+    def host_value(self, t):
+        """The values of `t` when they are host data this graph has yet to upload (else None)."""
+        for node, raw in self.uploads:
+            if node is t._node:
+                return ggml.decode(raw.tobytes(), t.dtype, t.shape)
+        return None
+
+    def check(self, count, error):
+        """Fail the compute of this graph with `error` when the 0-d Tensor `count` is nonzero: how values
+        computed on the device (indices, labels) are validated without a host round trip per op."""
+        self.checks.append((count, error))
+
     def effect(self, node):
         """Compute `node` for its side effect (an in-place update) even though no Tensor holds it."""
         self.effects.append(node)
 
 
 def graph_of(*tensors):
-    """The PendingGraph of the device all `tensors` share (DeviceError when they differ)."""
+    """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
+    compute for a tensor whose graph failed its checks)."""
     device = tensors[0].device
-    for t in tensors[1:]:
+    for t in tensors:
         if t.device is not device and t.device != device:
             raise DeviceError(f"expected all tensors on the same device, got {device.torch_name} and "
                               f"{t.device.torch_name}; move one with .to(device)")
+        if t._pending.__class__ is execution.FailedGraph:
+            raise t._pending.error
     return execution.pending_graph(device)
 
 

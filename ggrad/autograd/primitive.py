@@ -18,11 +18,15 @@ recording the op for autograd):
             y, = ctx.saved_tensors
             return g * y
 
-The engine sets `ctx.shapes`, the shapes of the Tensor inputs, for backward rules.
+Operands or results without elements never reach GGML: the result is `empty_value` everywhere (0, the
+sum of nothing, unless an op says otherwise). The engine sets `ctx.shapes`, the shapes of the Tensor inputs, for backward rules.
 `shape(*args)` and `result_dtype(*args)` give the result's shape and dtype when they differ from the
 first input's. Inputs arrive contiguous unless `views = True` (ops that take strided views).
 """
 
+import numpy as np
+
+from .factory import zeros
 from .function import Function, apply_function
 from .pending import alias, graph_of
 from .tensor import Tensor
@@ -35,6 +39,7 @@ class Primitive(Function):
     views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
     saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output"
     dtypes = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
+    empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
 
     @staticmethod
     def build(ctx, graph, *args):
@@ -62,12 +67,33 @@ class Primitive(Function):
         tensors = [a for a in args if isinstance(a, Tensor)]
         ctx.shapes = tuple(t.shape for t in tensors)
         graph = graph_of(*tensors)
-        take = graph.node if cls.views else graph.contiguous
-        inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
-        out = graph.emit(cls.build(ctx, graph, *inputs), cls.shape(*args), cls.result_dtype(*args))
+        shape = cls.shape(*args)
+        if 0 in shape or any(0 in s for s in ctx.shapes):
+            out = cls.empty(graph, shape, cls.result_dtype(*args))
+            ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
+                                        for a in args)
+        else:
+            take = graph.node if cls.views else graph.contiguous
+            inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
+            out = graph.emit(cls.build(ctx, graph, *inputs), shape, cls.result_dtype(*args))
         if cls.saves is not None:
             ctx.save_for_backward(*cls.saved(ctx, args, out))
         return out
+
+    @classmethod
+    def gradients(cls, ctx, grads):
+        """A constant result (zero-size operands) has zero gradients; otherwise the op's own rule."""
+        constant = getattr(ctx, "constant_result", None)
+        if constant is None:
+            return cls.backward(ctx, *grads)
+        return tuple(None if spec is None or not need else zeros(spec[0], dtype=spec[1], device=spec[2])
+                     for spec, need in zip(constant, ctx.needs_input_grad))
+
+    @classmethod
+    def empty(cls, graph, shape, dtype):
+        """The result when an operand or the result has no elements. GGML is never called on zero-size
+        tensors (many of its ops assert on them): the result is a constant, `empty_value` everywhere."""
+        return graph.leaf(np.full(shape, cls.empty_value, dtype=dtype.numpy or np.float32), dtype)
 
     @classmethod
     def saved(cls, ctx, args, out):

@@ -163,6 +163,20 @@ class GTensor:
         return bool(lib.ggml_is_contiguous(self.ptr))
 
     @property
+    def is_packed(self):
+        """Contiguous with the canonical strides of its shape, size-1 dimensions included: what GGML ops
+        that check ggml_is_padded_1d or compare strides need (a contiguous view may have other strides on
+        its size-1 dimensions)."""
+        ptr = self._checked()
+        ne, nb = ptr.ne, ptr.nb
+        expected = int(lib.ggml_type_size(ptr.type))
+        for i in range(4):
+            if nb[i] != expected:
+                return False
+            expected = expected * ne[i] // (lib.ggml_blck_size(ptr.type) if i == 0 else 1)
+        return True
+
+    @property
     def is_transposed(self):
         return bool(lib.ggml_is_transposed(self.ptr))
 

@@ -1,11 +1,16 @@
 """Indexing: rows picked by integer indices (get_rows and its backward), index_select, embedding,
 gather, and `x[key]` / `x[key] = value` with integers, slices, None, Ellipsis and index tensors."""
 
+import numpy as np
+
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
+from ..pending import graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from ..factory import arange, ones, tensor
+from . import reduce as rd
+from . import unary as un
 from . import views as vw
 
 
@@ -52,22 +57,93 @@ class GetRowsBack(Primitive):
         return f32
 
 
-def index_tensor(index, device, op):
+def known_values(t):
+    """The values of Tensor `t` if they are at hand without a device round trip (host data still to be
+    uploaded, or memory of the CPU backend), else None."""
+    if t._pending is not None:
+        return t._pending.host_value(t)
+    return t.numpy() if t.device.is_cpu else None
+
+
+def count_outside(values, lo, hi, allowed=None):
+    """A 0-d float Tensor: how many of the float Tensor `values` lie outside [lo, hi] (and are not `allowed`)."""
+    below = un.Step.apply(lo - values)
+    above = un.Step.apply(values - hi)
+    outside = below + above
+    if allowed is not None:
+        outside = outside * un.Step.apply(un.abs(values - float(allowed)))
+    return rd.SumAll.apply(outside)
+
+
+def checked_index(index, size, device, op, dim=0, wrap=False):
+    """`index` as an int32 Tensor of positions in [0, size) along `dim`: IndexError otherwise, as PyTorch.
+    With `wrap` (advanced indexing, `x[[-1]]`), negative indices count from the end.
+
+    Host data is checked at once; values computed on the device are clamped into range for GGML (whose
+    kernels assert) and counted, and the graph's compute raises the IndexError when any was outside.
+    """
     if not isinstance(index, Tensor):
-        index = tensor(index, dtype=i32, device=device)
-    if index.dtype is not i32:
-        if index.dtype.is_float:
-            raise DTypeError(f"{op}: indices must be an integer tensor, got {index.dtype.name}")
-        index = index.to(i32)
-    return index
+        array = np.asarray(index)
+        if array.size and array.dtype.kind not in "iu":
+            raise _not_integer(op, f"numpy dtype {array.dtype}", wrap)
+        array = _checked_host(array.astype(np.int64), size, op, dim, wrap)
+        return tensor(array.astype(np.int32), dtype=i32, device=device)
+    if index.dtype.is_float:
+        raise _not_integer(op, index.dtype.name, wrap)
+    index = index if index.dtype is i32 else index.to(i32)
+    values = known_values(index)
+    if values is not None:
+        wrapped = _checked_host(values.astype(np.int64), size, op, dim, wrap)
+        if wrap and (values < 0).any():
+            return tensor(wrapped.astype(np.int32), device=device)
+        return index
+    as_float = index.to(f32)
+    if wrap:
+        as_float = as_float + un.Step.apply(-as_float) * float(size)
+    graph = graph_of(index)
+    graph.check(count_outside(as_float, 0.0, size - 1.0),
+                IndexError(f"{op}: an index computed on the device is out of bounds for dimension {dim} with "
+                           f"size {size}"))
+    return un.Clamp.apply(as_float, 0.0, size - 1.0).to(i32)
+
+
+def check_labels(target, classes, ignore_index, op):
+    """Class-index targets in [0, classes) or equal to ignore_index: IndexError otherwise, as PyTorch
+    (checked at once for host data, by the graph's compute for values computed on the device)."""
+    values = known_values(target)
+    if values is not None:
+        bad = values[((values < 0) | (values >= classes)) & (values != ignore_index)]
+        if bad.size:
+            raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (classes: {classes})")
+        return
+    graph_of(target).check(count_outside(target.to(f32), 0.0, classes - 1.0, allowed=ignore_index),
+                           IndexError(f"{op}: a target computed on the device is out of bounds "
+                                      f"(classes: {classes}, ignore_index: {ignore_index})"))
+
+
+def _not_integer(op, got, advanced):
+    """PyTorch raises IndexError for a float index in `x[...]`, a type error in index_select/embedding."""
+    message = f"{op}: indices must be an integer tensor (long, int), got {got}"
+    return IndexError(message) if advanced else DTypeError(message)
+
+
+def _checked_host(values, size, op, dim, wrap):
+    """Host index values in [0, size) (negative ones wrapped first with `wrap`), else IndexError."""
+    if not values.size:
+        return values
+    lo = -size if wrap else 0
+    if values.min() < lo or values.max() >= size:
+        bad = values.max() if values.max() >= size else values.min()
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+    return np.where(values < 0, values + size, values) if wrap else values
 
 
 def index_select(x, dim, index):
     """Entries of x along `dim` at the positions in the 1-D integer `index`."""
-    index = index_tensor(index, x.device, "index_select")
+    d = _axis(dim, x.ndim)
+    index = checked_index(index, x.shape[d] if x.ndim else 1, x.device, "index_select", d)
     if index.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-    d = _axis(dim, x.ndim)
     moved = x if d == 0 else vw.transpose(x, 0, d)
     rows = vw.reshape(moved, moved.shape[0], -1) if moved.ndim != 2 else moved
     picked = GetRows.apply(rows, index)
@@ -78,7 +154,7 @@ def index_select(x, dim, index):
 
 def embedding(index, weight):
     """Rows of `weight` for every entry of the integer tensor `index` (shape index.shape + (dim,))."""
-    index = index_tensor(index, weight.device, "embedding")
+    index = checked_index(index, weight.shape[0], weight.device, "embedding")
     flat = vw.reshape(index, index.numel())
     out = GetRows.apply(weight, flat)
     return vw.reshape(out, index.shape + (weight.shape[1],))
@@ -86,8 +162,8 @@ def embedding(index, weight):
 
 def gather(x, dim, index):
     """out[..., j] = x[..., index[..., j]] along the last dimension (dim must be -1 / last)."""
-    index = index_tensor(index, x.device, "gather")
     d = _axis(dim, x.ndim)
+    index = checked_index(index, x.shape[d], x.device, "gather", d)
     if d != x.ndim - 1:
         moved = vw.transpose(gather(vw.transpose(x, d, -1), -1, vw.transpose(index, d, -1)), d, -1)
         return moved
@@ -191,7 +267,7 @@ def getitem(x, key):
 
 
 def _select_tensor(x, d, index):
-    index = index_tensor(index, x.device, "indexing")
+    index = checked_index(index, x.shape[d], x.device, "index", d, wrap=True)
     if index.ndim != 1:
         flat = vw.reshape(index, index.numel())
         picked = index_select(x, d, flat)

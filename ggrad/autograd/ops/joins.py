@@ -40,8 +40,11 @@ def cat(tensors, dim=0):
                              f"and {t.shape}")
         if t.dtype is not first.dtype:
             raise DTypeError(f"cat: all tensors must have one dtype; got {first.dtype.name} and {t.dtype.name}")
-    out = first
-    for t in tensors[1:]:
+    parts = [t for t in tensors if t.numel()] or tensors   # zero-size pieces add nothing
+    if len(parts) == 1 and len(tensors) > 1:
+        return parts[0] * 1   # a new tensor, as cat always gives
+    out = parts[0]
+    for t in parts[1:]:
         out = Concat.apply(out, t, d)
     return out
 

@@ -16,6 +16,7 @@ from . import views as mv
 from . import nn
 from . import reduce as rd
 from .broadcast import broadcast_shapes
+from .indexing import check_labels
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -126,6 +127,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if target.shape != expected:
             raise ShapeError(f"cross_entropy: expected target of shape {expected} for input {input.shape}, "
                              f"got {target.shape}")
+        check_labels(target, classes, ignore_index, "cross_entropy")
         logits, flat_target = _rows(input, target, "cross_entropy")
         onehot = _one_hot_rows(flat_target, classes)
         tf = mv.reshape(flat_target.to(f32), -1, 1)
@@ -155,6 +157,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C) at class indices `target` (N,)."""
     _check_reduction(reduction, "nll_loss")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    check_labels(target, classes, ignore_index, "nll_loss")
     logp, flat_target = _rows(input, target, "nll_loss")
     onehot = _one_hot_rows(flat_target, classes)
     valid = un.Step.apply(un.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))

@@ -93,7 +93,7 @@ def mean(x, dim=None, keepdim=False):
     count = 1
     for d in dims:
         count *= x.shape[d]
-    return sum(x, dim, keepdim) * (1.0 / builtins.max(count, 1))
+    return sum(x, dim, keepdim) * (1.0 / count if count else float("nan"))   # the mean of nothing is nan
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
@@ -157,10 +157,20 @@ def _move_last(x, d):
     return x.permute(*perm), inverse
 
 
+def _nonempty_reduction(x, dim, op):
+    """PyTorch's IndexError for a maximum over nothing."""
+    for d in normalize_dims(dim, x.ndim) if x.ndim else ():
+        if x.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if dim is None and x.numel() == 0:
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+
+
 def amax(x, dim=None, keepdim=False):
+    _nonempty_reduction(x, dim, "amax")
     src = as_float32(x, "amax", allow_int=True)
     if dim is None or x.ndim == 0:
-        flat = src.reshape(1, builtins.max(x.numel(), 1))
+        flat = src.reshape(1, x.numel())
         out = RowMax.apply(flat).reshape(())
         if keepdim:
             out = out.reshape((1,) * x.ndim)
@@ -181,9 +191,10 @@ def amin(x, dim=None, keepdim=False):
 
 def argmax(x, dim=None, keepdim=False):
     """Index of the (first) maximum along `dim` (flattened when None), as int32."""
+    _nonempty_reduction(x, dim, "argmax")
     src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
-        flat = src.reshape(1, builtins.max(x.numel(), 1))
+        flat = src.reshape(1, x.numel())
         out = ArgmaxRows.apply(flat).reshape(())
         return out.reshape((1,) * x.ndim) if keepdim else out
     d = normalize_dims(dim, x.ndim)[0]

@@ -7,6 +7,7 @@ in a pooled backend buffer); everything else is scratch that the scheduler plans
 """
 
 import os
+import threading
 
 from .. import ggml
 from . import pending as _pending  # a module reference: pending.py imports this module
@@ -34,6 +35,7 @@ class Stats:
 
 
 stats = Stats()
+_runtimes_lock = threading.Lock()
 eval_hook = None   # set by ggrad.profile(): called per computed node
 _captured = None   # set by capture(): receives a Replay of each compute
 
@@ -95,6 +97,11 @@ class Runtime:
 
     def __init__(self, device):
         self.device = device
+        # Recording into and computing this device's pending graph hold this lock: ops of several
+        # threads interleave into the one pending graph and a compute takes it whole, so no thread sees a
+        # half-built graph and the device's scheduler and thread pool are never entered twice at once.
+        # Devices have a lock each, so their graphs still compute at the same time (dp_train).
+        self.lock = threading.RLock()
         self.graph = _pending.PendingGraph(device)
         self.scheduler = None
         self.pool = BufferPool(device)
@@ -112,8 +119,15 @@ _runtimes = {}
 def runtime(device):
     rt = _runtimes.get(device.name)
     if rt is None:
-        rt = _runtimes[device.name] = Runtime(device)
+        with _runtimes_lock:
+            rt = _runtimes.get(device.name) or Runtime(device)
+            _runtimes[device.name] = rt
     return rt
+
+
+def lock_of(device):
+    """The lock to hold while recording into or computing `device`'s pending graph (see Runtime)."""
+    return runtime(device).lock
 
 
 def pending_graph(device):
@@ -130,6 +144,12 @@ def realize(target=None, eval_callback=None):
         return
     if isinstance(target, FailedGraph):
         raise target.error
+    device = target.device if isinstance(target, _pending.PendingGraph) else ggml.device(target)
+    with lock_of(device):
+        _realize(target, eval_callback)
+
+
+def _realize(target, eval_callback):
     graph = target if isinstance(target, _pending.PendingGraph) else pending_graph(ggml.device(target))
     rt = runtime(graph.device)
     if graph.is_empty():

@@ -2,6 +2,7 @@
 
 It lives in autograd, below nn, so that checkpoints (serialization) can make Parameters without nn."""
 
+from . import execution
 from .factory import zeros
 from .tensor import Tensor
 
@@ -16,7 +17,8 @@ class Parameter(Tensor):
             data = zeros(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
-        p = cls._make(data._node, data.shape, data.dtype, data.device, data._pending, data._block)
+        with execution.lock_of(data.device):   # data's node and graph must not change under a compute of another thread
+            p = cls._make(data._node, data.shape, data.dtype, data.device, data._pending, data._block)
         p._version = data._version
         if requires_grad:
             p.requires_grad_(True)

@@ -100,13 +100,6 @@ class PendingGraph:
             execution.realize(self)
         return t
 
-    def leaf(self, array, dtype):
-        """A Tensor holding a copy of host `array`, uploaded when this graph is computed."""
-        node = self.ctx.new_tensor(dtype, ne_of(array.shape))
-        raw = ggml.encode(np.array(array, order="C", copy=True), dtype)
-        self.upload(node, raw)
-        return self.emit(node, array.shape, dtype)
-
     def upload(self, node, raw):
         """Write host bytes `raw` into the leaf `node` before the compute."""
         self.uploads.append((node, raw))
@@ -141,8 +134,19 @@ def graph_of(*tensors):
     return execution.pending_graph(device)
 
 
+def leaf(device, array, dtype):
+    """A Tensor on `device` holding a copy of host `array`, uploaded when its pending graph is computed."""
+    raw = ggml.encode(np.array(array, order="C", copy=True), dtype)
+    with execution.lock_of(device):   # looked up under the lock: another thread may be computing it
+        graph = execution.pending_graph(device)
+        node = graph.ctx.new_tensor(dtype, ne_of(array.shape))
+        graph.upload(node, raw)
+        return graph.emit(node, array.shape, dtype)
+
+
 def alias(t):
     """A new Tensor object for the same values, with no history (what `detach()` returns)."""
-    a = _tensor.Tensor._make(t._node, t.shape, t.dtype, t.device, t._pending, t._block)
+    with execution.lock_of(t.device):   # t's node and graph must not change under a compute of another thread
+        a = _tensor.Tensor._make(t._node, t.shape, t.dtype, t.device, t._pending, t._block)
     a._version = t._version
     return a

@@ -26,9 +26,10 @@ first input's. Inputs arrive contiguous unless `views = True` (ops that take str
 
 import numpy as np
 
+from . import execution
 from .factory import zeros
 from .function import Function, apply_function
-from .pending import alias, graph_of
+from .pending import alias, graph_of, leaf
 from .tensor import Tensor
 
 
@@ -64,6 +65,11 @@ class Primitive(Function):
 
     @classmethod
     def forward(cls, ctx, *args):
+        with execution.lock_of(_first_tensor(args).device):
+            return cls._record(ctx, args)
+
+    @classmethod
+    def _record(cls, ctx, args):
         tensors = [a for a in args if isinstance(a, Tensor)]
         ctx.shapes = tuple(t.shape for t in tensors)
         graph = graph_of(*tensors)
@@ -93,7 +99,7 @@ class Primitive(Function):
     def empty(cls, graph, shape, dtype):
         """The result when an operand or the result has no elements. GGML is never called on zero-size
         tensors (many of its ops assert on them): the result is a constant, `empty_value` everywhere."""
-        return graph.leaf(np.full(shape, cls.empty_value, dtype=dtype.numpy or np.float32), dtype)
+        return leaf(graph.device, np.full(shape, cls.empty_value, dtype=dtype.numpy or np.float32), dtype)
 
     @classmethod
     def saved(cls, ctx, args, out):

@@ -50,10 +50,11 @@ class Tensor:
     def _rebind(self, src):
         """Point this Tensor at the value of `src` (its node, memory, shape, dtype, device), keeping the
         object: in-place ops, Parameters and `Module.to` go through here. Bumps the version counter."""
-        self._node, self._block, self._pending = src._node, src._block, src._pending
-        self.shape, self.dtype, self.device = src.shape, src.dtype, src.device
-        if src._pending is not None:
-            src._pending.track(self)
+        with execution.lock_of(src.device):   # src's node and graph must not change under a compute of another thread
+            self._node, self._block, self._pending = src._node, src._block, src._pending
+            self.shape, self.dtype, self.device = src.shape, src.dtype, src.device
+            if src._pending is not None:
+                src._pending.track(self)
         self._version += 1
         return self
 

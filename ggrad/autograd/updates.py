@@ -10,6 +10,7 @@ import numpy as np
 from .. import ggml
 from ..ggml import ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
+from . import execution
 from .pending import graph_of
 
 
@@ -60,23 +61,25 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
     for t in (param, exp_avg, exp_avg_sq):
         _as_leaf(t)
-    graph = graph_of(param, grad, exp_avg, exp_avg_sq)
-    g = graph.contiguous(grad.to(ggml.f32))
-    target = graph.node(param)
-    target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-    graph.effect(ops.opt_step_adamw(graph.ctx, target, g, graph.node(exp_avg), graph.node(exp_avg_sq),
-                                    hparams.node(graph)))
+    grad = grad.to(ggml.f32)
+    with execution.lock_of(param.device):
+        graph = graph_of(param, grad, exp_avg, exp_avg_sq)
+        target = graph.node(param)
+        target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
+        graph.effect(ops.opt_step_adamw(graph.ctx, target, graph.contiguous(grad), graph.node(exp_avg),
+                                        graph.node(exp_avg_sq), hparams.node(graph)))
 
 
 def sgd_(param, grad, hparams):
     """Schedule one SGD step `param -= lr * (grad + wd * param)`; `hparams` = [lr, weight_decay]."""
     _check(param, {"grad": grad}, "sgd_")
     _as_leaf(param)
-    graph = graph_of(param, grad)
-    g = graph.contiguous(grad.to(ggml.f32))
-    target = graph.node(param)
-    target.set_param()
-    graph.effect(ops.opt_step_sgd(graph.ctx, target, g, hparams.node(graph)))
+    grad = grad.to(ggml.f32)
+    with execution.lock_of(param.device):
+        graph = graph_of(param, grad)
+        target = graph.node(param)
+        target.set_param()
+        graph.effect(ops.opt_step_sgd(graph.ctx, target, graph.contiguous(grad), hparams.node(graph)))
 
 
 def assign_(target, value):
@@ -84,5 +87,7 @@ def assign_(target, value):
     if value.shape != target.shape:
         raise ShapeError(f"assign_: value of shape {value.shape} for a target of shape {target.shape}")
     _as_leaf(target)
-    graph = graph_of(target, value)
-    graph.effect(ops.cpy(graph.ctx, graph.contiguous(value.to(target.dtype)), graph.node(target)))
+    value = value.to(target.dtype)
+    with execution.lock_of(target.device):
+        graph = graph_of(target, value)
+        graph.effect(ops.cpy(graph.ctx, graph.contiguous(value), graph.node(target)))

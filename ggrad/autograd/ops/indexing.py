@@ -5,6 +5,7 @@ import numpy as np
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
+from .. import execution
 from ..pending import graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
@@ -97,14 +98,14 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
         if wrap and (values < 0).any():
             return tensor(wrapped.astype(np.int32), device=device)
         return index
-    as_float = index.to(f32)
-    if wrap:
-        as_float = as_float + un.Step.apply(-as_float) * float(size)
-    graph = graph_of(index)
-    graph.check(count_outside(as_float, 0.0, size - 1.0),
-                IndexError(f"{op}: an index computed on the device is out of bounds for dimension {dim} with "
-                           f"size {size}"))
-    return un.Clamp.apply(as_float, 0.0, size - 1.0).to(i32)
+    with execution.lock_of(index.device):   # the count, the clamp and the check go into one pending graph
+        as_float = index.to(f32)
+        if wrap:
+            as_float = as_float + un.Step.apply(-as_float) * float(size)
+        graph_of(index).check(count_outside(as_float, 0.0, size - 1.0),
+                              IndexError(f"{op}: an index computed on the device is out of bounds for dimension "
+                                         f"{dim} with size {size}"))
+        return un.Clamp.apply(as_float, 0.0, size - 1.0).to(i32)
 
 
 def check_labels(target, classes, ignore_index, op):
@@ -116,9 +117,10 @@ def check_labels(target, classes, ignore_index, op):
         if bad.size:
             raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (classes: {classes})")
         return
-    graph_of(target).check(count_outside(target.to(f32), 0.0, classes - 1.0, allowed=ignore_index),
-                           IndexError(f"{op}: a target computed on the device is out of bounds "
-                                      f"(classes: {classes}, ignore_index: {ignore_index})"))
+    with execution.lock_of(target.device):
+        graph_of(target).check(count_outside(target.to(f32), 0.0, classes - 1.0, allowed=ignore_index),
+                               IndexError(f"{op}: a target computed on the device is out of bounds "
+                                          f"(classes: {classes}, ignore_index: {ignore_index})"))
 
 
 def _not_integer(op, got, advanced):

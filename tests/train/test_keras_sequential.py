@@ -287,6 +287,17 @@ def test_save_nested_and_load_custom_layer(tmp_path):
     assert loaded.optimizer is None
 
 
+def test_keras_model_is_a_container_and_nests_plain_containers(tmp_path):
+    assert ggrad.Sequential is Sequential and issubclass(Sequential, nn.Sequential)
+    model = Sequential(nn.Sequential(nn.Linear(2, 4), nn.Tanh()), nn.Linear(4, 1))
+    assert type(model[:1]) is Sequential and type(model + nn.Sequential(nn.ReLU())) is Sequential
+    model.save(tmp_path / "c.ggrad")
+    loaded = Sequential.load(tmp_path / "c.ggrad")
+    assert type(loaded) is Sequential and type(loaded[0]) is nn.Sequential
+    x = np.ones((3, 2), np.float32)
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+
+
 def test_unsavable_layer_says_why(tmp_path):
     class Opaque(nn.Module):
         def __init__(self, table):

@@ -16,7 +16,8 @@ class DataParallelTrainer(Trainer):
 
     Callbacks see replica 0 as the model and its optimizer as the trainer's: a learning rate they set
     reaches every replica at the next step. Weights they load reach replica 0 only (EarlyStopping's
-    restore_best_weights runs when training has ended, so that is where it matters).
+    restore_best_weights runs when training has ended, so that is where it matters). The loss in
+    `on_batch_end`'s logs is a float here: the step reads it anyway to average the shards.
     """
 
     def __init__(self, dp):

@@ -1,4 +1,4 @@
-"""Keras-like training with ggrad.nn.Sequential: compile, fit, evaluate, predict, save, load.
+"""Keras-like training with ggrad.Sequential: compile, fit, evaluate, predict, save, load.
 
 Uses scikit-learn's bundled 8x8 digits (1,797 images, no download) when scikit-learn is installed,
 and otherwise a synthetic 10-class problem of the same shape.
@@ -44,7 +44,7 @@ def main(argv=None):
     test_idx, train_idx = order[:300], order[300:]
     print(f"data: {name}; {len(train_idx)} train / {len(test_idx)} test examples")
 
-    model = nn.Sequential(
+    model = ggrad.Sequential(
         nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.1),
         nn.Linear(128, 64), nn.ReLU(),
         nn.Linear(64, 10),            # logits: cross_entropy applies log-softmax itself
@@ -52,7 +52,7 @@ def main(argv=None):
     model.compile(optimizer="adamw", loss="cross_entropy", metrics=["accuracy"], lr=3e-3)
     model.summary(input_shape=(64,))
     history = model.fit(x[train_idx], y[train_idx], epochs=epochs, batch_size=64, validation_split=0.1,
-                        verbose=verbose, callbacks=[nn.callbacks.EarlyStopping(patience=5)])
+                        verbose=verbose, callbacks=[ggrad.train.EarlyStopping(patience=5)])
     results = model.evaluate(x[test_idx], y[test_idx], verbose=0)
     print(f"test: {results}")
     probs = model.predict(x[test_idx[:5]])
@@ -61,7 +61,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "digits_mlp.npz")
         model.save(path)
-        reloaded = nn.Sequential.load(path)
+        reloaded = ggrad.Sequential.load(path)
         same = np.allclose(reloaded.predict(x[test_idx[:5]]), probs, atol=1e-5)
         print(f"saved and reloaded: predictions identical = {same}")
     return history, results

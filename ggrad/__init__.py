@@ -21,6 +21,8 @@ from .autograd.profiler import profile
 
 from . import nn, optim  # noqa: E402  (they build on everything above)
 from .serialization import save, load  # noqa: E402
+from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
+from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 
 float = float32  # noqa: A001  (torch.float)
 half = float16

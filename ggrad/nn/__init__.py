@@ -16,4 +16,4 @@ from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, N
                    BCELoss)
 from .sequential import Sequential
 
-from . import utils, callbacks  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_, ggrad.nn.callbacks)
+from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)

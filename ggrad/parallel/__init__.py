@@ -1,5 +1,6 @@
 """ggrad.parallel: data-parallel training across devices (local GPUs/CPU, or other hosts through RPC)."""
 
-from .data_parallel import DataParallel, dp_train, split_sizes
+from .data_parallel import DataParallel, default_devices, shard_sizes, split_sizes
+from .training import DataParallelTrainer, dp_train
 
-__all__ = ["DataParallel", "dp_train", "split_sizes"]
+__all__ = ["DataParallel", "DataParallelTrainer", "default_devices", "dp_train", "shard_sizes", "split_sizes"]

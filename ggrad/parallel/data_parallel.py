@@ -2,54 +2,94 @@
 
 Each step builds every replica's forward and backward in Python (cheap), then computes the devices'
 graphs AT ONCE in threads (GGML runs without the GIL), averages the gradients in one bucket per
-device (one download, one upload each), and applies the same optimizer update on every replica, so
-the replicas stay identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts' devices
-joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
+device (one download each, summed on the host in float64, one upload each), clips the average when
+asked, and applies the same optimizer update on every replica: every replica receives the same bytes,
+so the replicas stay bitwise identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts'
+devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
 """
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from tqdm import tqdm
 
-from .. import ggml
+from .. import ggml, nn
 from ..autograd import execution, no_grad
-from ..autograd.factory import generator, tensor
+from ..autograd.factory import tensor
 from ..autograd.ops import cat, reshape
+from ..optim import Optimizer
+from .replicas import check_optimizer_covers, replicate_module, replicate_optimizer, sync_hyperparameters
+
+
+def shard_sizes(n, weights):
+    """Sizes of consecutive shards of n items in proportion to `weights` (largest remainders first; ties
+    to the earlier shard). Shards may be empty when n is small."""
+    w = np.asarray(weights, dtype=np.float64)
+    exact = n * w / w.sum()
+    sizes = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - sizes), kind="stable")
+    sizes[order[:n - int(sizes.sum())]] += 1
+    return [int(s) for s in sizes]
 
 
 def split_sizes(n, parts):
     """Sizes of `parts` nearly equal consecutive shards of n items (the first ones one larger)."""
     if n < parts:
         raise ValueError(f"a batch of {n} cannot be split across {parts} devices")
-    base, extra = divmod(n, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
+    return shard_sizes(n, [1] * parts)
+
+
+def default_devices():
+    """Every local GPU, else the CPU (RPC servers' devices only when named)."""
+    gpus = [d for d in ggml.devices() if d.type == "gpu" and d.backend_name != "RPC"]
+    return gpus or [ggml.device("cpu")]
+
+
+def _check_weights(weights, n_devices):
+    if weights is None:
+        return [1.0] * n_devices
+    weights = [float(w) for w in weights]
+    if len(weights) != n_devices:
+        raise ValueError(f"DataParallel: {len(weights)} shard_weights for {n_devices} devices")
+    if not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError(f"DataParallel: shard_weights must be finite, >= 0 and not all 0, got {weights}")
+    return weights
 
 
 class DataParallel:
-    """Replicas of `model_fn()` on `devices`, trained in lock step.
+    """Replicas of a model on `devices`, trained in lock step.
 
     Args:
-        model_fn: builds a fresh model (called once per device; replica 0's weights are copied to all).
+        model (Module): replica 0, moved to devices[0] in place; the others are copies of it. The
+            older form, a function building a fresh model, is accepted too.
         devices: device names or Devices, all different (e.g. ["cpu", "rpc:0"] or ["cuda:0", "cuda:1"]).
-        optimizer_fn: `optimizer_fn(parameters)` -> an optimizer, one per replica.
+        optimizer (Optimizer): over model's parameters; each other replica gets a copy (same class,
+            groups, state). The older form, `optimizer_fn(parameters) -> Optimizer`, is accepted too.
+        shard_weights (list of float, optional): each device's share of every batch (default: even).
     """
 
-    def __init__(self, model_fn, devices, optimizer_fn):
+    def __init__(self, model, devices, optimizer, shard_weights=None):
         self.devices = [ggml.device(d) for d in devices]
         if len({d.name for d in self.devices}) != len(self.devices):
             raise ValueError(f"DataParallel: devices must be distinct, got {[d.name for d in self.devices]}")
         if not self.devices:
             raise ValueError("DataParallel: at least one device is needed")
-        first = model_fn()
-        state = first.state_dict()
-        self.replicas = []
-        for dev in self.devices:
-            replica = first if not self.replicas else model_fn()
-            if replica is not first:
-                replica.load_state_dict(state)
-            self.replicas.append(replica.to(dev))
-        self.optimizers = [optimizer_fn(list(r.parameters())) for r in self.replicas]
+        self.shard_weights = _check_weights(shard_weights, len(self.devices))
+        if not isinstance(model, nn.Module):
+            if not callable(model) or not callable(optimizer):
+                raise TypeError(f"DataParallel: model must be a Module (or a function building one), got "
+                                f"{type(model).__name__}")
+            model = model()
+            optimizer = optimizer(list(model.parameters()))
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"DataParallel: optimizer must be an Optimizer, got {type(optimizer).__name__}")
+        check_optimizer_covers(optimizer, model)
+        if any(p.device != self.devices[0] for p in model.parameters()):
+            model.to(self.devices[0])
+            if optimizer.state:   # its moments follow the parameters
+                optimizer.load_state_dict(optimizer.state_dict())
+        self.replicas = [model] + [replicate_module(model, dev) for dev in self.devices[1:]]
+        self.optimizers = [optimizer] + [replicate_optimizer(optimizer, model, r) for r in self.replicas[1:]]
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
 
     @property
@@ -69,77 +109,65 @@ class DataParallel:
         """Compute every device's pending graph at the same time."""
         list(self._pool.map(execution.realize, self.devices))
 
-    def step(self, x, y, loss_fn):
-        """One training step on a batch (numpy arrays): returns the batch's mean loss as a float."""
+    def step(self, x, y, loss_fn, max_grad_norm=None):
+        """One training step on a batch (numpy arrays or Tensors): returns the batch's mean loss as a float.
+
+        The batch is split by `shard_weights` (a device whose shard is empty computes nothing but
+        still applies the update); the averaged gradient's joint 2-norm is clipped to `max_grad_norm`.
+        """
         x, y = np.asarray(x), np.asarray(y)
         if len(x) != len(y):
             raise ValueError(f"DataParallel.step: {len(x)} inputs but {len(y)} targets")
-        sizes = split_sizes(len(x), len(self.devices))
+        if len(x) == 0:
+            raise ValueError("DataParallel.step: the batch is empty")
+        if any(r.training != self.module.training for r in self.replicas):
+            self.train(self.module.training)
+        sync_hyperparameters(self.optimizers[0], self.optimizers[1:])
+        sizes = shard_sizes(len(x), self.shard_weights)
         bounds = np.cumsum([0] + sizes)
-        losses, buckets = [], []
+        losses, buckets, layout = [], [], None
         for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
+            opt.zero_grad()
+            if sizes[i] == 0:
+                continue
             xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
             loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
-            opt.zero_grad()
             loss.backward()
-            losses.append(loss)
-            buckets.append(self._bucket(replica, sizes[i] / len(x)))
+            losses.append((loss, sizes[i]))
+            with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
+            if layout is not None and with_grad != layout:
+                raise RuntimeError("DataParallel.step: the replicas' backward passes reached different parameters")
+            layout = with_grad
+            buckets.append(self._bucket(replica, layout, sizes[i] / len(x)))
         self._compute_all()
-        total = sum(b.numpy().astype(np.float64) for b in buckets).astype(np.float32)
+        total = sum(b.numpy().astype(np.float64) for b in buckets)
+        if max_grad_norm is not None:
+            norm = float(np.sqrt(np.dot(total, total)))
+            total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
+        total = total.astype(np.float32)
         for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices):
-            self._unbucket(replica, tensor(total, device=dev))
+            self._unbucket(replica, layout, tensor(total, device=dev))
             opt.step()
-        return float(sum(l.item() * s for l, s in zip(losses, sizes)) / len(x))
+        return float(sum(loss.item() * size for loss, size in losses) / len(x))
 
     @staticmethod
-    def _bucket(replica, weight):
-        """All of a replica's gradients, scaled by its share of the batch, as one flat pending tensor."""
+    def _bucket(replica, layout, weight):
+        """The gradients of the parameters in `layout`, scaled by the replica's share, as one flat pending tensor."""
+        params = list(replica.parameters())
         with no_grad():
-            flat = [reshape(p.grad.float(), p.numel()) * weight for p in replica.parameters() if p.grad is not None]
-            return cat(flat, 0)
+            return cat([reshape(params[j].grad.float(), params[j].numel()) * weight for j in layout], 0)
 
     @staticmethod
-    def _unbucket(replica, total):
-        """Give each parameter its slice of the averaged bucket as its gradient."""
+    def _unbucket(replica, layout, total):
+        """Give each parameter in `layout` its slice of the averaged bucket as its gradient."""
+        params = list(replica.parameters())
         offset = 0
         with no_grad():
-            for p in replica.parameters():
-                if p.grad is None:
-                    continue
+            for j in layout:
+                p = params[j]
                 n = p.numel()
-                p.grad = reshape(total[offset:offset + n], p.shape).to(p.grad.dtype)
+                p.grad = reshape(total[offset:offset + n], p.shape).to(p.dtype)
                 offset += n
 
     def close(self):
         self._pool.shutdown(wait=True)
-
-
-def dp_train(model_fn, optimizer_fn, loss_fn, x, y, devices, epochs=1, batch_size=64, shuffle=True, verbose=1):
-    """Train `model_fn()` data-parallel on `devices`; returns (model, per-epoch mean losses).
-
-    Every batch of `batch_size` examples is split across the devices, whose graphs run at once.
-    """
-    dp = DataParallel(model_fn, devices, optimizer_fn)
-    x, y = np.asarray(x), np.asarray(y)
-    if len(x) != len(y):
-        raise ValueError(f"dp_train: {len(x)} inputs but {len(y)} targets")
-    history = []
-    try:
-        for epoch in range(epochs):
-            order = generator().permutation(len(x)) if shuffle else np.arange(len(x))
-            starts = range(0, len(x), batch_size)
-            bar = tqdm(starts, desc=f"epoch {epoch + 1}/{epochs}", disable=not verbose, leave=False)
-            total, count = 0.0, 0
-            for s in bar:
-                idx = order[s:s + batch_size]
-                if len(idx) < len(dp.devices):
-                    continue
-                total += dp.step(x[idx], y[idx], loss_fn) * len(idx)
-                count += len(idx)
-                bar.set_postfix(loss=f"{total / count:.4f}")
-            history.append(total / max(count, 1))
-            if verbose:
-                print(f"epoch {epoch + 1}/{epochs}: loss {history[-1]:.4f}")
-    finally:
-        dp.close()
-    return dp.module, history

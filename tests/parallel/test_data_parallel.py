@@ -8,7 +8,8 @@ import pytest
 import ggrad
 import ggrad.ggml as gg
 from ggrad import nn, optim
-from ggrad.parallel import DataParallel, dp_train, split_sizes
+from ggrad.parallel import DataParallel, default_devices, dp_train, shard_sizes, split_sizes
+from ggrad.train import Callback, History, Trainer
 
 
 def _model():
@@ -100,3 +101,129 @@ def test_dp_train_learns(two_devices):
     assert history[-1] < 0.5 * history[0]
     acc = (model(ggrad.tensor(x)).numpy().argmax(1) == y).mean()
     assert acc > 0.8
+
+
+# ---- dp_train(model, optimizer, loss_fn, data, ...): the fit loop, any batches --------------------------
+def _batches(x, y, sizes):
+    """(x, y) batches of the given sizes, in order."""
+    bounds = np.cumsum([0] + list(sizes))
+    return [(x[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _params(model):
+    return [p.numpy().copy() for p in model.parameters()]
+
+
+def test_shard_sizes_even_weighted_and_short_batches():
+    assert shard_sizes(10, [1, 1, 1]) == split_sizes(10, 3) == [4, 3, 3]
+    assert shard_sizes(10, [3, 1]) == [8, 2] and shard_sizes(7, [1, 0, 1]) == [4, 0, 3]
+    assert shard_sizes(1, [1, 1]) == [1, 0] and shard_sizes(2, [1, 1, 1]) == [1, 1, 0]
+    assert shard_sizes(5, [0.2, 0.3, 0.5]) == [1, 2, 2] and sum(shard_sizes(999, [0.1, 0.7, 0.2])) == 999
+
+
+def test_dp_train_runs_the_fit_loop_on_the_default_device():
+    x, y = _data(n=96)
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+
+    class Batches(Callback):
+        def on_batch_end(self, batch, logs=None):
+            seen.append((batch, logs["size"], self.model is model, self.trainer.optimizer is opt))
+
+    history = dp_train(model, opt, "cross_entropy", _batches(x, y, [32, 32, 32]), epochs=2, callbacks=[Batches()],
+                       verbose=0)
+    assert isinstance(history, History) and len(history.history["loss"]) == 2
+    assert seen == [(b, 32, True, True) for b in range(3)] * 2
+    assert default_devices() == [d for d in gg.devices() if d.type == "gpu" and d.backend_name != "RPC"] or \
+        default_devices() == [gg.device("cpu")]
+    # the same as fit over the same batches on one device: one loop
+    reference = _model()
+    trainer = Trainer(reference)
+    trainer.compile(optimizer=optim.SGD(reference.parameters(), lr=0.1), loss="cross_entropy")
+    expected = trainer.fit(_batches(x, y, [32, 32, 32]), epochs=2, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], expected.history["loss"], rtol=1e-5)
+    for a, b in zip(_params(model), _params(reference)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_weighted_uneven_batches_match_one_device(two_devices):
+    """Shards 3:1, a last batch of one sample (one replica gets nothing), Tensor batches, max_steps."""
+    x, y = _data(n=81)
+    sizes = [32, 32, 16, 1]
+    batches = [(ggrad.tensor(a), ggrad.tensor(b)) if i == 2 else (a, b) for i, (a, b) in enumerate(_batches(x, y, sizes))]
+    model = _model()
+    history = dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, batches, two_devices,
+                       epochs=3, max_steps=6, shard_weights=[3, 1], verbose=0)
+    assert history.history["loss"][0] > history.history["loss"][1] and len(history.history["loss"]) == 2
+    reference, losses = _model(), []
+    opt = optim.SGD(reference.parameters(), lr=0.1)
+    for xb, yb in (_batches(x, y, sizes) * 2)[:6]:
+        loss = ggrad.cross_entropy(reference(ggrad.tensor(xb)), ggrad.tensor(yb))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for a, b in zip(_params(model), _params(reference)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_replicas_stay_bitwise_identical_after_50_steps(two_devices):
+    """AdamW, uneven shards, short batches, clipping and a changing learning rate: every replica gets the
+    same bytes, so they stay identical bit for bit."""
+    x, y = _data(n=64, seed=3)
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.0), nn.Linear(16, 3))
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    dp = DataParallel(model, two_devices, opt, shard_weights=[0.7, 0.3])
+    try:
+        for step in range(50):
+            n = 3 + (step * 7) % 30
+            opt.param_groups[0]["lr"] = 1e-2 / (1 + step)
+            dp.step(x[:n], y[:n], ggrad.cross_entropy, max_grad_norm=0.5)
+    finally:
+        dp.close()
+    assert dp.optimizers[1].param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+    assert dp.optimizers[1].state[next(dp.replicas[1].parameters())]["step"] == 50
+    for a, b in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters()):
+        assert a.device.name != b.device.name
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_max_grad_norm_clips_the_averaged_gradient(two_devices):
+    x, y = _data(n=40)
+    model = _model()
+    before = _params(model)
+    dp_train(model, optim.SGD(model.parameters(), lr=1.0), ggrad.cross_entropy, [(x, y)], two_devices,
+             max_grad_norm=1e-3, verbose=0)
+    step = np.sqrt(sum(((a - b) ** 2).sum() for a, b in zip(_params(model), before)))
+    assert 0 < step <= 1e-3 * 1.0001
+
+
+def test_trained_model_state_moves_to_the_first_device(two_devices):
+    """A model trained on the CPU with AdamW continues on devices that start with the RPC one."""
+    x, y = _data(n=32)
+    model = _model()
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    dp_train(model, opt, ggrad.cross_entropy, [(x, y)], ["cpu"], verbose=0)
+    history = dp_train(model, opt, ggrad.cross_entropy, [(x, y)] * 3, two_devices[::-1], verbose=0)
+    assert next(model.parameters()).device.name == two_devices[1]
+    first = next(model.parameters())
+    assert opt.state[first]["step"] == 4 and opt.state[first]["exp_avg"].device.name == two_devices[1]
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_dp_train_bad_arguments(two_devices):
+    model = _model()
+    other = _model()
+    with pytest.raises(ValueError, match="not one of the model's"):
+        dp_train(model, optim.SGD(other.parameters(), lr=0.1), ggrad.cross_entropy, [], two_devices)
+    with pytest.raises(ValueError, match="1 shard_weights for 2 devices"):
+        dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, [], two_devices,
+                 shard_weights=[1])
+    with pytest.raises(ValueError, match="not all 0"):
+        DataParallel(model, two_devices, optim.SGD(model.parameters(), lr=0.1), shard_weights=[0, 0])
+    with pytest.raises(TypeError, match="must be a Module"):
+        dp_train(3, None, ggrad.cross_entropy, [])
+    with pytest.raises(ValueError, match="no batches"):
+        dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, [], two_devices, verbose=0)
+    with pytest.raises(ValueError, match="pair"):
+        dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, [np.zeros(6)], verbose=0)

@@ -1,4 +1,4 @@
-"""What `Sequential.fit/evaluate` report: metric functions, per-batch value tracking, progress bars.
+"""What `Trainer.fit/evaluate` report: metric functions, per-batch value tracking, progress bars.
 
 A metric returns (sum over the batch, count) as device tensors, so nothing is read from the device
 until a bar refreshes (about twice a second) or an epoch ends.
@@ -45,7 +45,8 @@ class Tracker:
         self.counts = [0] * len(self.names)
 
     def add(self, loss, metrics, size):
-        self.pending.append((size, [(loss.detach(), None)] + metrics))
+        """One batch: its mean loss (a Tensor or a float), [(value, count or None for a mean)] per metric."""
+        self.pending.append((size, [(detached(loss), None)] + metrics))
 
     def flush(self):
         for size, values in self.pending:
@@ -62,6 +63,11 @@ class Tracker:
     def result(self):
         self.flush()
         return {name: (s / c if c else float("nan")) for name, s, c in zip(self.names, self.sums, self.counts)}
+
+
+def detached(value):
+    """A Tensor without its graph (other values as they are)."""
+    return value.detach() if isinstance(value, Tensor) else value
 
 
 def progress_bar(total, desc, enabled):

@@ -1,7 +1,9 @@
-"""Callbacks for `Sequential.fit` (Keras-style): History, EarlyStopping, ModelCheckpoint, LearningRateScheduler.
+"""Callbacks for `Trainer.fit` (Keras-style): History, EarlyStopping, ModelCheckpoint, LearningRateScheduler.
 
-A callback sees the model (`self.model`, set by fit) and the logs of each epoch: a dict of floats such
-as `{"loss": 0.31, "accuracy": 0.9, "val_loss": 0.35, "val_accuracy": 0.88}`. The logs passed to
+A callback sees the module being trained (`self.model`) and the trainer that runs the loop
+(`self.trainer`: its `optimizer` and `stop_training`). When the trainer is mixed into the model, as
+in `ggrad.Sequential`, both are the same object, as in Keras. Epoch logs are dicts of floats such as
+`{"loss": 0.31, "accuracy": 0.9, "val_loss": 0.35, "val_accuracy": 0.88}`. The logs passed to
 `on_batch_end` hold 0-d Tensors instead (`float(logs["loss"])` reads one), so that training does not
 wait on the host after every batch.
 """
@@ -11,16 +13,22 @@ import math
 import warnings
 
 from ..autograd import no_grad
+from ..serialization import save
 
 
 class Callback:
-    """Base class: override the hooks you need. `self.model` is the model being trained."""
+    """Base class: override the hooks you need. `self.model` is the module being trained, `self.trainer`
+    the Trainer running the loop (the same object for `ggrad.Sequential`)."""
 
     def __init__(self):
         self.model = None
+        self.trainer = None
 
     def set_model(self, model):
         self.model = model
+
+    def set_trainer(self, trainer):
+        self.trainer = trainer
 
     def on_train_begin(self, logs=None):
         pass
@@ -44,11 +52,12 @@ class Callback:
 class CallbackList:
     """Calls each hook on every callback, in order."""
 
-    def __init__(self, callbacks, model):
+    def __init__(self, callbacks, trainer, model):
         self.callbacks = list(callbacks)
         for cb in self.callbacks:
             if not isinstance(cb, Callback):
-                raise TypeError(f"callbacks must be ggrad.nn.callbacks.Callback instances, got {type(cb).__name__}")
+                raise TypeError(f"callbacks must be ggrad.train.Callback instances, got {type(cb).__name__}")
+            cb.set_trainer(trainer)
             cb.set_model(model)
 
     def __getattr__(self, hook):
@@ -175,7 +184,7 @@ class EarlyStopping(_Monitor):
             return
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
-            self.model.stop_training = True
+            self.trainer.stop_training = True
 
     def on_train_end(self, logs=None):
         if self.stopped_epoch and self.verbose:
@@ -217,7 +226,6 @@ class ModelCheckpoint(_Monitor):
             self.best = current
         path = self.filepath.format(epoch=epoch + 1, **logs)
         if self.save_weights_only or not hasattr(self.model, "save"):
-            from ..serialization import save
             save(self.model.state_dict(), path)
         else:
             self.model.save(path)
@@ -250,7 +258,7 @@ class LearningRateScheduler(Callback):
             self._takes_lr = False
 
     def _groups(self):
-        optimizer = getattr(self.model, "optimizer", None)
+        optimizer = getattr(self.trainer, "optimizer", None)
         if optimizer is None:
             raise RuntimeError("LearningRateScheduler: the model has no optimizer; compile() it first")
         return optimizer.param_groups

@@ -1,16 +1,16 @@
-"""How `Sequential.save/load` describe layers: each layer's class and constructor arguments as JSON.
+"""How `ggrad.Sequential.save/load` describe layers: each layer's class and constructor arguments as JSON.
 
 Arguments are read back from the layer's attributes of the same names (PyTorch layers keep them), or
-from its `get_config()`, when the layer first joins a Sequential.
+from its `get_config()`, when the layer first joins a `ggrad.Sequential` (or, for the layers of a
+nested `nn.Sequential`, when the model is saved).
 """
 
 import importlib
 import inspect
 import weakref
 
-from . import sequential as _sequential   # a module reference: sequential.py imports this module
+from .. import nn
 from ..autograd import Tensor
-from .module import Module
 
 _CONFIGS = weakref.WeakKeyDictionary()   # layer -> its recorded config (or the reason there is none)
 _SKIPPED_ARGS = ("device", "dtype")
@@ -28,7 +28,7 @@ def _jsonable(value):
 def _introspect(layer):
     """Constructor arguments read back from the attributes of the same name (PyTorch layers keep them)."""
     cls = type(layer)
-    if hasattr(layer, "get_config") and not isinstance(layer, _sequential.Sequential):
+    if hasattr(layer, "get_config") and not isinstance(layer, nn.Sequential):
         config = layer.get_config()
         if not isinstance(config, dict) or not _jsonable(list(config.values())):
             raise ValueError(f"{cls.__name__}.get_config() must return a dict of JSON-able values")
@@ -60,7 +60,7 @@ def _introspect(layer):
 
 def record_config(layer):
     """Record a layer's class and constructor arguments (once: when it first joins a Sequential)."""
-    if isinstance(layer, _sequential.Sequential) or layer in _CONFIGS:
+    if isinstance(layer, nn.Sequential) or layer in _CONFIGS:
         return
     try:
         _CONFIGS[layer] = {"class": type(layer).__name__, "module": type(layer).__module__,
@@ -71,14 +71,26 @@ def record_config(layer):
 
 def layer_config(layer):
     """{"class", "module", "config"} of a layer, as recorded (nested Sequentials: their layers)."""
-    if isinstance(layer, _sequential.Sequential):
-        return {"class": "Sequential", "module": type(layer).__module__,
-                "layers": layer.get_config()["layers"]}
+    if isinstance(layer, nn.Sequential):
+        return {"class": type(layer).__name__, "module": type(layer).__module__, **sequential_config(layer)}
     record_config(layer)
     recorded = _CONFIGS[layer]
     if isinstance(recorded, Exception):
         raise ValueError(f"Sequential.save: {recorded}") from None
     return recorded
+
+
+def sequential_config(model):
+    """{"layers": [...]}: each layer's name, class and constructor arguments, in order."""
+    return {"layers": [dict(name=name, **layer_config(layer)) for name, layer in model._modules.items()]}
+
+
+def build_sequential(cls, config, custom_objects):
+    """A new `cls` (a Sequential class) holding the layers of `config` (from `sequential_config`)."""
+    model = cls()
+    for entry in config["layers"]:
+        model.add_module(entry["name"], build_layer(entry, custom_objects))
+    return model
 
 
 def build_layer(entry, custom_objects):
@@ -88,10 +100,11 @@ def build_layer(entry, custom_objects):
     if cls is None and (module == "ggrad" or module.startswith("ggrad.")):
         cls = getattr(importlib.import_module(module), name, None)
     if cls is None:
-        from .. import nn
         cls = getattr(nn, name, None)
-    if cls is None or not (isinstance(cls, type) and issubclass(cls, Module)):
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, nn.Module)):
         raise ValueError(f"Sequential.load: unknown layer class {name!r} (from {module!r}); pass it in "
                          f"custom_objects={{{name!r}: {name}}}")
+    if "layers" in entry and issubclass(cls, nn.Sequential):
+        return build_sequential(cls, entry, custom_objects)
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.get("config", {}).items()}
     return cls(**kwargs)

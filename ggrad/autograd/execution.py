@@ -170,6 +170,7 @@ def realize_step(step, eval_callback=None):
 
 
 def _compute(rt, step, alive, eval_callback):
+    ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
     # A held view would point into scratch memory: give it its own contiguous copy.
     for t in alive:
         if t._g.ptr.view_src != ggml.ffi.NULL:

@@ -144,14 +144,15 @@ class Server:
             if cmd != P.HELLO or size != P.REQUEST_SIZE[P.HELLO]:
                 raise P.ProtocolError(f"first request {cmd} of {size} bytes, expected HELLO")
             P.recv_exact(client, size)
-            worker = self.workers.get(timeout=self.idle_timeout)
+            # a busy worker frees within idle_timeout of its client's last request, unless that client works
+            worker = self.workers.get(timeout=2 * self.idle_timeout + 10)
             up = self._connect(worker)
             P.send_reply(client, P.hello_reply())
             proxy = Proxy(client, up, self.n_devices, self.budget, self.max_graph_bytes)
             proxy.serve()
             log.info("client %s left", who)
         except queue.Empty:
-            log.warning("client %s: every worker busy for %.0f s, disconnected", who, self.idle_timeout)
+            log.warning("client %s: every worker stayed busy, disconnected", who)
         except socket.timeout:
             log.warning("client %s idle for %.0f s, disconnected", who, self.idle_timeout)
         except P.ProtocolError as e:

@@ -1,0 +1,188 @@
+"""A dead, silent or lying RPC server is a clear error in the client, never an abort or a hang.
+
+GGML's RPC client aborts its process on any failed read or write; ggrad puts a relay in front of it
+(ggrad.ggml.rpc.relay). Each scenario runs in a subprocess, which must print OK and exit 0.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ggrad.ggml as gg
+
+pytestmark = pytest.mark.skipif(not gg.has_backend("RPC"), reason="this libggml-python has no RPC backend")
+
+_COMMON = """
+import socket, struct, subprocess, sys, threading, time
+import numpy as np
+import ggrad
+import ggrad.ggml as gg
+from ggrad import nn, optim
+from ggrad.ggml.rpc import protocol as P
+ggrad.set_num_threads(1)
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+def start_server(kind, port):
+    module = "ggrad.rpc_server" if kind == "ggrad" else "ggrad.ggml.rpc.worker"
+    args = ["--port", str(port)] if kind == "ggrad" else [f"127.0.0.1:{port}"]
+    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--threads", "1"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("no server")
+
+def expect_lost(fn, endpoint):
+    try:
+        fn()
+    except gg.DeviceLostError as e:
+        assert isinstance(e, RuntimeError) and endpoint in str(e), e
+        return str(e)
+    raise AssertionError("no DeviceLostError")
+"""
+
+
+def _run(body, timeout=120):
+    script = _COMMON + textwrap.dedent(body) + "\nprint('OK')\n"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), \
+        f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["ggrad", "ggml"])
+def test_server_killed_mid_training(kind):
+    """SIGKILL of the server between steps: reads and steps raise DeviceLostError naming it; the CPU works."""
+    out = _run(f"""
+        port = free_port()
+        endpoint = f"127.0.0.1:{{port}}"
+        server = start_server({kind!r}, port)
+        dev = gg.rpc_add_server(endpoint)[0]
+        assert dev.description == endpoint
+        ggrad.manual_seed(0)
+        model = nn.Linear(8, 4).to(dev)
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        x = ggrad.tensor(np.ones((16, 8), np.float32), device=dev)
+        held = None
+        for step in range(100):
+            if step == 3:
+                server.kill()
+                server.wait()
+                time.sleep(0.3)
+            try:
+                loss = (model(x) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                value = loss.item()
+            except gg.DeviceLostError as e:
+                assert endpoint in str(e) and step == 3, (step, e)
+                break
+            held = model.weight          # computed on the server, still referenced
+        else:
+            raise AssertionError("training went on after the server died")
+        print(expect_lost(held.numpy, endpoint))
+        expect_lost(lambda: (held * 2).numpy(), endpoint)
+        cpu = ggrad.tensor(np.arange(4, dtype=np.float32))
+        assert (cpu * 2).numpy().tolist() == [0, 2, 4, 6]   # other devices carry on
+    """)
+    assert "failed:" in out
+
+
+def test_server_killed_before_reading_a_computed_tensor():
+    _run("""
+        port = free_port()
+        endpoint = f"127.0.0.1:{port}"
+        server = start_server("ggml", port)
+        dev = gg.rpc_add_server(endpoint)[0]
+        y = ggrad.tensor(np.ones(8, np.float32), device=dev) * 3
+        y.realize()
+        server.kill()
+        server.wait()
+        expect_lost(y.numpy, endpoint)
+        expect_lost(y.numpy, endpoint)      # and again: the device stays lost
+    """)
+
+
+@pytest.mark.parametrize("peer", ["silent", "garbage", "hangs-up"])
+def test_peer_that_is_not_an_rpc_server(peer):
+    """A TCP peer that says nothing, garbage, or hangs up: DeviceError at rpc_add_server, within the timeout."""
+    _run(f"""
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        held = []
+        def serve():
+            while True:
+                conn, _ = listener.accept()
+                if {peer!r} == "garbage":
+                    conn.sendall(b"HTTP/1.0 400 Bad Request\\r\\n\\r\\n" * 4)
+                    held.append(conn)
+                elif {peer!r} == "silent":
+                    held.append(conn)
+                else:
+                    conn.close()
+        threading.Thread(target=serve, daemon=True).start()
+        t0 = time.monotonic()
+        try:
+            gg.rpc_add_server(f"127.0.0.1:{{port}}", connect_timeout=1.0)
+        except gg.DeviceError as e:
+            assert f"127.0.0.1:{{port}}" in str(e), e
+            print(e)
+        else:
+            raise AssertionError("a non-RPC peer was accepted")
+        assert time.monotonic() - t0 < 15, time.monotonic() - t0
+        assert not [d for d in gg.devices() if d.backend_name == "RPC"]
+    """)
+
+
+def test_server_that_lies_after_the_handshake():
+    """A peer that passes HELLO, then gives a buffer base of 0 (GGML_ASSERT in GGML's client)."""
+    _run("""
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        answers = {P.DEVICE_COUNT: struct.pack("<I", 1), P.GET_ALIGNMENT: struct.pack("<Q", 32),
+                   P.GET_MAX_SIZE: struct.pack("<Q", 1 << 40), P.GET_DEVICE_MEMORY: struct.pack("<QQ", 1 << 30, 1 << 30),
+                   P.HELLO: P.hello_reply(), P.BUFFER_GET_BASE: struct.pack("<Q", 0)}
+        def liar(conn):
+            while True:
+                cmd, size = P.recv_request_header(conn)
+                payload = P.recv_exact(conn, size)
+                if cmd == P.ALLOC_BUFFER:
+                    P.send_reply(conn, struct.pack("<QQ", 0x1000, struct.unpack_from("<Q", payload, 4)[0]))
+                else:
+                    P.send_reply(conn, answers[cmd])
+        def serve():
+            while True:
+                threading.Thread(target=liar, args=(listener.accept()[0],), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+        endpoint = f"127.0.0.1:{port}"
+        dev = gg.rpc_add_server(endpoint)[0]
+        def use():
+            ctx = gg.Context(n_tensors=1)
+            t = ctx.new_tensor(gg.f32, (4,))
+            buf = gg.alloc_context_tensors(ctx, dev.buffer_type)
+            gg.set_data(t, np.ones(4, np.float32))
+        assert "buffer base of 0" in expect_lost(use, endpoint)
+    """)
+
+
+def test_rpc_start_server_bad_endpoint_raises(free_port):
+    for bad in ("bad endpoint", "127.0.0.1", "127.0.0.1:99999", ":50052", 50052):
+        with pytest.raises(gg.DeviceError, match="endpoint"):
+            gg.rpc_start_server(bad)
+    with pytest.raises(gg.DeviceError, match="cannot listen"):
+        gg.rpc_start_server("256.1.1.1:50052")
+
+
+def test_rpc_add_server_bad_endpoint_raises():
+    with pytest.raises(gg.DeviceError, match="endpoint"):
+        gg.rpc_add_server("no port here")

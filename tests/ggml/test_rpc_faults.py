@@ -150,8 +150,8 @@ def test_server_that_lies_after_the_handshake():
         listener = socket.create_server(("127.0.0.1", 0))
         port = listener.getsockname()[1]
         answers = {P.DEVICE_COUNT: struct.pack("<I", 1), P.GET_ALIGNMENT: struct.pack("<Q", 32),
-                   P.GET_MAX_SIZE: struct.pack("<Q", 1 << 40), P.GET_DEVICE_MEMORY: struct.pack("<QQ", 1 << 30, 1 << 30),
-                   P.HELLO: P.hello_reply(), P.BUFFER_GET_BASE: struct.pack("<Q", 0)}
+                   P.GET_MAX_SIZE: struct.pack("<Q", 1 << 40), P.HELLO: P.hello_reply(),
+                   P.GET_DEVICE_MEMORY: struct.pack("<QQ", 1 << 30, 1 << 30), P.BUFFER_GET_BASE: struct.pack("<Q", 0)}
         def liar(conn):
             while True:
                 cmd, size = P.recv_request_header(conn)

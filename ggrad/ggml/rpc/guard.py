@@ -131,7 +131,8 @@ class Session:
             problems.append("an op GGML does not have")
         ptrs = np.array(sorted(self.buffers), dtype=np.uint64)
         if problems or not np.isin(ts["buffer"], ptrs).all():
-            raise P.ProtocolError("GRAPH_COMPUTE: " + (problems[0] if problems else "a tensor in no buffer of this connection"))
+            problem = problems[0] if problems else "a tensor in no buffer of this connection"
+            raise P.ProtocolError(f"GRAPH_COMPUTE: {problem}")
         self._graph_extents(ts, ptrs)
         self.graph_buffers[dev] = set(int(b) for b in np.unique(ts["buffer"]))
 

@@ -16,10 +16,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import print_table  # noqa: E402
+
+from ggrad.ggml.rpc import protocol as P  # noqa: E402
 
 _CLIENT = r"""
 import json, statistics, sys, time
@@ -61,14 +62,8 @@ def _server(kind, port):
     else:
         cmd = [sys.executable, "-m", "ggrad.ggml.rpc.worker", f"127.0.0.1:{port}", "--threads", "1"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"the {kind} server did not start")
+    P.wait_listening(port, proc)
+    return proc
 
 
 def run(mode, steps, reads):

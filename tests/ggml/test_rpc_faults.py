@@ -33,13 +33,8 @@ def start_server(kind, port):
     args = ["--port", str(port)] if kind == "ggrad" else [f"127.0.0.1:{port}"]
     proc = subprocess.Popen([sys.executable, "-m", module, *args, "--threads", "1"], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("no server")
+    P.wait_listening(port, proc)
+    return proc
 
 def expect_lost(fn, endpoint):
     try:
@@ -179,7 +174,7 @@ def test_rpc_start_server_bad_endpoint_raises(free_port):
     for bad in ("bad endpoint", "127.0.0.1", "127.0.0.1:99999", ":50052", 50052):
         with pytest.raises(gg.DeviceError, match="endpoint"):
             gg.rpc_start_server(bad)
-    with pytest.raises(gg.DeviceError, match="cannot listen"):
+    with pytest.raises(gg.DeviceError, match="cannot listen"), pytest.warns(UserWarning, match="no authentication"):
         gg.rpc_start_server("256.1.1.1:50052")
 
 

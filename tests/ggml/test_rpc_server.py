@@ -28,16 +28,8 @@ def _start(port, *extra):
     proc = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1",
                              "--max-buffer-bytes", str(CAP), "--idle-timeout", str(IDLE), *extra],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stdout.read().decode()
-        try:
-            Client(port, hello=False).sock.close()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not start")
+    P.wait_listening(port, proc)
+    return proc
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +44,9 @@ def safe_server(free_port):
 class Client:
     """A raw protocol client: requests by hand, replies read and sized as GGML's client would."""
 
-    def __init__(self, port, hello=True):
+    def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        if hello:
-            assert self.call(P.HELLO, bytes(P.CONN_CAPS_SIZE), 28)[:3] == bytes(P.PROTO_VERSION)
+        assert self.call(P.HELLO, bytes(P.CONN_CAPS_SIZE), 28)[:3] == bytes(P.PROTO_VERSION)
 
     def call(self, cmd, payload, reply=None):
         P.send_request(self.sock, cmd, payload)

@@ -7,6 +7,7 @@ is `| size (u64) | payload |`. Every struct is packed little-endian. Tensors tra
 
 import socket
 import struct
+import time
 
 import numpy as np
 
@@ -165,3 +166,22 @@ def parse_endpoint(endpoint):
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"bad RPC endpoint {endpoint!r}: expected 'host:port' with a port in 1..65535")
     return host, int(port)
+
+
+def wait_listening(port, proc, timeout=60.0):
+    """Wait until something accepts connections on 127.0.0.1:`port`.
+
+    RuntimeError if the server process `proc` exits first, or (after killing it) if `timeout` passes.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode} before listening on port {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"nothing listened on port {port} within {timeout:g} s")

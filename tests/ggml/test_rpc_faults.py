@@ -181,3 +181,24 @@ def test_rpc_start_server_bad_endpoint_raises(free_port):
 def test_rpc_add_server_bad_endpoint_raises():
     with pytest.raises(gg.DeviceError, match="endpoint"):
         gg.rpc_add_server("no port here")
+
+
+def test_allocation_over_the_server_cap_is_a_memory_error():
+    """The proxy's "allocation failed" answer reaches ggrad as MemoryError; the device keeps working."""
+    _run("""
+        port = free_port()
+        server = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1",
+                                   "--max-buffer-bytes", str(8 << 20)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        P.wait_listening(port, server)
+        dev = gg.rpc_add_server(f"127.0.0.1:{port}")[0]
+        try:
+            big = ggrad.zeros(4 << 20, device=dev)     # 16 MiB > the 8 MiB cap
+            big.numpy()
+        except MemoryError as e:
+            print(e)
+        else:
+            raise AssertionError("allocated past the cap")
+        small = ggrad.tensor(np.arange(4, dtype=np.float32), device=dev) * 2
+        assert small.numpy().tolist() == [0, 2, 4, 6]
+    """)

@@ -237,3 +237,16 @@ def test_a_dying_ggml_server_is_restarted(safe_server):
     assert c.closed()
     assert proc.poll() is None
     assert round_trip(port) and round_trip(port)
+
+
+def test_other_addresses_warn_that_there_is_no_authentication(free_port):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--host", "0.0.0.0", "--port", str(port),
+                             "--threads", "1", "--max-clients", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        P.wait_listening(port, proc)
+        assert round_trip(port)
+    finally:
+        proc.kill()
+        out = proc.communicate()[0].decode()
+    assert "no authentication" in out, out

@@ -12,11 +12,10 @@ stdin reaches end-of-file, i.e. when this process is gone).
 
 import os
 import select
-import subprocess
-import sys
 import time
 
 from ..errors import DeviceError
+from .process import spawn
 
 _START_SECONDS = 30.0   # the relay's Python start, on a loaded machine
 
@@ -26,9 +25,8 @@ class Relay:
         self.endpoint = endpoint
         stdin_r, self._stdin = os.pipe()
         self._fd, stdout_w = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ggrad.ggml.rpc.relay", endpoint, f"--connect-timeout={connect_timeout}",
-             f"--timeout={timeout}"], stdin=stdin_r, stdout=stdout_w)
+        self.proc = spawn("ggrad.ggml.rpc.relay", [endpoint, f"--connect-timeout={connect_timeout}",
+                                                   f"--timeout={timeout}"], stdin=stdin_r, stdout=stdout_w)
         os.close(stdin_r)
         os.close(stdout_w)
         line = self._first_line(_START_SECONDS + 3 * connect_timeout)

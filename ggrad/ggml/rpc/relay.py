@@ -138,6 +138,8 @@ class Link:
 
     def _forward(self, cmd, payload):
         """The server's reply (checked), None for no reply or a failure; GET_TENSOR's is piped here."""
+        if self.peer.failure is not None:
+            self._drop()   # failed on another connection: every link answers for the server from now on
         if self.up is None:
             return None
         name = P.NAMES[cmd]

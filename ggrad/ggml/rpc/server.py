@@ -12,13 +12,13 @@ import queue
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 import warnings
 
 from . import protocol as P
 from .guard import Budget
+from .process import spawn
 from .proxy import Proxy
 
 log = logging.getLogger("ggrad.rpc_server")
@@ -44,9 +44,8 @@ class Worker:
     def start(self):
         for _ in range(5):   # another process may take the port between choosing and binding it
             self.port = _free_port()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ggrad.ggml.rpc.worker", f"127.0.0.1:{self.port}"] + self.args,
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.proc = spawn("ggrad.ggml.rpc.worker", [f"127.0.0.1:{self.port}"] + self.args,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + _START_TIMEOUT
             while self.proc.poll() is None and time.monotonic() < deadline:
                 try:

@@ -82,6 +82,13 @@ def tensor(buffer, data, ne, op=0, src=(), name=b"t", tid=None):
     return t.tobytes()
 
 
+def _q4_0(record):
+    """The record as a q4_0 tensor (32 values a block): a row of 5 is not whole blocks."""
+    t = np.frombuffer(record, P.TENSOR).copy()
+    t["type"] = lib.GGML_TYPE_Q4_0
+    return t.tobytes()
+
+
 def round_trip(port):
     """A well-behaved client: upload 256 floats, read them back."""
     c = Client(port)
@@ -108,6 +115,9 @@ def test_get_tensor_outside_its_buffer_disconnects_only_that_client(safe_server)
 
 @pytest.mark.parametrize("make", [
     lambda ptr, base: (P.SET_TENSOR, tensor(ptr, base + 512, [256]) + struct.pack("<Q", 0) + bytes(1024)),
+    lambda ptr, base: (P.SET_TENSOR, tensor(ptr, base, [1]) + struct.pack("<Q", 0) + bytes(1024)),
+    lambda ptr, base: (P.GET_TENSOR, tensor(ptr, base, [4]) + struct.pack("<QQ", 8, 16)),
+    lambda ptr, base: (P.GET_TENSOR, _q4_0(tensor(ptr, base, [5])) + struct.pack("<QQ", 0, 4)),
     lambda ptr, base: (P.COPY_TENSOR, tensor(ptr, base, [256]) + tensor(ptr, base + 4, [256])),
     lambda ptr, base: (P.GET_TENSOR, tensor(ptr, base - 64, [16]) + struct.pack("<QQ", 0, 64)),
     lambda ptr, base: (P.FREE_BUFFER, struct.pack("<Q", ptr + 8)),
@@ -115,7 +125,7 @@ def test_get_tensor_outside_its_buffer_disconnects_only_that_client(safe_server)
     lambda ptr, base: (P.ALLOC_BUFFER, struct.pack("<IQ", 7, 64)),
     lambda ptr, base: (P.HELLO, bytes(P.CONN_CAPS_SIZE)),
     lambda ptr, base: (200, b""),
-], ids=["set-past-end", "copy-past-end", "get-before-start", "free-unknown", "recompute-nothing",
+], ids=["set-past-end", "set-past-tensor", "get-past-tensor", "partial-block", "copy-past-end", "get-before-start", "free-unknown", "recompute-nothing",
         "bad-device", "second-hello", "unknown-command"])
 def test_invalid_requests_disconnect(safe_server, make):
     port, proc = safe_server

@@ -83,6 +83,8 @@ class Session:
         t = P.parse_tensor(payload, offset)
         if int(t["type"]) not in P.TYPE_SIZES:
             raise P.ProtocolError(f"{what}: tensor type {int(t['type'])} is not a GGML type")
+        if int(t["ne"][0]) % P.TYPE_SIZES[int(t["type"])][0]:
+            raise P.ProtocolError(f"{what}: a row of {int(t['ne'][0])} is not whole blocks of its type")
         buffer = int(t["buffer"])
         if buffer == 0 and not need_buffer:
             return t, P.tensor_nbytes(t)
@@ -93,6 +95,12 @@ class Session:
             raise P.ProtocolError(f"{what}: tensor of {nbytes} bytes at {data:#x} is outside its buffer "
                                   f"[{base:#x}, {base + size:#x})")
         return t, nbytes
+
+    @staticmethod
+    def within(nbytes, offset, size, what):
+        """Bytes [offset, offset + size) of a tensor of `nbytes` (GGML asserts on a read or write past it)."""
+        if offset + size > nbytes:
+            raise P.ProtocolError(f"{what}: {size} bytes at offset {offset} of a tensor of {nbytes} bytes")
 
     def region(self, t, offset, size, what):
         """Bytes [data + offset, data + offset + size) of tensor `t` must lie in its buffer."""
@@ -127,6 +135,8 @@ class Session:
             problems.append("a source that is not among its tensors")
         if not np.isin(ts["type"], _VALID_TYPES).all():
             problems.append("a tensor type GGML does not have")
+        elif (ts["ne"][:, 0] % _BLOCK[ts["type"]].astype(np.uint32)).any():
+            problems.append("a row that is not whole blocks of its type")
         if (ts["op"] >= P.OP_COUNT).any():
             problems.append("an op GGML does not have")
         ptrs = np.array(sorted(self.buffers), dtype=np.uint64)

@@ -47,9 +47,9 @@ class Proxy:
         if size < _SET_HEAD:
             raise P.ProtocolError(f"SET_TENSOR of {size} bytes")
         head = P.recv_exact(self.client, _SET_HEAD)
-        t, _ = self.session.tensor(head, 0, "SET_TENSOR")
+        _, nbytes = self.session.tensor(head, 0, "SET_TENSOR")
         offset = struct.unpack_from("<Q", head, P.TENSOR_SIZE)[0]
-        self.session.region(t, offset, size - _SET_HEAD, "SET_TENSOR")
+        self.session.within(nbytes, offset, size - _SET_HEAD, "SET_TENSOR")
         self.up.sendall(struct.pack("<BQ", P.SET_TENSOR, size) + head)
         P.pipe(self.client, self.up, size - _SET_HEAD)
 
@@ -106,9 +106,9 @@ class Proxy:
         return reply
 
     def _get_tensor(self, payload):
-        t, _ = self.session.tensor(payload, 0, "GET_TENSOR")
+        _, nbytes = self.session.tensor(payload, 0, "GET_TENSOR")
         offset, size = struct.unpack_from("<QQ", payload, P.TENSOR_SIZE)
-        self.session.region(t, offset, size, "GET_TENSOR")
+        self.session.within(nbytes, offset, size, "GET_TENSOR")
 
     def _copy_tensor(self, payload):
         _, src_bytes = self.session.tensor(payload, 0, "COPY_TENSOR src")
@@ -116,9 +116,9 @@ class Proxy:
         self.session.region(dst, 0, src_bytes, "COPY_TENSOR")
 
     def _memset_tensor(self, payload):
-        t, _ = self.session.tensor(payload, 0, "MEMSET_TENSOR")
+        _, nbytes = self.session.tensor(payload, 0, "MEMSET_TENSOR")
         offset, size = struct.unpack_from("<QQ", payload, P.TENSOR_SIZE)
-        self.session.region(t, offset, size, "MEMSET_TENSOR")
+        self.session.within(nbytes, offset, size, "MEMSET_TENSOR")
 
     def _alloc_size(self, payload):
         self.session.device(payload, 0, "GET_ALLOC_SIZE")

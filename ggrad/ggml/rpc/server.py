@@ -158,6 +158,8 @@ class Server:
             log.warning("client %s disconnected: %s", who, e)
         except (ConnectionError, OSError) as e:
             log.warning("client %s: connection lost (%s)", who, e)
+        except Exception:   # a bug here must cost this client only
+            log.exception("client %s: unexpected error", who)
         finally:
             client.close()
             if proxy is not None:

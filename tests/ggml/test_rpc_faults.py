@@ -139,34 +139,50 @@ def test_peer_that_is_not_an_rpc_server(peer):
     """)
 
 
-def test_server_that_lies_after_the_handshake():
-    """A peer that passes HELLO, then gives a buffer base of 0 (GGML_ASSERT in GGML's client)."""
-    _run("""
+@pytest.mark.parametrize("lie", ["base-zero", "short-buffer", "hangs"])
+def test_server_that_lies_after_the_handshake(lie):
+    """A peer that passes HELLO, then gives a buffer base of 0 or a buffer smaller than asked (GGML_ASSERTs in
+    GGML's client), or never answers a read (GGML's client waits forever)."""
+    _run(f"""
         listener = socket.create_server(("127.0.0.1", 0))
         port = listener.getsockname()[1]
-        answers = {P.DEVICE_COUNT: struct.pack("<I", 1), P.GET_ALIGNMENT: struct.pack("<Q", 32),
-                   P.GET_MAX_SIZE: struct.pack("<Q", 1 << 40), P.HELLO: P.hello_reply(),
-                   P.GET_DEVICE_MEMORY: struct.pack("<QQ", 1 << 30, 1 << 30), P.BUFFER_GET_BASE: struct.pack("<Q", 0)}
+        lie = {lie!r}
+        answers = {{P.DEVICE_COUNT: struct.pack("<I", 1), P.GET_ALIGNMENT: struct.pack("<Q", 32),
+                    P.GET_MAX_SIZE: struct.pack("<Q", 1 << 40), P.HELLO: P.hello_reply(),
+                    P.GET_DEVICE_MEMORY: struct.pack("<QQ", 1 << 30, 1 << 30),
+                    P.BUFFER_GET_BASE: struct.pack("<Q", 0 if lie == "base-zero" else 1 << 20)}}
         def liar(conn):
             while True:
-                cmd, size = P.recv_request_header(conn)
+                try:
+                    cmd, size = P.recv_request_header(conn)
+                except ConnectionError:
+                    return
                 payload = P.recv_exact(conn, size)
                 if cmd == P.ALLOC_BUFFER:
-                    P.send_reply(conn, struct.pack("<QQ", 0x1000, struct.unpack_from("<Q", payload, 4)[0]))
-                else:
+                    asked = struct.unpack_from("<Q", payload, 4)[0]
+                    P.send_reply(conn, struct.pack("<QQ", 0x1000, asked // 2 if lie == "short-buffer" else asked))
+                elif cmd == P.GET_TENSOR:
+                    time.sleep(3600)
+                elif cmd != P.SET_TENSOR:
                     P.send_reply(conn, answers[cmd])
         def serve():
             while True:
                 threading.Thread(target=liar, args=(listener.accept()[0],), daemon=True).start()
         threading.Thread(target=serve, daemon=True).start()
-        endpoint = f"127.0.0.1:{port}"
-        dev = gg.rpc_add_server(endpoint)[0]
+        endpoint = f"127.0.0.1:{{port}}"
+        dev = gg.rpc_add_server(endpoint, timeout=1.0)[0]
         def use():
             ctx = gg.Context(n_tensors=1)
             t = ctx.new_tensor(gg.f32, (4,))
             buf = gg.alloc_context_tensors(ctx, dev.buffer_type)
             gg.set_data(t, np.ones(4, np.float32))
-        assert "buffer base of 0" in expect_lost(use, endpoint)
+            gg.get_data(t)
+        t0 = time.monotonic()
+        message = expect_lost(use, endpoint)
+        assert time.monotonic() - t0 < 30
+        want = {{"base-zero": "buffer base of 0", "short-buffer": "bad reply: a buffer of", "hangs": "within 1 s"}}
+        assert want[lie] in message, message
+        expect_lost(lambda: (ggrad.tensor([1.0], device=dev) * 2).numpy(), endpoint)
     """)
 
 

@@ -5,6 +5,7 @@ client at a time; these tests speak the protocol byte by byte (ggrad.ggml.rpc.pr
 server in a subprocess and check that the next client is served correctly.
 """
 
+import select
 import socket
 import struct
 import subprocess
@@ -260,3 +261,21 @@ def test_other_addresses_warn_that_there_is_no_authentication(free_port):
         proc.kill()
         out = proc.communicate()[0].decode()
     assert "no authentication" in out, out
+
+
+def test_connection_flood_is_bounded(free_port):
+    """16 connections per worker at most (each is a thread); the rest are closed at once, service goes on."""
+    port = free_port()
+    proc = _start(port, "--max-clients", "1")
+    try:
+        flood = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(24)]
+        time.sleep(0.5)   # well within the idle timeout: only the refused ones are closed
+        closed, _, _ = select.select(flood, [], [], 0)
+        assert len(closed) == 24 - 16 and all(s.recv(1) == b"" for s in closed), len(closed)
+        for s in flood:
+            s.close()
+        time.sleep(0.3)
+        assert round_trip(port) and proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

@@ -31,6 +31,18 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _bind(host, port):
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class Worker:
     """One GGML RPC server process on a private loopback port."""
 
@@ -91,7 +103,7 @@ class Server:
         if host not in ("127.0.0.1", "localhost", "::1"):
             warnings.warn(f"serving GGML RPC on {host}: the protocol has no authentication, anyone who reaches "
                           f"port {port} may use these devices", stacklevel=2)
-        self.listener = socket.create_server((host, port), backlog=64)   # OSError for a bad host or port
+        self.listener = _bind(host, port)   # OSError for a bad host or a taken port, before any worker starts
         self.endpoint = f"{host}:{self.listener.getsockname()[1]}"
         self.idle_timeout = float(idle_timeout)
         self.max_graph_bytes = int(max_graph_bytes)
@@ -102,6 +114,8 @@ class Server:
             self.workers.put(w)
         self.n_devices, free = self._probe(self._all[0])
         self.budget = Budget(free if max_buffer_bytes is None else max_buffer_bytes)
+        # connections waiting for a worker or for their HELLO are threads too: bound them
+        self._connections = threading.BoundedSemaphore(16 * max_clients)
         self._closed = False
 
     @staticmethod
@@ -116,6 +130,7 @@ class Server:
         return n, free
 
     def serve_forever(self):
+        self.listener.listen(64)   # only now: a client that connects is served
         log.info("serving GGML RPC at %s (%d devices, %d clients at once, %d bytes of buffers)",
                  self.endpoint, self.n_devices, len(self._all), self.budget.cap)
         while not self._closed:
@@ -125,6 +140,10 @@ class Server:
                 if self._closed:
                     return
                 raise
+            if not self._connections.acquire(blocking=False):
+                log.warning("client %s:%d refused: too many connections", *addr[:2])
+                client.close()
+                continue
             threading.Thread(target=self._serve_client, args=(client, addr), daemon=True).start()
 
     def close(self):
@@ -168,6 +187,7 @@ class Server:
                 up.close()
             if worker is not None:
                 self._release(worker)
+            self._connections.release()
 
     def _connect(self, worker):
         try:

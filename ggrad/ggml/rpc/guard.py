@@ -49,14 +49,17 @@ class Session:
         self.n_devices = n_devices
         self.budget = budget
         self.buffers = {}        # remote_ptr -> (base, size)
+        self._table = None       # the same as sorted arrays (ptrs, bases, sizes), for graph checks
         self.graph_buffers = {}  # device -> remote_ptrs its stored graph reads (absent: nothing to recompute)
 
     # ---- buffers ---------------------------------------------------------------------------------------
     def add_buffer(self, remote_ptr, base, size):
         self.buffers[remote_ptr] = (base, size)
+        self._table = None
 
     def free_buffer(self, remote_ptr):
         _, size = self.buffers.pop(remote_ptr)
+        self._table = None
         self.budget.release(size)
         for dev, used in list(self.graph_buffers.items()):
             if remote_ptr in used:
@@ -139,17 +142,21 @@ class Session:
             problems.append("a row that is not whole blocks of its type")
         if (ts["op"] >= P.OP_COUNT).any():
             problems.append("an op GGML does not have")
-        ptrs = np.array(sorted(self.buffers), dtype=np.uint64)
+        if self._table is None:
+            ptrs = sorted(self.buffers)
+            self._table = (np.array(ptrs, np.uint64), np.array([self.buffers[p][0] for p in ptrs], np.uint64),
+                           np.array([self.buffers[p][1] for p in ptrs], np.uint64))
+        ptrs = self._table[0]
         if problems or not np.isin(ts["buffer"], ptrs).all():
             problem = problems[0] if problems else "a tensor in no buffer of this connection"
             raise P.ProtocolError(f"GRAPH_COMPUTE: {problem}")
-        self._graph_extents(ts, ptrs)
-        self.graph_buffers[dev] = set(int(b) for b in np.unique(ts["buffer"]))
+        self._graph_extents(ts)
+        self.graph_buffers[dev] = set(np.unique(ts["buffer"]).tolist())
 
-    def _graph_extents(self, ts, ptrs):
+    def _graph_extents(self, ts):
+        ptrs, all_bases, all_sizes = self._table
         slot = np.searchsorted(ptrs, ts["buffer"])
-        bases = np.array([self.buffers[int(p)][0] for p in ptrs], dtype=np.uint64)[slot]
-        sizes = np.array([self.buffers[int(p)][1] for p in ptrs], dtype=np.uint64)[slot]
+        bases, sizes = all_bases[slot], all_sizes[slot]
         ne, nb = ts["ne"].astype(np.uint64), ts["nb"].astype(np.uint64)
         block, tsize = _BLOCK[ts["type"]], _TYPE_SIZE[ts["type"]]
         empty = (ne == 0).any(1)

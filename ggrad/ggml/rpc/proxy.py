@@ -2,7 +2,7 @@
 
 The client speaks to this proxy only; GGML's own server (a worker process on a loopback port) sees only
 requests that passed the checks. Payloads are bounded before they are read: a SET_TENSOR's data must fit
-in the buffer it names and is streamed through, a GRAPH_COMPUTE may not exceed `max_graph_bytes`. Any
+in the tensor it names and is streamed through, a GRAPH_COMPUTE may not exceed `max_graph_bytes`. Any
 breach raises ProtocolError and the caller closes this client's connection; the server serves on.
 """
 

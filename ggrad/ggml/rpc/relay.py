@@ -162,7 +162,7 @@ class Link:
             self._lost(f"no answer to {name} within {self.peer.timeout:g} s")
         except (OSError, ConnectionError) as e:
             self._lost(f"connection lost during {name} ({e})")
-        except P.ProtocolError as e:
+        except (P.ProtocolError, struct.error, IndexError) as e:
             self._lost(f"bad reply: {e}")
         return None
 
@@ -208,7 +208,7 @@ class Link:
             need = P.tensor_nbytes(P.parse_tensor(payload, 4))
             if not need <= struct.unpack("<Q", reply)[0] <= 2 * need + (1 << 30):
                 raise P.ProtocolError(f"an alloc size of {struct.unpack('<Q', reply)[0]} for {need} bytes")
-        elif cmd == P.GET_DEVICE_MEMORY:
+        elif cmd == P.GET_DEVICE_MEMORY and struct.unpack("<I", payload)[0] < self.peer.n_devices:
             self.peer.memory[struct.unpack("<I", payload)[0]] = reply
 
     def _fake(self, cmd, payload):

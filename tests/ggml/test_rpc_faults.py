@@ -218,3 +218,47 @@ def test_allocation_over_the_server_cap_is_a_memory_error():
         small = ggrad.tensor(np.arange(4, dtype=np.float32), device=dev) * 2
         assert small.numpy().tolist() == [0, 2, 4, 6]
     """)
+
+
+def test_every_client_request_after_the_server_is_gone():
+    """Once the server is gone, each of GGML's client requests gets a reply it takes without aborting."""
+    _run("""
+        port = free_port()
+        endpoint = f"127.0.0.1:{port}"
+        server = start_server("ggml", port)
+        dev = gg.rpc_add_server(endpoint)[0]
+        ctx = gg.Context(n_tensors=4)
+        a = ctx.new_tensor(gg.f32, (64,))
+        b = ctx.new_tensor(gg.f32, (64,))
+        kept = gg.alloc_context_tensors(ctx, dev.buffer_type)
+        server.kill()
+        server.wait()
+        time.sleep(0.3)
+        lib = gg.lib
+        free, total = dev.memory()                                       # GET_DEVICE_MEMORY
+        kept.clear(0)                                                    # BUFFER_CLEAR
+        lib.ggml_backend_tensor_memset(a.ptr, 0, 0, 16)                  # MEMSET_TENSOR
+        lib.ggml_backend_tensor_copy(a.ptr, b.ptr)                       # COPY_TENSOR
+        qctx = gg.Context(n_tensors=1)
+        q = qctx.new_tensor(gg.as_dtype("q8_0"), (96, 2))                # GET_ALLOC_SIZE, INIT_TENSOR
+        qbuf = gg.alloc_context_tensors(qctx, dev.buffer_type)           # ALLOC_BUFFER, BUFFER_GET_BASE
+        big = gg.Buffer(dev.buffer_type, 12 << 20)
+        expect_lost(lambda: gg.set_data(a, np.ones(64, np.float32)), endpoint)
+        raw = np.ones(11 << 18, np.float32)                              # 11 MiB: SET_TENSOR_HASH
+        t = gg.Context(n_tensors=1).new_tensor(gg.f32, (raw.size,))
+        big.place(t)
+        lib.ggml_backend_tensor_set(t.ptr, gg.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+        gctx = gg.Context(n_tensors=8)
+        x = gctx.new_tensor(gg.f32, (8,))
+        y = gg.GTensor(lib.ggml_sqr(gctx.ptr, x.ptr), gctx)
+        y.set_output()
+        xbuf = gg.alloc_context_tensors(gctx, dev.buffer_type)
+        graph = gg.Graph(16)
+        graph.build_forward_expand(y)
+        sched = gg.Scheduler(dev, graph_size=64)
+        sched.alloc(graph)
+        expect_lost(lambda: sched.compute(graph), endpoint)              # GRAPH_COMPUTE
+        expect_lost(lambda: gg.get_data(y), endpoint)                    # GET_TENSOR
+        del kept, qbuf, xbuf, sched                                      # FREE_BUFFER
+        big.free()
+    """)

@@ -36,6 +36,12 @@ def start_server(kind, port):
     P.wait_listening(port, proc)
     return proc
 
+def added(kind):   # (endpoint, server process, device) of a fresh server of `kind` added here
+    port = free_port()
+    server = start_server(kind, port)
+    endpoint = f"127.0.0.1:{port}"
+    return endpoint, server, gg.rpc_add_server(endpoint)[0]
+
 def expect_lost(fn, endpoint):
     try:
         fn()
@@ -58,10 +64,7 @@ def _run(body, timeout=120):
 def test_server_killed_mid_training(kind):
     """SIGKILL of the server between steps: reads and steps raise DeviceLostError naming it; the CPU works."""
     out = _run(f"""
-        port = free_port()
-        endpoint = f"127.0.0.1:{{port}}"
-        server = start_server({kind!r}, port)
-        dev = gg.rpc_add_server(endpoint)[0]
+        endpoint, server, dev = added({kind!r})
         assert dev.description == endpoint
         ggrad.manual_seed(0)
         model = nn.Linear(8, 4).to(dev)
@@ -95,10 +98,7 @@ def test_server_killed_mid_training(kind):
 
 def test_server_killed_before_reading_a_computed_tensor():
     _run("""
-        port = free_port()
-        endpoint = f"127.0.0.1:{port}"
-        server = start_server("ggml", port)
-        dev = gg.rpc_add_server(endpoint)[0]
+        endpoint, server, dev = added("ggml")
         y = ggrad.tensor(np.ones(8, np.float32), device=dev) * 3
         y.realize()
         server.kill()
@@ -223,10 +223,7 @@ def test_allocation_over_the_server_cap_is_a_memory_error():
 def test_every_client_request_after_the_server_is_gone():
     """Once the server is gone, each of GGML's client requests gets a reply it takes without aborting."""
     _run("""
-        port = free_port()
-        endpoint = f"127.0.0.1:{port}"
-        server = start_server("ggml", port)
-        dev = gg.rpc_add_server(endpoint)[0]
+        endpoint, server, dev = added("ggml")
         ctx = gg.Context(n_tensors=4)
         a = ctx.new_tensor(gg.f32, (64,))
         b = ctx.new_tensor(gg.f32, (64,))

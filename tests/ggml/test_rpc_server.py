@@ -126,8 +126,8 @@ def test_get_tensor_outside_its_buffer_disconnects_only_that_client(safe_server)
     lambda ptr, base: (P.ALLOC_BUFFER, struct.pack("<IQ", 7, 64)),
     lambda ptr, base: (P.HELLO, bytes(P.CONN_CAPS_SIZE)),
     lambda ptr, base: (200, b""),
-], ids=["set-past-end", "set-past-tensor", "get-past-tensor", "partial-block", "copy-past-end", "get-before-start", "free-unknown", "recompute-nothing",
-        "bad-device", "second-hello", "unknown-command"])
+], ids=["set-past-end", "set-past-tensor", "get-past-tensor", "partial-block", "copy-past-end", "get-before-start",
+        "free-unknown", "recompute-nothing", "bad-device", "second-hello", "unknown-command"])
 def test_invalid_requests_disconnect(safe_server, make):
     port, proc = safe_server
     c = Client(port)

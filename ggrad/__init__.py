@@ -9,14 +9,14 @@
 
 from . import ggml
 from .ggml import (Device, devices, device, set_num_threads, get_num_threads, GGRADError, ShapeError, DTypeError,
-                   DeviceError, GGMLError)
+                   DeviceError, GGMLError, ArgumentError)
 from .ggml import f32 as float32, f16 as float16, bf16 as bfloat16, i32 as int32
 from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled, is_grad_enabled)
 from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
                                zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed)
-from .autograd.execution import realize_all as realize
+from .autograd.execution import realize
 from .autograd.profiler import profile
 
 from . import nn, optim  # noqa: E402  (they build on everything above)

@@ -14,6 +14,9 @@ import zipfile
 
 import numpy as np
 
+from .autograd import Parameter, Tensor
+from .autograd.factory import tensor
+
 FORMAT = "ggrad.save"
 VERSION = 1
 _META = "__ggrad__"
@@ -32,8 +35,6 @@ class _Encoder:
         return name
 
     def encode(self, obj, where):
-        from .autograd import Tensor
-        from .nn.parameter import Parameter
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
@@ -75,10 +76,8 @@ def _decode(node, arrays, device, path):
     if isinstance(node, list) or not isinstance(node, dict) or len(node) == 0:
         raise ValueError(f"ggrad.load: {path} is corrupt (unexpected structure node {node!r:.80})")
     if "tensor" in node:
-        from .autograd.factory import tensor
         t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
         if node.get("parameter"):
-            from .nn.parameter import Parameter
             return Parameter(t, requires_grad=bool(node.get("requires_grad")))
         return t.requires_grad_(True) if node.get("requires_grad") else t
     if "ndarray" in node:

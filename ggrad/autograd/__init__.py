@@ -2,8 +2,11 @@
 
 from .tensor import Tensor
 from . import methods  # noqa: F401  (installs Tensor's operators)
-from .function import Function, FunctionCtx
+from .function import Function, FunctionCtx, Node
+from .gradcheck import gradcheck, GradcheckError
+from .primitive import Primitive
+from .parameter import Parameter
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from .execution import stats, realize, realize_all
+from .execution import stats, realize
 from .engine import backward
 from . import ops, factory

@@ -1,7 +1,9 @@
 """The backward pass: walk the recorded graph in reverse topological order, emitting gradient nodes."""
 
 from . import grad_mode
-from .function import _FREED
+from . import tensor as _tensor  # a module reference: tensor.py imports this module
+from .factory import ones_like, zeros
+from .function import FREED_GRAPH
 
 
 def _topological(root):
@@ -33,16 +35,14 @@ def accumulate_leaf(leaf, grad):
 
 def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
     """Compute d tensor / d leaves and accumulate into each leaf's `.grad`."""
-    from .tensor import Tensor
     if not tensor.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
     if gradient is None:
         if tensor.numel() != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got shape "
                                f"{tensor.shape}: pass gradient= to backward()")
-        from .factory import ones_like
         gradient = ones_like(tensor)
-    elif not isinstance(gradient, Tensor):
+    elif not isinstance(gradient, _tensor.Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(gradient).__name__}")
     elif gradient.shape != tensor.shape:
         raise RuntimeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {tensor.shape}")
@@ -57,17 +57,16 @@ def _run(root, root_nr, gradient, retain_graph):
     pending = {id(root): [None] * root.n_outputs}
     pending[id(root)][root_nr] = gradient
     for node in _topological(root):
-        if node._freed:
-            raise RuntimeError(_FREED)
+        if node.freed:
+            raise RuntimeError(FREED_GRAPH)
         grads = pending.pop(id(node), None)
         if grads is None:
             continue
         _retain(node, grads)
         if node.n_outputs > 1 and any(g is None for g in grads):
-            from .factory import zeros
-            shapes = node.output_shapes
-            grads = [g if g is not None else zeros(shapes[i], device=node.device) for i, g in enumerate(grads)]
-        result = node.fn.backward(node, *grads)
+            grads = [g if g is not None else zeros(shape, dtype=dtype, device=device)
+                     for g, (shape, dtype, device) in zip(grads, node.outputs)]
+        result = node.fn.gradients(node.ctx, grads)
         if not isinstance(result, tuple):
             result = (result,)
         if len(result) < len(node.next_edges):
@@ -83,7 +82,7 @@ def _run(root, root_nr, gradient, retain_graph):
             else:
                 accumulate_leaf(edge, grad.detach() if not grad_mode.is_grad_enabled() else grad)
         if not retain_graph:
-            node.mark_freed()
+            node.ctx._free()
 
 
 def _retain(node, grads):

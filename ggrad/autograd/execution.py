@@ -1,17 +1,17 @@
-"""Deferred execution: ops add GGML nodes to a pending Step; `realize()` computes a Step as ONE graph.
+"""Deferred execution: `realize()` computes a device's PendingGraph as ONE GGML graph.
 
-Every op returns a Tensor at once, backed by a node in its device's Step. A read, an optimizer step or
-`realize()` computes the Step: the tensors Python still holds become persistent (each in a pooled
-backend buffer); everything else is scratch that the scheduler plans and reuses. `GGRAD_EAGER=1`
-computes after every op.
+Every op returns a Tensor at once, backed by a node in its device's pending graph (pending.py). A read,
+an optimizer step or `realize()` computes it: the tensors Python still holds become persistent (each
+in a pooled backend buffer); everything else is scratch that the scheduler plans and reuses.
+`GGRAD_EAGER=1` computes after every op.
 """
 
 import os
 
 from .. import ggml
+from . import pending as _pending  # a module reference: pending.py imports this module
 
 EAGER = os.environ.get("GGRAD_EAGER", "") not in ("", "0")
-_STEP_TENSORS = 16384           # tensors per step context; a step chains more contexts when needed
 _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
 
 
@@ -80,42 +80,22 @@ class Block:
             pool.give(self.buffer)
 
 
-class Step:
-    """The pending trace of one device: GGML nodes not computed yet, and the host data they read."""
+class FailedGraph:
+    """Where the results of a graph whose checks failed point: reading or using one raises the error again
+    (their values were computed from clamped indices and mean nothing). Host data in it stays valid."""
 
-    __slots__ = ("device", "contexts", "ctx", "pending", "uploads", "effects", "keep")
+    __slots__ = ("error",)
 
-    def __init__(self, device):
-        self.device = device
-        self.contexts = []
-        self.ctx = None
-        self.pending = []   # weakrefs to the Tensors made in this step, in creation order
-        self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
-        self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
-        self.keep = []      # Blocks of realized inputs, alive until the compute has read them
-        self._new_context()
-
-    def _new_context(self):
-        self.ctx = ggml.Context(n_tensors=_STEP_TENSORS)
-        self.contexts.append(self.ctx)
-
-    def context(self):
-        """The context to build the next node in (a fresh one when the current is nearly full)."""
-        ctx = self.ctx
-        if ctx.used_mem + 64 * ggml.tensor_overhead() > ctx.mem_size:
-            self._new_context()
-        return self.ctx
-
-    def n_tensors(self):
-        return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
+    def __init__(self, error):
+        self.error = error
 
 
 class Runtime:
-    """Per-device state: the current Step, the scheduler and the buffer pool."""
+    """Per-device state: the current pending graph, the scheduler and the buffer pool."""
 
     def __init__(self, device):
         self.device = device
-        self.step = Step(device)
+        self.graph = _pending.PendingGraph(device)
         self.scheduler = None
         self.pool = BufferPool(device)
 
@@ -136,98 +116,104 @@ def runtime(device):
     return rt
 
 
-def current_step(device):
-    return runtime(device).step
+def pending_graph(device):
+    """The graph that new ops on `device` add their nodes to."""
+    return runtime(device).graph
 
 
-def realize_all():
-    """Compute every device's pending work."""
-    for rt in list(_runtimes.values()):
-        realize(rt.device)
-
-
-def realize(device, eval_callback=None):
-    """Compute the pending Step of `device` as one graph; held tensors become persistent."""
-    realize_step(runtime(device).step, eval_callback)
-
-
-def realize_step(step, eval_callback=None):
-    """Compute `step` (the current one of its device, or one an interrupted op left behind)."""
-    rt = runtime(step.device)
-    if not step.pending and not step.effects:
+def realize(target=None, eval_callback=None):
+    """Compute now: everything pending (`target` None), on one device, or one PendingGraph (the current
+    one of its device, or one an interrupted op left behind). Held tensors become persistent."""
+    if target is None:
+        for rt in list(_runtimes.values()):
+            realize(rt.graph, eval_callback)
         return
-    if rt.step is step:
-        rt.step = Step(step.device)
+    if isinstance(target, FailedGraph):
+        raise target.error
+    graph = target if isinstance(target, _pending.PendingGraph) else pending_graph(ggml.device(target))
+    rt = runtime(graph.device)
+    if graph.is_empty():
+        return
+    if rt.graph is graph:
+        rt.graph = _pending.PendingGraph(graph.device)
     alive, seen = [], set()
-    for ref in step.pending:
+    for ref in graph.tensors:
         t = ref()
-        if t is not None and t._step is step and id(t) not in seen:
+        if t is not None and t._pending is graph and id(t) not in seen:
             seen.add(id(t))
             alive.append(t)
-    if not alive and not step.effects:
+    if not alive and not graph.effects:
         return
-    _compute(rt, step, alive, eval_callback)
+    _compute(rt, graph, alive, eval_callback)
 
 
-def _compute(rt, step, alive, eval_callback):
+def _compute(rt, pending, alive, eval_callback):
     ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
     # A held view would point into scratch memory: give it its own contiguous copy.
     for t in alive:
-        if t._g.ptr.view_src != ggml.ffi.NULL:
-            t._g = ggml.ops.cont(step.context(), t._g)
+        if t._node.is_view:
+            t._node = ggml.ops.cont(pending.ctx, t._node)
     if not rt.device.is_cpu:
-        _route_unsupported(rt.device, step, alive)
-    graph = ggml.Graph(step.n_tensors() + len(step.keep) + len(step.effects) + 64)
+        _route_unsupported(rt.device, pending, alive)
+    graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
     for t in alive:
-        t._g.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
-        ggml.lib.ggml_build_forward_expand(graph.ptr, t._g.ptr)
-    for e in step.effects:
-        ggml.lib.ggml_build_forward_expand(graph.ptr, e.ptr)
+        t._node.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
+        graph.expand(t._node)
+    for e in pending.effects:
+        graph.expand(e)
 
     blocks = {}
     for t in alive:
-        key = t._g.ptr
+        key = t._node.ptr
         if key not in blocks:
-            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._g))
-            buffer.place(t._g)
+            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._node))
+            buffer.place(t._node)
             blocks[key] = buffer
     # Host data goes straight into device memory, not into a CPU staging tensor that the scheduler
     # copies over during the compute; buffers of uploads nobody holds return to the pool after.
     scratch = []
-    for gt, _ in step.uploads:
-        if not gt.is_allocated:
-            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, gt))
-            buffer.place(gt)
+    for node, _ in pending.uploads:
+        if not node.is_allocated:
+            buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
+            buffer.place(node)
             scratch.append(Block(buffer, rt.pool))
     sched = rt.scheduler_for(graph.size)
     sched.alloc(graph)
-    for gt, raw in step.uploads:
-        ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+    for node, raw in pending.uploads:
+        node.write(raw)
         stats.bytes_uploaded += raw.nbytes
-    if graph.n_nodes:   # a step of uploads only has nothing to compute (RPC rejects empty graphs)
+    if graph.n_nodes:   # a graph of uploads only has nothing to compute (RPC rejects empty graphs)
         sched.compute(graph, eval_callback or eval_hook)
     if _captured is not None:
-        _captured.append(Replay(sched, graph, step, scratch))
+        _captured.append(Replay(sched, graph, pending, scratch))
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
 
-    # Re-home the held tensors onto metadata of their own, so the step's contexts can be freed.
+    computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
+    # Re-home the held tensors onto metadata of their own, so the pending graph's contexts can be freed.
     home = ggml.Context(n_tensors=len(blocks))
     homed = {}
     for t in alive:
-        key = t._g.ptr
+        key = t._node.ptr
         entry = homed.get(key)
         if entry is None:
-            stored = home.new_tensor(t.dtype, t._g.ne)
+            stored = home.new_tensor(t.dtype, t._node.ne)
             blocks[key].place(stored)
             entry = homed[key] = (stored, Block(blocks[key], rt.pool))
-        t._g, t._block = entry
-        t._step = None
-    step.pending, step.effects, step.uploads, step.keep = [], [], [], []
+        t._node, t._block = entry
+        t._pending = None
+    checks = pending.checks
+    pending.tensors, pending.effects, pending.uploads, pending.keep, pending.checks = [], [], [], [], []
+    for count, error in checks:
+        if ggml.get_data(count._node, (1,))[0] != 0:
+            failed = FailedGraph(error)
+            for t in computed:
+                t._pending = failed
+            raise error
 
 
-def _route_unsupported(device, step, alive):
+def _route_unsupported(device, pending, alive):
     """Held results whose op `device` cannot run are computed on the CPU fallback and copied over.
 
     A held tensor lives in a buffer of its device before the compute; ggml_backend_sched aborts the
@@ -237,19 +223,19 @@ def _route_unsupported(device, step, alive):
     """
     moved = {}
     for t in alive:
-        g = t._g
-        if g.ptr.op == ggml.lib.GGML_OP_NONE or device.supports_op(g):
+        g = t._node
+        if g.is_leaf or device.supports_op(g):
             continue
         key = g.ptr
         if key not in moved:
             g.set_output()
-            copy = ggml.ops.cont(step.context(), g)
+            copy = ggml.ops.cont(pending.ctx, g)
             if not device.supports_op(copy):
                 raise ggml.DeviceError(f"{device.name} cannot compute {g.op} ({g.dtype.name}, ne={list(g.ne)}) "
                                        f"nor copy its result into device memory")
             moved[key] = copy
-        t._g = moved[key]
-    for e in step.effects:
+        t._node = moved[key]
+    for e in pending.effects:
         if not device.supports_op(e):
             raise ggml.DeviceError(f"{device.name} cannot run the in-place update {e.op} ({e.dtype.name}, "
                                    f"ne={list(e.ne)}) on tensors in its memory")
@@ -263,13 +249,13 @@ class Replay:
     Valid only while nothing else is computed on the device (the scheduler's memory is shared).
     """
 
-    def __init__(self, scheduler, graph, step, scratch):
-        self.scheduler, self.graph, self.uploads = scheduler, graph, list(step.uploads)
-        self._keep = (step, scratch)   # the graph's tensor metadata and the uploads' memory
+    def __init__(self, scheduler, graph, pending, scratch):
+        self.scheduler, self.graph, self.uploads = scheduler, graph, list(pending.uploads)
+        self._keep = (pending, scratch)   # the graph's tensor metadata and the uploads' memory
 
     def run(self):
-        for gt, raw in self.uploads:
-            ggml.lib.ggml_backend_tensor_set(gt.ptr, ggml.ffi.from_buffer("void *", raw), 0, raw.nbytes)
+        for node, raw in self.uploads:
+            node.write(raw)
         self.scheduler.compute(self.graph)
 
 
@@ -285,11 +271,6 @@ class capture:
         global _captured
         self.replays.extend(_captured)
         _captured = None
-
-
-def upload(step, gt, raw):
-    """Schedule host bytes `raw` to be written into the pending leaf `gt` before the compute."""
-    step.uploads.append((gt, raw))
 
 
 def reset_pools():

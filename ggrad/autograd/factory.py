@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import ggml
 from ..ggml.errors import DTypeError
-from . import nodes
+from . import execution
 
 _rng = {"gen": np.random.Generator(np.random.PCG64(0))}
 
@@ -62,7 +62,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if array.ndim > 4:
         raise ValueError(f"tensor: GGML tensors have at most 4 dimensions; got shape {array.shape}")
     dt = _resolve_dtype(dtype, array)
-    t = nodes.leaf_from_numpy(_host_array(array, dt), dt, dev)
+    t = execution.pending_graph(dev).leaf(_host_array(array, dt), dt)
     if requires_grad:
         t.requires_grad_(True)
     return t

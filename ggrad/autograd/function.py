@@ -3,60 +3,84 @@
 As in PyTorch: subclass `Function`, write static `forward(ctx, *args)` and `backward(ctx, *grads)` with
 ggrad ops, call it through `MyFn.apply(...)`. `ctx.save_for_backward(...)` keeps tensors for backward;
 `ctx.needs_input_grad` says which inputs want a gradient; backward returns one gradient per input
-(None where there is none). ggrad's own differentiable primitives are Functions too.
+(None where there is none). Any other attribute set on ctx is the Function's own: the engine keeps its
+bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can collide with it.
+ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 """
 
 from . import grad_mode
 from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
 
-_FREED = ("Trying to backward through the graph a second time (or to use saved tensors after they were "
-          "freed). Saved intermediate values are freed after backward(); pass retain_graph=True to the first "
-          "backward() if you need to backward through the graph again.")
+FREED_GRAPH = ("Trying to backward through the graph a second time (or to use saved tensors after they were "
+               "freed). Saved intermediate values are freed after backward(); pass retain_graph=True to the "
+               "first backward() if you need to backward through the graph again.")
 
 
 class FunctionCtx:
-    """The context passed to forward/backward, and the node of the backward graph.
+    """The context a Function's forward and backward share.
 
     Attributes:
         needs_input_grad: a bool per forward argument.
-        next_edges: per forward argument, where its gradient goes: a leaf Tensor (accumulate into
-            `.grad`), a `(FunctionCtx, output_index)` pair, or None.
     """
 
-    def __init__(self):
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
         self._saved = ()
         self._freed = False
-        self.fn = None
-        self.next_edges = ()
-        self.needs_input_grad = ()
-        self.n_outputs = 1
-        self.retained = None
 
     def save_for_backward(self, *tensors):
+        """Keep `tensors` (or None) for backward, read back as `saved_tensors`."""
         self._saved = tensors
 
     @property
     def saved_tensors(self):
         if self._freed:
-            raise RuntimeError(_FREED)
+            raise RuntimeError(FREED_GRAPH)
         return self._saved
 
-    def mark_freed(self):
-        """Release what backward needed (called after a backward without retain_graph)."""
-        self._freed = True
-        self._saved = ()
-        for key in [k for k in self.__dict__ if not k.startswith("_") and k not in _NODE_FIELDS]:
-            del self.__dict__[key]
+    def _free(self):
+        """Release what backward needed: saved tensors and the Function's own attributes."""
+        needs = self.needs_input_grad
+        self.__dict__.clear()
+        self.needs_input_grad, self._saved, self._freed = needs, (), True
+
+
+class Node:
+    """A recorded application of a Function: the `grad_fn` of its outputs, a node of the backward graph.
+
+    Attributes:
+        fn: the Function class; ctx: its FunctionCtx.
+        next_edges: per forward argument, where its gradient goes: a leaf Tensor (accumulate into
+            `.grad`), a `(Node, output_index)` pair, or None.
+        outputs: (shape, dtype, device) of every output, for zero gradients of unused outputs.
+        retained: {output_index: weakref} of outputs that asked for `retain_grad()`.
+    """
+
+    __slots__ = ("fn", "ctx", "next_edges", "outputs", "retained")
+
+    def __init__(self, fn, ctx, next_edges, outputs):
+        self.fn, self.ctx, self.next_edges, self.outputs = fn, ctx, next_edges, outputs
+        self.retained = None
+
+    @property
+    def n_outputs(self):
+        return len(self.outputs)
+
+    @property
+    def freed(self):
+        return self.ctx._freed
 
     @property
     def name(self):
-        return self.fn.__name__ if self.fn is not None else "?"
+        return self.fn.__name__
+
+    @property
+    def next_functions(self):
+        """(Node or None, output index) per input, as PyTorch's grad_fn.next_functions."""
+        return tuple(e if isinstance(e, tuple) else (None, 0) for e in self.next_edges)
 
     def __repr__(self):
         return f"<{self.name}Backward>"
-
-
-_NODE_FIELDS = {"fn", "next_edges", "needs_input_grad", "n_outputs", "retained", "output_shapes", "device"}
 
 
 class Function:
@@ -67,41 +91,47 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")  # as PyTorch
 
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError("a Function subclass must define backward(ctx, *grads) to be differentiated")
 
     @classmethod
+    def gradients(cls, ctx, grads):
+        """The gradients of one recorded application, as the engine asks for them."""
+        return cls.backward(ctx, *grads)
+
+    @classmethod
     def apply(cls, *args, **kwargs):
-        Tensor = _tensor.Tensor
-        ctx = FunctionCtx()
-        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        record = any(needs) and grad_mode.is_grad_enabled()
-        ctx.needs_input_grad = needs
-        if cls.primitive:
-            out = cls.forward(ctx, *args, **kwargs)
-        else:
-            with grad_mode.no_grad():
-                out = cls.forward(ctx, *args, **kwargs)
-        if not record:
-            return out
-        ctx.fn = cls
-        ctx.next_edges = tuple(_edge(a) if need else None for a, need in zip(args, needs))
-        outputs = out if isinstance(out, tuple) else (out,)
-        ctx.n_outputs = len(outputs)
-        if len(outputs) > 1:
-            ctx.output_shapes = tuple(o.shape for o in outputs)
-            ctx.device = outputs[0].device
-        for i, o in enumerate(outputs):
-            if not isinstance(o, Tensor):
-                raise TypeError(f"{cls.__name__}.forward must return Tensors, got {type(o).__name__}")
-            if o.dtype.is_float:
-                o.grad_fn = ctx
-                o._output_nr = i
-                o.requires_grad = True
+        """Run forward and, when an input requires grad, record the op for backward."""
+        return apply_function(cls, args, kwargs)
+
+
+def apply_function(fn, args, kwargs=None):
+    """`fn.apply(*args, **kwargs)`: forward, then the backward Node on every float output."""
+    Tensor = _tensor.Tensor
+    needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    ctx = FunctionCtx(needs)
+    if fn.primitive:
+        out = fn.forward(ctx, *args, **(kwargs or {}))
+    else:
+        with grad_mode.no_grad():
+            out = fn.forward(ctx, *args, **(kwargs or {}))
+    if not (any(needs) and grad_mode.is_grad_enabled()):
         return out
+    outputs = out if isinstance(out, tuple) else (out,)
+    for o in outputs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{fn.__name__}.forward must return Tensors, got {type(o).__name__}")
+    edges = tuple(_edge(a) if need else None for a, need in zip(args, needs))
+    node = Node(fn, ctx, edges, tuple((o.shape, o.dtype, o.device) for o in outputs))
+    for i, o in enumerate(outputs):
+        if o.dtype.is_float:
+            o.grad_fn = node
+            o._output_nr = i
+            o.requires_grad = True
+    return out
 
 
 def _edge(t):

@@ -3,13 +3,13 @@
 Kept apart from tensor.py so the Tensor class holds state and reads, and this file reads as a table.
 """
 
-import weakref
-
 from .. import ggml
 from ..ggml.errors import DTypeError
-from . import grad_mode, nodes, ops
+from . import grad_mode, ops
+from .factory import tensor
 from .function import Function
-from .ops import elementwise as ew
+from .ops import binary, unary
+from .pending import alias
 from .tensor import Tensor
 
 
@@ -26,7 +26,7 @@ def _compare(test):
 
 
 def _gt(a, b):
-    return ew.Step.apply(a - b) if isinstance(a, Tensor) else ew.Step.apply(ew.ScaleBias.apply(b, -1.0, a))
+    return unary.Step.apply(a - b) if isinstance(a, Tensor) else unary.Step.apply(binary.ScaleBias.apply(b, -1.0, a))
 
 
 def _check_inplace(t, op):
@@ -40,15 +40,10 @@ def _assign(self, value, op):
     _check_inplace(self, op)
     if value.shape != self.shape:
         raise RuntimeError(f"{op}: output with shape {self.shape} doesn't match the broadcast shape {value.shape}")
-    if value.dtype is not self.dtype:
-        value = value.to(self.dtype)
-    self._g, self._block, self._step = value._g, value._block, value._step
-    if value._step is not None:
-        value._step.pending.append(weakref.ref(self))
+    self._rebind(value.to(self.dtype))
     if value.grad_fn is not None or not self.is_leaf:
         self.grad_fn, self._output_nr = value.grad_fn, value._output_nr
         self.requires_grad = value.requires_grad
-    self._version += 1
     return self
 
 
@@ -76,7 +71,7 @@ def to(self, *args, **kwargs):
         if dt is not out.dtype:
             if dt.name not in ("f32", "f16", "bf16", "i32"):
                 raise DTypeError(f"to(): conversion to {dt.name} is not supported (f32, f16, bf16, i32)")
-            out = ew.Cast.apply(out, dt)
+            out = unary.cast(out, dt)
     if device is not None:
         dev = ggml.device(device)
         if dev != out.device:
@@ -85,7 +80,6 @@ def to(self, *args, **kwargs):
 
 
 def _copy_to_device(t, dev):
-    from .factory import tensor
     moved = tensor(t.detach().numpy(), t.dtype.name, dev)
     if t.requires_grad:
         return _DeviceCopy.apply(t, moved)
@@ -98,7 +92,7 @@ class _DeviceCopy(Function):
     @staticmethod
     def forward(ctx, src, moved):
         ctx.src_device = src.device
-        return nodes.alias(moved)
+        return alias(moved)
 
     @staticmethod
     def backward(ctx, g):
@@ -106,7 +100,7 @@ class _DeviceCopy(Function):
 
 
 def detach(self):
-    return nodes.alias(self)
+    return alias(self)
 
 
 def clone(self):
@@ -148,7 +142,6 @@ def _fill_(self, value):
 
 
 def _copy_(self, src):
-    from .factory import tensor
     if not isinstance(src, Tensor):
         src = tensor(src, dtype=self.dtype, device=self.device)
     with grad_mode.no_grad():
@@ -166,8 +159,8 @@ _METHODS = {
     "__setitem__": _setitem,
     "__gt__": _compare(_gt), "__lt__": _compare(lambda a, b: _gt(b, a)),
     "__ge__": _compare(lambda a, b: 1.0 - _gt(b, a)), "__le__": _compare(lambda a, b: 1.0 - _gt(a, b)),
-    "eq": _compare(lambda a, b: 1.0 - ew.Step.apply(ew.abs(a - b))),
-    "ne": _compare(lambda a, b: ew.Step.apply(ew.abs(a - b))),
+    "eq": _compare(lambda a, b: 1.0 - unary.Step.apply(unary.abs(a - b))),
+    "ne": _compare(lambda a, b: unary.Step.apply(unary.abs(a - b))),
     "add": ops.add, "sub": ops.sub, "mul": ops.mul, "div": ops.div, "pow": ops.pow, "neg": ops.neg,
     "abs": ops.abs, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
     "reciprocal": ops.reciprocal, "sin": ops.sin, "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid,

@@ -4,6 +4,8 @@ Operators and methods forward to the functions in `ggrad.autograd.ops`; this mod
 Tensor's state, conversions and reads.
 """
 
+import weakref
+
 import numpy as np
 
 from .. import ggml
@@ -22,10 +24,38 @@ class Tensor:
         grad_fn: the node that produced it (None for leaves).
     """
 
-    __slots__ = ("_g", "shape", "dtype", "device", "_block", "_step", "requires_grad", "grad", "grad_fn",
+    __slots__ = ("_node", "shape", "dtype", "device", "_block", "_pending", "requires_grad", "grad", "grad_fn",
                  "_output_nr", "_version", "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
+
+    # ---- the one constructor and the one rebind ------------------------------------------------
+    @classmethod
+    def _make(cls, node, shape, dtype, device, pending=None, block=None):
+        """A Tensor (or subclass) over GGML node `node`, numpy-order `shape`, with no history.
+
+        `pending` is the PendingGraph that still has to compute `node` (None once computed); `block` owns
+        the memory of a computed tensor. Every Tensor of ggrad is made here.
+        """
+        t = object.__new__(cls)
+        t._node, t._block, t._pending = node, block, pending
+        t.shape, t.dtype, t.device = tuple(shape), dtype, device
+        t.requires_grad = False
+        t.grad = t.grad_fn = None
+        t._output_nr = t._version = 0
+        if pending is not None:
+            pending.track(t)
+        return t
+
+    def _rebind(self, src):
+        """Point this Tensor at the value of `src` (its node, memory, shape, dtype, device), keeping the
+        object: in-place ops, Parameters and `Module.to` go through here. Bumps the version counter."""
+        self._node, self._block, self._pending = src._node, src._block, src._pending
+        self.shape, self.dtype, self.device = src.shape, src.dtype, src.device
+        if src._pending is not None:
+            src._pending.track(self)
+        self._version += 1
+        return self
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -53,7 +83,7 @@ class Tensor:
     @property
     def is_pending(self):
         """True until GGML has computed this tensor."""
-        return self._step is not None
+        return self._pending is not None
 
     @property
     def data(self):
@@ -76,7 +106,6 @@ class Tensor:
         """Keep `.grad` on this non-leaf tensor after backward."""
         if self.grad_fn is None:
             return self
-        import weakref
         if self.grad_fn.retained is None:
             self.grad_fn.retained = {}
         self.grad_fn.retained[self._output_nr] = weakref.ref(self)
@@ -89,16 +118,16 @@ class Tensor:
     # ---- reads -------------------------------------------------------------------------------
     def realize(self):
         """Compute this tensor (and everything else pending on its device) now."""
-        if self._step is not None:
-            execution.realize_step(self._step)
+        if self._pending is not None:
+            execution.realize(self._pending)
         return self
 
     def numpy(self):
         """A numpy copy of the values (float32 for bf16)."""
         self.realize()
         shape = self.shape
-        out = ggml.get_data(self._g, shape if shape else (1,))
-        execution.stats.bytes_read += self._g.nbytes
+        out = ggml.get_data(self._node, shape if shape else (1,))
+        execution.stats.bytes_read += self._node.nbytes
         return out.reshape(shape)
 
     def item(self):

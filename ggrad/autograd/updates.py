@@ -10,12 +10,12 @@ import numpy as np
 from .. import ggml
 from ..ggml import ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
-from . import execution, nodes
+from .pending import graph_of
 
 
 def _as_leaf(param):
     """GGML updates only leaf tensors in place: compute a parameter whose value is still a pending op."""
-    if param._step is not None and param._g.ptr.op != ggml.lib.GGML_OP_NONE:
+    if param._pending is not None and not param._node.is_leaf:
         param.realize()
 
 
@@ -36,13 +36,13 @@ class Hyperparameters:
     def __init__(self, values, device):
         self.values = np.asarray(values, dtype=np.float32)
         self.device = ggml.device(device)
-        self._step = self._node = None
+        self._graph = self._node = None
 
-    def node(self, step):
-        if self._step is not step:
-            self._node = step.context().new_tensor(ggml.f32, (self.values.size,))
-            execution.upload(step, self._node, self.values)
-            self._step = step
+    def node(self, graph):
+        if self._graph is not graph:
+            self._node = graph.ctx.new_tensor(ggml.f32, (self.values.size,))
+            graph.upload(self._node, self.values)
+            self._graph = graph
         return self._node
 
 
@@ -60,25 +60,23 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
     for t in (param, exp_avg, exp_avg_sq):
         _as_leaf(t)
-    step = nodes.step_of(param, grad, exp_avg, exp_avg_sq)
-    g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
-    target = nodes.arg(step, param)
+    graph = graph_of(param, grad, exp_avg, exp_avg_sq)
+    g = graph.contiguous(grad.to(ggml.f32))
+    target = graph.node(param)
     target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-    node = ops.opt_step_adamw(step.context(), target, g, nodes.arg(step, exp_avg),
-                              nodes.arg(step, exp_avg_sq), hparams.node(step))
-    step.effects.append(node)
+    graph.effect(ops.opt_step_adamw(graph.ctx, target, g, graph.node(exp_avg), graph.node(exp_avg_sq),
+                                    hparams.node(graph)))
 
 
 def sgd_(param, grad, hparams):
     """Schedule one SGD step `param -= lr * (grad + wd * param)`; `hparams` = [lr, weight_decay]."""
     _check(param, {"grad": grad}, "sgd_")
     _as_leaf(param)
-    step = nodes.step_of(param, grad)
-    g = nodes.contiguous(step, grad.to(ggml.f32) if grad.dtype is not ggml.f32 else grad)
-    target = nodes.arg(step, param)
+    graph = graph_of(param, grad)
+    g = graph.contiguous(grad.to(ggml.f32))
+    target = graph.node(param)
     target.set_param()
-    node = ops.opt_step_sgd(step.context(), target, g, hparams.node(step))
-    step.effects.append(node)
+    graph.effect(ops.opt_step_sgd(graph.ctx, target, g, hparams.node(graph)))
 
 
 def assign_(target, value):
@@ -86,12 +84,5 @@ def assign_(target, value):
     if value.shape != target.shape:
         raise ShapeError(f"assign_: value of shape {value.shape} for a target of shape {target.shape}")
     _as_leaf(target)
-    step = nodes.step_of(target, value)
-    v = value if value.dtype is target.dtype else value.to(target.dtype)
-    node = ops.cpy(step.context(), nodes.contiguous(step, v), nodes.arg(step, target))
-    step.effects.append(node)
-
-
-def commit(device):
-    """Compute everything pending on `device`, updates included (one graph)."""
-    execution.realize(ggml.device(device))
+    graph = graph_of(target, value)
+    graph.effect(ops.cpy(graph.ctx, graph.contiguous(value.to(target.dtype)), graph.node(target)))

@@ -163,6 +163,38 @@ class GTensor:
         return bool(lib.ggml_is_contiguous(self.ptr))
 
     @property
+    def is_packed(self):
+        """Contiguous with the canonical strides of its shape, size-1 dimensions included: what GGML ops
+        that check ggml_is_padded_1d or compare strides need (a contiguous view may have other strides on
+        its size-1 dimensions)."""
+        ptr = self._checked()
+        ne, nb = ptr.ne, ptr.nb
+        expected = int(lib.ggml_type_size(ptr.type))
+        for i in range(4):
+            if nb[i] != expected:
+                return False
+            expected = expected * ne[i] // (lib.ggml_blck_size(ptr.type) if i == 0 else 1)
+        return True
+
+    @property
+    def is_transposed(self):
+        return bool(lib.ggml_is_transposed(self.ptr))
+
+    @property
+    def is_view(self):
+        """True when this tensor shares the memory of another (ggml view, reshape, permute)."""
+        return self.ptr.view_src != ffi.NULL
+
+    @property
+    def is_leaf(self):
+        """True for a tensor that no op computes (data set from outside)."""
+        return self.ptr.op == lib.GGML_OP_NONE
+
+    def write(self, raw):
+        """Copy the bytes of the contiguous numpy array `raw` into this tensor's backend memory."""
+        lib.ggml_backend_tensor_set(self.ptr, ffi.from_buffer("void *", raw), 0, raw.nbytes)
+
+    @property
     def is_allocated(self):
         return self.ptr.buffer != ffi.NULL or self.ptr.data != ffi.NULL
 
@@ -217,6 +249,11 @@ class Graph:
         needed = count_reachable(tensor.ptr, limit=self.size)
         if self.n_nodes + needed > self.size:
             raise GGMLError(f"build_forward_expand: graph of size {self.size} cannot hold {needed} more tensors")
+        lib.ggml_build_forward_expand(self.ptr, tensor.ptr)
+
+    def expand(self, tensor):
+        """`build_forward_expand` without the overflow count, for callers that sized the graph to hold
+        every tensor they add (counting costs a walk of the whole graph per call)."""
         lib.ggml_build_forward_expand(self.ptr, tensor.ptr)
 
     @property

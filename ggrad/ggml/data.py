@@ -90,7 +90,7 @@ def set_data(t, array):
     if raw.nbytes != t.nbytes:
         raise ShapeError(f"set_data: {raw.nbytes} bytes for a tensor of {t.nbytes}")
     check_buffer(t.ptr.buffer, "set_data")
-    lib.ggml_backend_tensor_set(t.ptr, ffi.from_buffer("void *", raw), 0, raw.nbytes)
+    t.write(raw)
 
 
 def get_data(t, shape=None):

@@ -2,7 +2,7 @@
 # flake8: noqa: F401  (this module re-exports)
 
 from . import functional, init
-from .parameter import Parameter
+from ..autograd import Parameter
 from .module import Module
 from .containers import ModuleList, ModuleDict
 from .linear import Identity, Linear, Flatten

@@ -13,7 +13,7 @@ from . import functional as F
 from . import init
 from .linear import Linear
 from .module import Module
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 class MultiHeadAttention(Module):

@@ -7,7 +7,7 @@ from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 def _ntuple(value, n, name, layer):

@@ -14,7 +14,7 @@ from .. import ggml
 from ..autograd import Tensor, no_grad
 from ..autograd.factory import tensor, zeros_like
 from ..ggml.errors import ShapeError
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 class Module:
@@ -271,7 +271,7 @@ class Module:
                     continue
                 moved = convert(param)
                 if moved is not param:
-                    _rebind(param, moved)
+                    param._rebind(moved)
                 if param.grad is not None:
                     param.grad = convert(param.grad)
             for name, buf in module._buffers.items():
@@ -421,16 +421,6 @@ def _is_dtype_name(name):
     except Exception:  # noqa: BLE001  (not a dtype name: treat it as a device)
         return False
     return True
-
-
-def _rebind(param, value):
-    """Point Parameter `param` at `value`'s data (new device/dtype), keeping the Parameter object."""
-    import weakref
-    for slot in ("_g", "shape", "dtype", "device", "_block", "_step"):
-        setattr(param, slot, getattr(value, slot))
-    if value._step is not None:
-        value._step.pending.append(weakref.ref(param))
-    param._version += 1
 
 
 def _copy_into(target, value):

@@ -5,7 +5,7 @@ from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 def _shape_tuple(normalized_shape, layer):

@@ -18,7 +18,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import ggml
-from ..autograd import Tensor, no_grad, ops
+from ..autograd import Tensor, no_grad, ops, realize
 from ..autograd.factory import generator, tensor, zeros
 from . import utils  # noqa: F401  (makes ggrad.nn.utils reachable as an attribute)
 from .callbacks import CallbackList, History
@@ -325,8 +325,7 @@ class Sequential(Module):
         history.params = {"epochs": epochs, "batch_size": batch_size, "samples": len(x), "verbose": verbose}
         cbs = CallbackList(list(callbacks or []) + [history], self)   # last: it sees what the others add
         device = self._device()
-        from ..autograd.updates import commit
-        commit(device)  # materialize the parameters once, before the first step
+        realize(device)  # materialize the parameters once, before the first step
         self.stop_training = False
         cbs.on_train_begin({})
         n = len(x)
@@ -393,7 +392,7 @@ class Sequential(Module):
                     out = self(self._batch(x, idx, device))
                     loss, metrics = self._batch_values(out, self._target_for(y[idx], out, device))
                     tracker.add(loss, metrics, len(x[idx]))
-                    ggml_commit(device)
+                    realize(device)
                     advance(bar, tracker, b == n_batches - 1)
         finally:
             self.train(was_training)
@@ -524,11 +523,6 @@ class Sequential(Module):
                 layer = build_layer(entry, custom_objects)
             model.add_module(entry["name"], layer)
         return model
-
-
-def ggml_commit(device):
-    from ..autograd.updates import commit
-    commit(device)
 
 
 def _as_numpy(a, name, op):

@@ -8,7 +8,7 @@ from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from ..autograd import Parameter
 
 
 class Embedding(Module):

@@ -2,7 +2,7 @@
 
 The math of each optimizer is a pure function (`sgd(...)`, `adamw(...)`) that schedules GGML nodes;
 `step()` adds every update to the pending graph and computes forward, backward and updates as one
-graph per device (`ggrad.autograd.updates.commit`).
+graph per device (`ggrad.realize`).
 """
 
 from collections import defaultdict
@@ -10,7 +10,7 @@ from copy import deepcopy
 
 import numpy as np
 
-from ..autograd import Tensor, grad_mode, updates
+from ..autograd import Tensor, grad_mode, realize
 from ..autograd.factory import tensor, zeros_like
 
 
@@ -139,7 +139,7 @@ class Optimizer:
                 for p in self._update_group(group):
                     devices.setdefault(p.device.name, p.device)
         for device in devices.values():
-            updates.commit(device)
+            realize(device)
         return loss
 
     def _update_group(self, group):

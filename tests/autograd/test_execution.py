@@ -29,7 +29,7 @@ def _train_step(params, state, x, y, t):
     hp = updates.hyperparameters([1e-2, 0.9, 0.999, 1e-8, 0.0, 1 / (1 - 0.9 ** t), 1 / (1 - 0.999 ** t)], w1.device)
     for p, (m, v) in zip(params, state):
         updates.adamw_(p, p.grad, m, v, hp)
-    updates.commit(w1.device)
+    ggrad.realize(w1.device)
     return loss
 
 

@@ -206,8 +206,8 @@ def test_model_to_device_and_optimizer_keep_parameters_there(gpu):
                 assert v.device == gpu, f"optimizer state on {v.device.torch_name}"
     # the parameters' memory is device memory
     for p in params:
-        assert p._g.ptr.buffer != ggrad.ggml.ffi.NULL
-        assert not ggrad.ggml.lib.ggml_backend_buffer_is_host(p._g.ptr.buffer)
+        assert p._node.ptr.buffer != ggrad.ggml.ffi.NULL
+        assert not ggrad.ggml.lib.ggml_backend_buffer_is_host(p._node.ptr.buffer)
     model.to("cpu")
     assert all(p.device.is_cpu for p in params)
 
@@ -222,7 +222,7 @@ def test_device_memory_reported(gpu):
     if gpu.backend_name == "CUDA":
         # CUDA reports cudaMemGetInfo: a 256 MiB tensor on the device shows up in it
         t = ggrad.zeros(64, 1024, 1024, device=gpu).realize()
-        assert t._g.ptr.buffer != ggrad.ggml.ffi.NULL
+        assert t._node.ptr.buffer != ggrad.ggml.ffi.NULL
         after = gpu.free_memory
         assert free - after >= 200 << 20, (free, after)
         del t

@@ -148,3 +148,23 @@ def test_loss_arguments_and_reprs():
     assert repr(nn.HuberLoss(delta=2.0)) == "HuberLoss(reduction='mean', delta=2.0)"
     with pytest.raises(ggrad.ShapeError, match="cross_entropy: expected target of shape"):
         nn.CrossEntropyLoss()(ggrad.randn(4, 3), ggrad.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"reduction": "sum"}, {"ignore_index": 2}, {"label_smoothing": 0.1},
+                                    {"ignore_index": 0, "label_smoothing": 0.2}])
+def test_fused_cross_entropy_matches_torch_with_gradients(kwargs):
+    """Class-index targets without class weights take GGML's fused cross_entropy_loss and its backward."""
+    torch = pytest.importorskip("torch")
+    x, y = randn(8, 5), RNG.integers(0, 5, 8)
+    y[1] = kwargs.get("ignore_index", 0)
+    logits = ggrad.tensor(x.astype(np.float32), requires_grad=True)
+    with ggrad.profile() as prof:
+        loss = ggrad.cross_entropy(logits, ggrad.tensor(y), **kwargs)
+        loss.backward()
+        value, grad = loss.item(), logits.grad.numpy()
+    assert {"CROSS_ENTROPY_LOSS", "CROSS_ENTROPY_LOSS_BACK"} <= set(prof.by_op())
+    tx = torch.tensor(x, requires_grad=True)
+    ref = torch.nn.functional.cross_entropy(tx, torch.tensor(y), **kwargs)
+    ref.backward()
+    np.testing.assert_allclose(value, ref.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad, tx.grad.numpy(), atol=1e-6, rtol=1e-4)

@@ -174,7 +174,7 @@ def test_load_state_dict_copies_values_in():
     from ggrad.autograd import updates
     kept = dst.a.fc.weight.numpy()
     updates.assign_(src.a.fc.weight, ggrad.zeros(4, 3))
-    updates.commit("cpu")
+    ggrad.realize("cpu")
     assert not src.a.fc.weight.numpy().any()
     np.testing.assert_array_equal(dst.a.fc.weight.numpy(), kept)
     # numpy arrays load too

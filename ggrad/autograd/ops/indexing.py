@@ -1,9 +1,181 @@
-"""`x[key]`: integers, unit-step and strided slices, None, Ellipsis and integer index tensors."""
+"""Indexing: rows picked by integer indices (get_rows and its backward), index_select, embedding,
+gather, and `x[key]` / `x[key] = value` with integers, slices, None, Ellipsis and index tensors."""
 
-from ...ggml.errors import ShapeError
-from . import movement as mv
-from ..tensor import Tensor
+import numpy as np
+
+from ...ggml import f32, i32, ops
+from ...ggml.errors import DTypeError, ShapeError
+from ..pending import graph_of
+from ..primitive import Primitive
+from ..tensor import Tensor, _axis
 from ..factory import arange, ones, tensor
+from . import reduce as rd
+from . import unary as un
+from . import views as vw
+
+
+class GetRows(Primitive):
+    """Rows of a 2-D `x` picked by int32 `index` (GGML get_rows); backward is get_rows_back."""
+
+    @staticmethod
+    def build(ctx, graph, x, index):
+        return ops.get_rows(graph.ctx, x, index)
+
+    saves = "index"
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        return (args[1],)
+
+    @staticmethod
+    def shape(x, index):
+        return (index.shape[0], x.shape[1])
+
+    @staticmethod
+    def result_dtype(x, index):
+        return x.dtype if x.dtype.is_float else f32
+
+    @staticmethod
+    def backward(ctx, g):
+        index, = ctx.saved_tensors
+        return GetRowsBack.apply(g, index, ctx.shapes[0]), None
+
+
+class GetRowsBack(Primitive):
+    """The gradient of GetRows: rows of g added into zeros of `shape` at `index` (GGML get_rows_back)."""
+
+    @staticmethod
+    def build(ctx, graph, g, index, shape):
+        return ops.get_rows_back(graph.ctx, g, index, graph.shape_only(shape))
+
+    @staticmethod
+    def shape(g, index, shape):
+        return shape
+
+    @staticmethod
+    def result_dtype(g, index, shape):
+        return f32
+
+
+def known_values(t):
+    """The values of Tensor `t` if they are at hand without a device round trip (host data still to be
+    uploaded, or memory of the CPU backend), else None."""
+    if t._pending is not None:
+        return t._pending.host_value(t)
+    return t.numpy() if t.device.is_cpu else None
+
+
+def count_outside(values, lo, hi, allowed=None):
+    """A 0-d float Tensor: how many of the float Tensor `values` lie outside [lo, hi] (and are not `allowed`)."""
+    below = un.Step.apply(lo - values)
+    above = un.Step.apply(values - hi)
+    outside = below + above
+    if allowed is not None:
+        outside = outside * un.Step.apply(un.abs(values - float(allowed)))
+    return rd.SumAll.apply(outside)
+
+
+def checked_index(index, size, device, op, dim=0, wrap=False):
+    """`index` as an int32 Tensor of positions in [0, size) along `dim`: IndexError otherwise, as PyTorch.
+    With `wrap` (advanced indexing, `x[[-1]]`), negative indices count from the end.
+
+    Host data is checked at once; values computed on the device are clamped into range for GGML (whose
+    kernels assert) and counted, and the graph's compute raises the IndexError when any was outside.
+    """
+    if not isinstance(index, Tensor):
+        array = np.asarray(index)
+        if array.size and array.dtype.kind not in "iu":
+            raise _not_integer(op, f"numpy dtype {array.dtype}", wrap)
+        array = _checked_host(array.astype(np.int64), size, op, dim, wrap)
+        return tensor(array.astype(np.int32), dtype=i32, device=device)
+    if index.dtype.is_float:
+        raise _not_integer(op, index.dtype.name, wrap)
+    index = index if index.dtype is i32 else index.to(i32)
+    values = known_values(index)
+    if values is not None:
+        wrapped = _checked_host(values.astype(np.int64), size, op, dim, wrap)
+        if wrap and (values < 0).any():
+            return tensor(wrapped.astype(np.int32), device=device)
+        return index
+    as_float = index.to(f32)
+    if wrap:
+        as_float = as_float + un.Step.apply(-as_float) * float(size)
+    graph = graph_of(index)
+    graph.check(count_outside(as_float, 0.0, size - 1.0),
+                IndexError(f"{op}: an index computed on the device is out of bounds for dimension {dim} with "
+                           f"size {size}"))
+    return un.Clamp.apply(as_float, 0.0, size - 1.0).to(i32)
+
+
+def check_labels(target, classes, ignore_index, op):
+    """Class-index targets in [0, classes) or equal to ignore_index: IndexError otherwise, as PyTorch
+    (checked at once for host data, by the graph's compute for values computed on the device)."""
+    values = known_values(target)
+    if values is not None:
+        bad = values[((values < 0) | (values >= classes)) & (values != ignore_index)]
+        if bad.size:
+            raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (classes: {classes})")
+        return
+    graph_of(target).check(count_outside(target.to(f32), 0.0, classes - 1.0, allowed=ignore_index),
+                           IndexError(f"{op}: a target computed on the device is out of bounds "
+                                      f"(classes: {classes}, ignore_index: {ignore_index})"))
+
+
+def _not_integer(op, got, advanced):
+    """PyTorch raises IndexError for a float index in `x[...]`, a type error in index_select/embedding."""
+    message = f"{op}: indices must be an integer tensor (long, int), got {got}"
+    return IndexError(message) if advanced else DTypeError(message)
+
+
+def _checked_host(values, size, op, dim, wrap):
+    """Host index values in [0, size) (negative ones wrapped first with `wrap`), else IndexError."""
+    if not values.size:
+        return values
+    lo = -size if wrap else 0
+    if values.min() < lo or values.max() >= size:
+        bad = values.max() if values.max() >= size else values.min()
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+    return np.where(values < 0, values + size, values) if wrap else values
+
+
+def index_select(x, dim, index):
+    """Entries of x along `dim` at the positions in the 1-D integer `index`."""
+    d = _axis(dim, x.ndim)
+    index = checked_index(index, x.shape[d] if x.ndim else 1, x.device, "index_select", d)
+    if index.ndim != 1:
+        raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+    moved = x if d == 0 else vw.transpose(x, 0, d)
+    rows = vw.reshape(moved, moved.shape[0], -1) if moved.ndim != 2 else moved
+    picked = GetRows.apply(rows, index)
+    out = vw.reshape(picked, (index.shape[0],) + moved.shape[1:])
+    out = out if d == 0 else vw.transpose(out, 0, d)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+def embedding(index, weight):
+    """Rows of `weight` for every entry of the integer tensor `index` (shape index.shape + (dim,))."""
+    index = checked_index(index, weight.shape[0], weight.device, "embedding")
+    flat = vw.reshape(index, index.numel())
+    out = GetRows.apply(weight, flat)
+    return vw.reshape(out, index.shape + (weight.shape[1],))
+
+
+def gather(x, dim, index):
+    """out[..., j] = x[..., index[..., j]] along the last dimension (dim must be -1 / last)."""
+    d = _axis(dim, x.ndim)
+    index = checked_index(index, x.shape[d], x.device, "gather", d)
+    if d != x.ndim - 1:
+        moved = vw.transpose(gather(vw.transpose(x, d, -1), -1, vw.transpose(index, d, -1)), d, -1)
+        return moved
+    if index.shape[:-1] != x.shape[:-1]:
+        raise ShapeError(f"gather: index shape {index.shape} must match input shape {x.shape} except in the "
+                         f"last dimension")
+    rows = vw.prod(x.shape[:-1])
+    n, k = x.shape[-1], index.shape[-1]
+    base = vw.reshape(arange(rows, device=x.device) * n, rows, 1)
+    flat_index = vw.reshape(index.to(f32) + base.to(f32), rows * k).to(i32)
+    picked = GetRows.apply(vw.reshape(x, rows * n, 1), flat_index)
+    return vw.reshape(picked, index.shape).to(x.dtype) if x.dtype is not f32 else vw.reshape(picked, index.shape)
 
 
 def _expand_key(key, ndim):
@@ -71,10 +243,10 @@ def getitem(x, key):
 
     out = x
     if tuple(starts) != (0,) * x.ndim or tuple(stops) != x.shape:
-        out = mv.Slice.apply(x, tuple(starts), tuple(stops))
+        out = vw.Slice.apply(x, tuple(starts), tuple(stops))
     for d, stride, start, stop in strided:
         count = len(range(0, stop - start, stride))
-        out = mv.index_select(out, d, arange(0, count * stride, stride, device=x.device))
+        out = index_select(out, d, arange(0, count * stride, stride, device=x.device))
     if len(tensors) > 1:
         raise IndexError("indexing with more than one index tensor is not supported; use gather")
     if tensors and drop and getattr(tensors[0][1], "ndim", 1) != 1:
@@ -91,19 +263,19 @@ def getitem(x, key):
     for pos in new_axes:
         kept.insert(pos, 1)
     kept = tuple(kept)
-    return out if kept == out.shape else mv.reshape(out, kept)
+    return out if kept == out.shape else vw.reshape(out, kept)
 
 
 def _select_tensor(x, d, index):
-    index = mv._index_tensor(index, x.device, "indexing")
+    index = checked_index(index, x.shape[d], x.device, "index", d, wrap=True)
     if index.ndim != 1:
-        flat = mv.reshape(index, index.numel())
-        picked = mv.index_select(x, d, flat)
+        flat = vw.reshape(index, index.numel())
+        picked = index_select(x, d, flat)
         shape = x.shape[:d] + index.shape + x.shape[d + 1:]
         if len(shape) > 4:
             raise ShapeError(f"indexing: result shape {shape} has more than 4 dimensions")
-        return mv.reshape(picked, shape)
-    return mv.index_select(x, d, index)
+        return vw.reshape(picked, shape)
+    return index_select(x, d, index)
 
 
 def setitem(x, key, value):
@@ -116,8 +288,8 @@ def setitem(x, key, value):
         value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)
     starts, stops = _region_bounds(x, key)
     shape = tuple(b - a for a, b in zip(starts, stops))
-    value = mv.expand(mv.reshape(value, _broadcastable(value, region.shape)), region.shape)
-    value = mv.reshape(value, shape)
+    value = vw.expand(vw.reshape(value, _broadcastable(value, region.shape)), region.shape)
+    value = vw.reshape(value, shape)
     pads = []
     for d in range(len(shape)):
         pads.append((starts[d], x.shape[d] - stops[d]))
@@ -164,4 +336,4 @@ def _region_bounds(x, key):
 def _pad(t, pads):
     starts = tuple(p[0] for p in pads)
     full = tuple(s + a + b for s, (a, b) in zip(t.shape, pads))
-    return mv.PadTo.apply(t, starts, full)
+    return vw.PadTo.apply(t, starts, full)

@@ -4,14 +4,19 @@ mse_loss, l1_loss, huber_loss, smooth_l1_loss, binary_cross_entropy(_with_logits
 Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
-from ...ggml import f32
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml import f32, ops
+from ...ggml.errors import ShapeError
+from .. import lowering
+from ..dtype_rules import require_float
 from ..function import Function
-from . import elementwise as ew
-from . import movement as mv
+from ..primitive import Primitive
+from ..factory import arange, ones
+from . import unary as un
+from . import views as mv
 from . import nn
 from . import reduce as rd
-from ..factory import arange, ones
+from .broadcast import broadcast_shapes
+from .indexing import check_labels
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -43,7 +48,7 @@ def _rows(input, target, op):
 def _one_hot_rows(target, classes):
     """(rows, classes) float one-hot of integer targets (rows outside [0, classes) are all zero)."""
     t = mv.reshape(target.to(f32), -1, 1)
-    return 1.0 - ew.Step.apply(ew.abs(arange(classes, dtype=f32, device=target.device) - t))
+    return 1.0 - un.Step.apply(un.abs(arange(classes, dtype=f32, device=target.device) - t))
 
 
 class CrossEntropyRows(Function):
@@ -63,7 +68,42 @@ class CrossEntropyRows(Function):
     def backward(ctx, g):
         log_probs, target, row_weight = ctx.saved_tensors
         scale = g * row_weight
-        return (ew.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
+        return (un.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
+
+
+class CrossEntropyFused(Primitive):
+    """Mean over the R rows of -sum(labels * log_softmax(logits)), as ONE GGML node (cross_entropy_loss).
+
+    For labels whose rows sum to 1, or are all zero where a row is ignored: GGML's backward,
+    cross_entropy_loss_back, is (softmax - labels) * g / R, right for the first kind; `valid` (R, 1),
+    0 on ignored rows, masks it for the second. `valid` is an input for backward only.
+    """
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, logits, labels, valid):
+        return ops.cross_entropy_loss(graph.ctx, logits, labels)
+
+    @staticmethod
+    def shape(logits, labels, valid):
+        return ()
+
+    @staticmethod
+    def backward(ctx, g):
+        logits, labels, valid = ctx.saved_tensors
+        return CrossEntropyLossBack.apply(g, logits, labels) * valid, None, None
+
+
+class CrossEntropyLossBack(Primitive):
+    """GGML's cross_entropy_loss_back(g, logits, labels) = (softmax(logits) - labels) * g / rows."""
+
+    @staticmethod
+    def build(ctx, graph, g, logits, labels):
+        return ops.cross_entropy_loss_back(graph.ctx, g, logits, labels)
+
+    @staticmethod
+    def shape(g, logits, labels):
+        return logits.shape
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -71,8 +111,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     _check_reduction(reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    if not input.dtype.is_float:
-        raise DTypeError(f"cross_entropy: input must be floating point logits, got {input.dtype.name}")
+    require_float(input, "cross_entropy")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if target.dtype.is_float:
         if target.shape != input.shape:
@@ -88,10 +127,11 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if target.shape != expected:
             raise ShapeError(f"cross_entropy: expected target of shape {expected} for input {input.shape}, "
                              f"got {target.shape}")
+        check_labels(target, classes, ignore_index, "cross_entropy")
         logits, flat_target = _rows(input, target, "cross_entropy")
         onehot = _one_hot_rows(flat_target, classes)
         tf = mv.reshape(flat_target.to(f32), -1, 1)
-        valid = ew.Step.apply(ew.abs(tf - float(ignore_index)))
+        valid = un.Step.apply(un.abs(tf - float(ignore_index)))
         # PyTorch: (1 - s) * w[t] * nll + s/C * sum_c w[c] * (-log p_c), divided by sum of w[t]
         picked = onehot if weight is None else onehot * weight
         probs = picked * (1.0 - label_smoothing)
@@ -99,7 +139,12 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             spread = label_smoothing / classes
             probs = probs + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
         count = rd.sum(valid if weight is None else valid * rd.SumRows.apply(picked))
-    per_row = CrossEntropyRows.apply(logits.to(f32) if logits.dtype is not f32 else logits, probs, valid)
+        if weight is None and reduction != "none" and lowering.for_device(input.device).fused_cross_entropy:
+            # every row of probs sums to 1: GGML's fused loss and gradient (two nodes in all)
+            rows = logits.shape[0]
+            total = CrossEntropyFused.apply(logits.to(f32), probs * valid, valid) * float(rows)
+            return total if reduction == "sum" else total / count
+    per_row = CrossEntropyRows.apply(logits.to(f32), probs, valid)
     if reduction == "none":
         return mv.reshape(per_row, target.shape if not target.dtype.is_float else target.shape[:1] + target.shape[2:])
     total = rd.sum(per_row)
@@ -112,9 +157,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C) at class indices `target` (N,)."""
     _check_reduction(reduction, "nll_loss")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    check_labels(target, classes, ignore_index, "nll_loss")
     logp, flat_target = _rows(input, target, "nll_loss")
     onehot = _one_hot_rows(flat_target, classes)
-    valid = ew.Step.apply(ew.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
+    valid = un.Step.apply(un.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
     if weight is not None:
         valid = valid * mv.reshape(rd.sum(onehot * weight, -1), -1, 1)
     per_row = -rd.SumRows.apply(onehot * logp) * valid
@@ -126,7 +172,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 
 def _pair_check(a, b, op):
     if a.shape != b.shape:
-        ew.broadcast_shapes(a.shape, b.shape, op)
+        broadcast_shapes(a.shape, b.shape, op)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -139,7 +185,7 @@ def mse_loss(input, target, reduction="mean"):
 def l1_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "l1_loss")
     _pair_check(input, target, "l1_loss")
-    return _reduce(ew.abs(input - target), reduction)
+    return _reduce(un.abs(input - target), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
@@ -147,8 +193,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     _check_reduction(reduction, "huber_loss")
     _pair_check(input, target, "huber_loss")
     d = input - target
-    a = ew.abs(d)
-    small = 1.0 - ew.Step.apply(a - delta)
+    a = un.abs(d)
+    small = 1.0 - un.Step.apply(a - delta)
     loss = small * (d * d * 0.5) + (1.0 - small) * ((a - 0.5 * delta) * delta)
     return _reduce(loss, reduction)
 
@@ -162,7 +208,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     _pair_check(input, target, "binary_cross_entropy_with_logits")
-    log_term = ew.softplus(-ew.abs(input)) + ew.relu(-input)   # log(1 + e^-x), stable
+    log_term = un.softplus(-un.abs(input)) + un.relu(-input)   # log(1 + e^-x), stable
     if pos_weight is None:
         loss = (1.0 - target) * input + log_term
     else:
@@ -176,8 +222,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")
     _pair_check(input, target, "binary_cross_entropy")
-    log_p = ew.clamp(ew.log(input), min=-100.0)
-    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
+    log_p = un.clamp(un.log(input), min=-100.0)
+    log_q = un.clamp(un.log(1.0 - input), min=-100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)
     if weight is not None:
         loss = loss * weight

@@ -6,44 +6,42 @@ are im2col + mul_mat with `im2col_back`; pooling uses `pool_2d_back`.
 """
 
 from ...ggml import f32, ops
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ShapeError
+from ..dtype_rules import as_float32
 from ..function import Function
-from ..nodes import alias, arg, contiguous, emit, like, ne_of, step_of
-from . import elementwise as ew
-from . import movement as mv
-from . import reduce as rd
-from .linalg import matmul_nt
+from ..pending import ne_of
+from ..primitive import Primitive
 from ..tensor import _axis
 from ..factory import bernoulli_mask
+from . import unary as un
+from . import reduce as rd
+from . import views as mv
+from .broadcast import broadcast_shapes
+from .linalg import matmul_nt
 
 
-def _float32(x, op):
-    if not x.dtype.is_float:
-        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}")
-    return x if x.dtype is f32 else x.to(f32)
-
-
-class SoftmaxExt(Function):
+class SoftmaxExt(Primitive):
     """softmax(x * scale + mask (+ ALiBi slopes)) over the last dimension."""
-    primitive = True
+    saves = "output"
 
     @staticmethod
-    def forward(ctx, x, mask, scale, max_bias):
-        step = step_of(x) if mask is None else step_of(x, mask)
-        ctx.scale, ctx.max_bias = scale, max_bias
-        gmask = None if mask is None else contiguous(step, mask)
-        node = ops.soft_max_ext(step.context(), contiguous(step, x), gmask, float(scale), float(max_bias))
-        y = like(step, node, x)
-        ctx.save_for_backward(alias(y))
-        return y
+    def build(ctx, graph, x, mask, scale, max_bias):
+        ctx.scale = scale
+        return ops.soft_max_ext(graph.ctx, x, mask, float(scale), float(max_bias))
 
     @staticmethod
     def backward(ctx, g):
         y, = ctx.saved_tensors
-        step = step_of(g, y)
         # ALiBi only shifts the forward's logits by constants: the backward is that of plain scaled softmax
-        node = ops.soft_max_ext_back(step.context(), contiguous(step, g), contiguous(step, y), float(ctx.scale), 0.0)
-        return like(step, node, g), None, None, None
+        return SoftmaxBack.apply(g, y, ctx.scale), None, None, None
+
+
+class SoftmaxBack(Primitive):
+    """GGML's soft_max_ext_back(g, y, scale): the gradient of a scaled softmax with output y."""
+
+    @staticmethod
+    def build(ctx, graph, g, y, scale):
+        return ops.soft_max_ext_back(graph.ctx, g, y, float(scale), 0.0)
 
 
 def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
@@ -55,15 +53,15 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
         scale: multiplies x before the mask is added.
         max_bias: ALiBi maximum bias (0 disables); heads are x's third-from-last dimension.
     """
-    x = _float32(x, "softmax")
+    x = as_float32(x, "softmax")
     if mask is not None:
         if mask.requires_grad:
             raise ValueError("softmax_ext: the mask is a constant; detach it (gradients do not flow into it)")
-        mask = _float32(mask, "softmax mask")
+        mask = as_float32(mask, "softmax mask")
         if x.ndim < 2 or mask.shape[-1] != x.shape[-1] or mask.ndim < 2 or mask.shape[-2] < x.shape[-2]:
             raise ShapeError(f"softmax_ext: mask of shape {mask.shape} does not fit scores of shape {x.shape}")
         if mask.ndim > 2 or x.ndim > 2:
-            ew.broadcast_shapes(x.shape[:-2], mask.shape[:-2], "softmax_ext mask")
+            broadcast_shapes(x.shape[:-2], mask.shape[:-2], "softmax_ext mask")
     return SoftmaxExt.apply(x, mask, scale, max_bias)
 
 
@@ -80,35 +78,33 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x):
         z = x - rd.RowMax.apply(x)
-        out = z - ew.log(rd.SumRows.apply(ew.exp(z)))
+        out = z - un.log(rd.SumRows.apply(un.exp(z)))
         ctx.save_for_backward(out.detach())
         return out
 
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return g - ew.exp(out) * rd.SumRows.apply(g)
+        return g - un.exp(out) * rd.SumRows.apply(g)
 
 
 def log_softmax(x, dim=-1):
-    x = _float32(x, "log_softmax")
+    x = as_float32(x, "log_softmax")
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1:
         return LogSoftmax.apply(x)
     return mv.transpose(LogSoftmax.apply(mv.transpose(x, d, -1)), d, -1)
 
 
-class _RowNorm(Function):
-    """A GGML normalisation over the last dimension (`op(ctx, x, eps)`), keeping x for backward."""
-    primitive = True
+class _RowNorm(Primitive):
+    """A GGML normalisation over the last dimension (`op(ggml_ctx, x, eps)`), keeping x for backward."""
+    saves = "input"
     op = None
 
     @classmethod
-    def forward(cls, ctx, x, eps):
-        step = step_of(x)
+    def build(cls, ctx, graph, x, eps):
         ctx.eps = eps
-        ctx.save_for_backward(x)
-        return like(step, cls.op(step.context(), contiguous(step, x), float(eps)), x)
+        return cls.op(graph.ctx, x, float(eps))
 
 
 class LayerNormCore(_RowNorm):
@@ -136,7 +132,7 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
     if x.shape[x.ndim - len(normalized_shape):] != normalized_shape:
         raise ShapeError(f"{op}: normalized_shape {normalized_shape} does not match the end of input "
                          f"shape {x.shape}")
-    src = _float32(x, op)
+    src = as_float32(x, op)
     if len(normalized_shape) == 1:
         return core.apply(src, eps)
     flat = mv.reshape(src, x.shape[:x.ndim - len(normalized_shape)] + (-1,))
@@ -162,15 +158,16 @@ class RMSNormCore(_RowNorm):
         return RMSNormBack.apply(g, x, ctx.eps), None
 
 
-class RMSNormBack(Function):
+class RMSNormBack(Primitive):
     """GGML's rms_norm_back(dy, x, eps): the gradient of rms_norm at x (gradient first)."""
-    primitive = True
 
     @staticmethod
-    def forward(ctx, g, x, eps):
-        step = step_of(g, x)
-        node = ops.rms_norm_back(step.context(), contiguous(step, g), contiguous(step, x), float(eps))
-        return like(step, node, x)
+    def build(ctx, graph, g, x, eps):
+        return ops.rms_norm_back(graph.ctx, g, x, float(eps))
+
+    @staticmethod
+    def shape(g, x, eps):
+        return x.shape
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=1e-6):
@@ -192,31 +189,47 @@ def dropout(x, p=0.5, training=True):
 
 
 # ---- convolution and pooling -------------------------------------------------------------------
-class Im2Col(Function):
+class Im2Col(Primitive):
     """Unfold input patches (GGML im2col): (N, C, H, W) -> (N, OH, OW, C*KH*KW); backward im2col_back."""
-    primitive = True
 
     @staticmethod
-    def forward(ctx, x, kernel_shape, stride, padding, dilation, is_2d):
-        step = step_of(x)
-        ctx.args = (x.shape, kernel_shape, stride, padding, dilation, is_2d)
-        kernel = step.context().new_tensor(f32, ne_of(kernel_shape))  # only its shape is read
+    def build(ctx, graph, x, kernel_shape, stride, padding, dilation, is_2d):
+        ctx.args = (kernel_shape, stride, padding, dilation, is_2d)
+        kernel = graph.shape_only(kernel_shape)
         s, p, d = stride, padding, dilation
-        node = ops.im2col(step.context(), kernel, contiguous(step, x), s[1], s[0], p[1], p[0], d[1], d[0],
-                          is_2d, f32)
-        ne = node.ne
-        shape = tuple(reversed(ne[:4])) if is_2d else (ne[2], ne[1], ne[0])
-        ctx.out_ne = ne
-        return emit(step, node, shape, f32, x.device)
+        return ops.im2col(graph.ctx, kernel, x, s[1], s[0], p[1], p[0], d[1], d[0], is_2d, f32)
+
+    @staticmethod
+    def shape(x, kernel_shape, stride, padding, dilation, is_2d):
+        def out(size, k, s, p, d):
+            return (size + 2 * p - d * (k - 1) - 1) // s + 1
+        cols = x.shape[1] * kernel_shape[-1] * (kernel_shape[-2] if is_2d else 1)
+        ow = out(x.shape[-1], kernel_shape[-1], stride[1], padding[1], dilation[1])
+        if not is_2d:
+            return (x.shape[0], ow, cols)
+        oh = out(x.shape[-2], kernel_shape[-2], stride[0], padding[0], dilation[0])
+        return (x.shape[0], oh, ow, cols)
+
+    @staticmethod
+    def result_dtype(*args):
+        return f32
 
     @staticmethod
     def backward(ctx, g):
-        in_shape, kernel_shape, s, p, d, is_2d = ctx.args
-        step = step_of(g)
-        kernel = step.context().new_tensor(f32, ne_of(kernel_shape))
-        node = ops.im2col_back(step.context(), contiguous(step, g), kernel, ne_of(in_shape),
-                               s[1], s[0], p[1], p[0], d[1], d[0], is_2d)
-        return emit(step, node, in_shape, f32, g.device), None, None, None, None, None
+        return (Im2ColBack.apply(g, ctx.shapes[0], *ctx.args),) + (None,) * 5
+
+
+class Im2ColBack(Primitive):
+    """GGML's im2col_back: the patches' gradient summed back into the input's shape."""
+
+    @staticmethod
+    def build(ctx, graph, g, in_shape, kernel_shape, s, p, d, is_2d):
+        kernel = graph.shape_only(kernel_shape)
+        return ops.im2col_back(graph.ctx, g, kernel, ne_of(in_shape), s[1], s[0], p[1], p[0], d[1], d[0], is_2d)
+
+    @staticmethod
+    def shape(g, in_shape, *args):
+        return in_shape
 
 
 def _pair(v, n, name):
@@ -236,7 +249,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
         raise ShapeError(f"conv2d: input has {x.shape[1]} channels but weight expects {weight.shape[1]}")
     s, p, d = _pair(stride, 2, "stride"), _pair(padding, 2, "padding"), _pair(dilation, 2, "dilation")
     n, o = x.shape[0], weight.shape[0]
-    cols = Im2Col.apply(_float32(x, "conv2d"), weight.shape, s, p, d, True)   # (N, OH, OW, C*KH*KW)
+    cols = Im2Col.apply(as_float32(x, "conv2d"), weight.shape, s, p, d, True)   # (N, OH, OW, C*KH*KW)
     oh, ow = cols.shape[1], cols.shape[2]
     flat = mv.reshape(cols, n * oh * ow, cols.shape[3])
     out = matmul_nt(flat, mv.reshape(weight, o, -1))                          # (N*OH*OW, O)
@@ -257,7 +270,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     p = (0, _pair(padding, 1, "padding")[0])
     d = (1, _pair(dilation, 1, "dilation")[0])
     n, o = x.shape[0], weight.shape[0]
-    cols = Im2Col.apply(_float32(x, "conv1d"), weight.shape, s, p, d, False)  # (N, OL, C*K)
+    cols = Im2Col.apply(as_float32(x, "conv1d"), weight.shape, s, p, d, False)  # (N, OL, C*K)
     ol = cols.shape[1]
     out = matmul_nt(mv.reshape(cols, n * ol, cols.shape[2]), mv.reshape(weight, o, -1))
     out = mv.reshape(mv.contiguous(mv.permute(mv.reshape(out, n, ol, o), 0, 2, 1)), n, o, ol)
@@ -266,28 +279,44 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return out
 
 
-class Pool2d(Function):
+class Pool2d(Primitive):
     """GGML pool_2d (max or avg) over (N, C, H, W); backward pool_2d_back."""
-    primitive = True
+    saves = "input"
 
     @staticmethod
-    def forward(ctx, x, op, kernel, stride, padding):
-        step = step_of(x)
+    def build(ctx, graph, x, op, kernel, stride, padding):
         ctx.args = (op, kernel, stride, padding)
-        ctx.save_for_backward(x)
         k, s, p = kernel, stride, padding
-        node = ops.pool_2d(step.context(), contiguous(step, x), op, k[1], k[0], s[1], s[0], float(p[1]), float(p[0]))
-        ne = node.ne
-        return emit(step, node, (ne[3], ne[2], ne[1], ne[0]), f32, x.device)
+        return ops.pool_2d(graph.ctx, x, op, k[1], k[0], s[1], s[0], float(p[1]), float(p[0]))
+
+    @staticmethod
+    def shape(x, op, kernel, stride, padding):
+        oh = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
+        ow = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
+        return (x.shape[0], x.shape[1], oh, ow)
+
+    @staticmethod
+    def result_dtype(*args):
+        return f32
 
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        op, k, s, p = ctx.args
-        step = step_of(g, x)
-        node = ops.pool_2d_back(step.context(), contiguous(step, g), arg(step, x), op, k[1], k[0], s[1], s[0],
-                                float(p[1]), float(p[0]))
-        return like(step, node, x), None, None, None, None
+        return (Pool2dBack.apply(g, x, *ctx.args),) + (None,) * 4
+
+
+class Pool2dBack(Primitive):
+    """GGML's pool_2d_back(g, x, ...): the pooled gradient spread back over x's shape."""
+    views = True
+
+    @staticmethod
+    def build(ctx, graph, g, x, op, k, s, p):
+        g = ops.cont(graph.ctx, g) if not g.is_contiguous else g
+        return ops.pool_2d_back(graph.ctx, g, x, op, k[1], k[0], s[1], s[0], float(p[1]), float(p[0]))
+
+    @staticmethod
+    def shape(g, x, *args):
+        return x.shape
 
 
 def _pool(x, op, kernel_size, stride, padding):
@@ -298,7 +327,7 @@ def _pool(x, op, kernel_size, stride, padding):
     p = _pair(padding, 2, "padding")
     if any(pi * 2 > ki for pi, ki in zip(p, k)):
         raise ValueError(f"{op}_pool2d: padding {p} should be at most half of kernel size {k}")
-    return Pool2d.apply(_float32(x, f"{op}_pool2d"), op, k, s, p)
+    return Pool2d.apply(as_float32(x, f"{op}_pool2d"), op, k, s, p)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0):

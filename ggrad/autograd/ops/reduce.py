@@ -8,11 +8,11 @@ import builtins
 from collections import namedtuple
 
 from ...ggml import f32, i32, ops
-from ...ggml.errors import DTypeError
-from ..function import Function
-from ..nodes import contiguous, emit, step_of
-from . import elementwise as ew
+from ..dtype_rules import as_float32, require_float
+from ..primitive import Primitive
 from ..tensor import Tensor, _axis
+from . import unary as un
+from .broadcast import Expand, SumTo
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -34,48 +34,41 @@ def _dropped_shape(shape, dims):
     return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
-class SumAll(Function):
+class SumAll(Primitive):
     """The sum of every element, as a 0-d tensor."""
-    primitive = True
 
     @staticmethod
-    def forward(ctx, x):
-        step = step_of(x)
-        ctx.in_shape = x.shape
-        return emit(step, ops.sum(step.context(), contiguous(step, x)), (), x.dtype, x.device)
+    def build(ctx, graph, x):
+        return ops.sum(graph.ctx, x)
+
+    @staticmethod
+    def shape(x):
+        return ()
 
     @staticmethod
     def backward(ctx, g):
-        return ew.Expand.apply(g, ctx.in_shape)
+        return Expand.apply(g, ctx.shapes[0])
 
 
-class SumRows(Function):
+class SumRows(Primitive):
     """Sum over the last dimension, keeping it (size 1)."""
-    primitive = True
 
     @staticmethod
-    def forward(ctx, x):
-        step = step_of(x)
-        ctx.in_shape = x.shape
-        out_shape = x.shape[:-1] + (1,)
-        return emit(step, ops.sum_rows(step.context(), contiguous(step, x)), out_shape, x.dtype, x.device)
+    def build(ctx, graph, x):
+        return ops.sum_rows(graph.ctx, x)
+
+    @staticmethod
+    def shape(x):
+        return x.shape[:-1] + (1,)
 
     @staticmethod
     def backward(ctx, g):
-        return ew.Expand.apply(g, ctx.in_shape)
-
-
-def _float_input(x, op):
-    if x.dtype is i32:
-        return x.to(f32)
-    if not x.dtype.is_float:
-        raise DTypeError(f"{op}: unsupported dtype {x.dtype.name}")
-    return x if x.dtype is f32 else x.to(f32)
+        return Expand.apply(g, ctx.shapes[0])
 
 
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
     """Sum over `dim` (int, tuple, or None for all)."""
-    src = _float_input(x, "sum")
+    src = as_float32(x, "sum", allow_int=True)
     dims = normalize_dims(dim, x.ndim)
     if not x.ndim:
         out = src * 1.0
@@ -86,7 +79,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
         if dims == (x.ndim - 1,):
             out = SumRows.apply(src)
         else:
-            out = ew.SumTo.apply(src, kept)
+            out = SumTo.apply(src, kept)
         if not keepdim:
             out = out.reshape(_dropped_shape(x.shape, dims))
     if dtype is not None:
@@ -95,13 +88,12 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
 
 
 def mean(x, dim=None, keepdim=False):
-    if not x.dtype.is_float:
-        raise DTypeError(f"mean: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+    require_float(x, "mean")
     dims = normalize_dims(dim, x.ndim)
     count = 1
     for d in dims:
         count *= x.shape[d]
-    return sum(x, dim, keepdim) * (1.0 / builtins.max(count, 1))
+    return sum(x, dim, keepdim) * (1.0 / count if count else float("nan"))   # the mean of nothing is nan
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
@@ -117,28 +109,43 @@ def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
-    return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
+    return un.sqrt(var(x, dim, unbiased, keepdim, correction))
 
 
-class RowMax(Function):
+class RowMax(Primitive):
     """Maximum over the last dimension (kept, size 1); the gradient goes to every maximal entry."""
-    primitive = True
+    saves = "input+output"
 
     @staticmethod
-    def forward(ctx, x):
-        step = step_of(x)
-        n = x.shape[-1]
-        node = ops.pool_1d(step.context(), contiguous(step, x), "max", n, n, 0)
-        out = emit(step, node, x.shape[:-1] + (1,), x.dtype, x.device)
-        ctx.save_for_backward(x, out.detach())
-        return out
+    def build(ctx, graph, x):
+        n = ctx.shapes[0][-1]
+        return ops.pool_1d(graph.ctx, x, "max", n, n, 0)
+
+    @staticmethod
+    def shape(x):
+        return x.shape[:-1] + (1,)
 
     @staticmethod
     def backward(ctx, g):
         x, m = ctx.saved_tensors
-        hit = 1.0 - ew.Step.apply(m - x)
-        count = SumRows.apply(hit)
-        return g * hit / count
+        hit = 1.0 - un.Step.apply(m - x)
+        return g * hit / SumRows.apply(hit)
+
+
+class ArgmaxRows(Primitive):
+    """Index of the first maximum of each row of a 2-D x, as int32 (not differentiable)."""
+
+    @staticmethod
+    def build(ctx, graph, x):
+        return ops.argmax(graph.ctx, x)
+
+    @staticmethod
+    def shape(x):
+        return (x.shape[0],)
+
+    @staticmethod
+    def result_dtype(x):
+        return i32
 
 
 def _move_last(x, d):
@@ -150,10 +157,20 @@ def _move_last(x, d):
     return x.permute(*perm), inverse
 
 
+def _nonempty_reduction(x, dim, op):
+    """PyTorch's IndexError for a maximum over nothing."""
+    for d in normalize_dims(dim, x.ndim) if x.ndim else ():
+        if x.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    if dim is None and x.numel() == 0:
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+
+
 def amax(x, dim=None, keepdim=False):
-    src = _float_input(x, "amax")
+    _nonempty_reduction(x, dim, "amax")
+    src = as_float32(x, "amax", allow_int=True)
     if dim is None or x.ndim == 0:
-        flat = src.reshape(1, builtins.max(x.numel(), 1))
+        flat = src.reshape(1, x.numel())
         out = RowMax.apply(flat).reshape(())
         if keepdim:
             out = out.reshape((1,) * x.ndim)
@@ -174,24 +191,19 @@ def amin(x, dim=None, keepdim=False):
 
 def argmax(x, dim=None, keepdim=False):
     """Index of the (first) maximum along `dim` (flattened when None), as int32."""
-    src = _float_input(x, "argmax")
+    _nonempty_reduction(x, dim, "argmax")
+    src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
-        flat = src.reshape(1, builtins.max(x.numel(), 1))
-        out = _argmax_rows(flat).reshape(())
+        flat = src.reshape(1, x.numel())
+        out = ArgmaxRows.apply(flat).reshape(())
         return out.reshape((1,) * x.ndim) if keepdim else out
     d = normalize_dims(dim, x.ndim)[0]
     moved, _ = _move_last(src, d)
     rows = moved.reshape(-1, x.shape[d])
-    out = _argmax_rows(rows).reshape(moved.shape[:-1])
+    out = ArgmaxRows.apply(rows).reshape(moved.shape[:-1])
     if keepdim:
         out = out.unsqueeze(d)
     return out
-
-
-def _argmax_rows(x2d):
-    step = step_of(x2d)
-    node = ops.argmax(step.context(), contiguous(step, x2d))
-    return emit(step, node, (x2d.shape[0],), i32, x2d.device)
 
 
 def argmin(x, dim=None, keepdim=False):
@@ -217,16 +229,16 @@ def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
 
 def maximum(a, b):
     """Elementwise maximum: b + relu(a - b) (gradient to a where a > b)."""
-    return b + ew.relu(a - b)
+    return b + un.relu(a - b)
 
 
 def minimum(a, b):
-    return a - ew.relu(a - b)
+    return a - un.relu(a - b)
 
 
 def logsumexp(x, dim, keepdim=False):
     m = amax(x, dim, keepdim=True).detach()
-    out = ew.log(sum(ew.exp(x - m), dim, keepdim=True)) + m
+    out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
         out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
     return out

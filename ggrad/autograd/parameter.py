@@ -1,6 +1,9 @@
-"""`Parameter`: a leaf Tensor that a Module registers as learnable."""
+"""`Parameter`: a leaf Tensor that a Module registers as learnable (ggrad.nn.Parameter).
 
-from ..autograd import Tensor
+It lives in autograd, below nn, so that checkpoints (serialization) can make Parameters without nn."""
+
+from .factory import zeros
+from .tensor import Tensor
 
 
 class Parameter(Tensor):
@@ -9,22 +12,12 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __new__(cls, data=None, requires_grad=True):
-        from ..autograd.factory import zeros
         if data is None:
             data = zeros(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
-        base = data
-        p = Tensor.__new__(cls)
-        for slot in ("_g", "shape", "dtype", "device", "_block", "_step", "_version"):
-            setattr(p, slot, getattr(base, slot))
-        p.grad = None
-        p.grad_fn = None
-        p._output_nr = 0
-        p.requires_grad = False
-        if base._step is not None:
-            import weakref
-            base._step.pending.append(weakref.ref(p))
+        p = cls._make(data._node, data.shape, data.dtype, data.device, data._pending, data._block)
+        p._version = data._version
         if requires_grad:
             p.requires_grad_(True)
         return p

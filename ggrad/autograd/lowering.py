@@ -1,0 +1,59 @@
+"""Per-backend lowering: the one place that knows which GGML ops each backend runs fast.
+
+A rule says what to compute (sum a broadcast gradient, the weight gradient g^T x, a cross-entropy);
+the choices here say how, by the backend of the device the graph runs on, because what is fast on one
+backend is slow or missing on another (GGML 0.20.2, measured on this project's machines):
+
+- broadcast reductions (every bias gradient): on the CPU repeat_back is the fastest (2 ms for a
+  [8192, 512] gradient vs 4-8 ms otherwise); on CUDA it takes 1.9 ms where a transposed copy and
+  sum_rows take 0.05 ms.
+- weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
+  CUDA and Vulkan out_prod (f32 only) needs no copies.
+- GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
+"""
+
+import contextlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """The choices for one backend.
+
+    Attributes:
+        reduce_leading: sum over leading dimensions by "repeat_back" or by "sum_rows" of a transposed copy.
+        weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
+        fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
+    """
+    reduce_leading: str = "repeat_back"
+    weight_grad: str = "mul_mat"
+    fused_cross_entropy: bool = True
+
+
+CPU = Lowering()
+CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod")
+VULKAN = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", fused_cross_entropy=False)
+_BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}
+_forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
+
+
+def for_device(device):
+    """The Lowering of `device`'s backend (the CPU's for backends not listed, e.g. RPC)."""
+    forced = _forced.get(device.name)
+    if forced is not None:
+        return forced
+    return _BY_BACKEND.get(device.backend_name, CPU)
+
+
+@contextlib.contextmanager
+def forced(device, lowering):
+    """Within the block, graphs on `device` are lowered as `lowering` says."""
+    previous = _forced.get(device.name)
+    _forced[device.name] = lowering
+    try:
+        yield
+    finally:
+        if previous is None:
+            _forced.pop(device.name, None)
+        else:
+            _forced[device.name] = previous

@@ -1,0 +1,256 @@
+"""Arithmetic of two operands with broadcasting, the scalar forms that fold into one GGML node, and pow.
+
+GGML's binary ops repeat `b` into the shape of `a`: the public functions promote the dtypes, then
+expand `a` to the result's shape (or swap the operands of a commutative op) so the primitives below
+only ever see that case; the Expand node's own backward sums the gradient back down.
+"""
+
+import math
+import numbers
+
+from ...ggml import f32, ops
+from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote
+from ..function import Function
+from ..primitive import Primitive
+from ..tensor import Tensor
+from ..factory import tensor
+from .broadcast import broadcast_shapes, expand_to, reduce_to
+from . import unary as un
+
+
+class Add(Primitive):
+    """y = a + b (b broadcast into a)."""
+    dtypes = NUMERIC
+
+    @staticmethod
+    def build(ctx, graph, a, b):
+        return ops.add(graph.ctx, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, reduce_to(g, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+
+
+class Sub(Primitive):
+    """y = a - b (b broadcast into a)."""
+    dtypes = NUMERIC
+
+    @staticmethod
+    def build(ctx, graph, a, b):
+        return ops.sub(graph.ctx, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, reduce_to(-g, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
+
+
+class Mul(Primitive):
+    """y = a * b (b broadcast into a)."""
+    dtypes = NUMERIC
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, a, b):
+        return ops.mul(graph.ctx, a, b)
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        a, b = args
+        return (a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return g * b if need_a else None, reduce_to(g * a, ctx.shapes[1]) if need_b else None
+
+
+class Div(Primitive):
+    """y = a / b (b broadcast into a); integer operands give float32, as PyTorch's true division."""
+    dtypes = TRUE_DIVIDE
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, a, b):
+        return ops.div(graph.ctx, a, b)
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        a, b = args
+        return (a if ctx.needs_input_grad[1] else None, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return g / b if need_a else None, reduce_to(-(g * a) / (b * b), ctx.shapes[1]) if need_b else None
+
+
+class ScaleBias(Primitive):
+    """y = x * scale + bias for Python numbers scale and bias (one GGML node)."""
+    dtypes = FLOAT
+
+    @staticmethod
+    def build(ctx, graph, x, scale, bias):
+        ctx.scale = scale
+        if bias == 0:
+            return ops.scale(graph.ctx, x, float(scale))
+        return ops.scale_bias(graph.ctx, x, float(scale), float(bias))
+
+    @staticmethod
+    def backward(ctx, g):
+        return ScaleBias.apply(g, ctx.scale, 0.0), None, None
+
+
+class ScalarDiv(Primitive):
+    """y = c / x for a Python number c."""
+    dtypes = FLOAT
+    saves = "input"
+
+    @staticmethod
+    def build(ctx, graph, x, c):
+        ctx.c = c
+        return ops.div(graph.ctx, ops.fill(graph.ctx, x, float(c)), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return -ctx.c * g / (x * x), None
+
+
+class PowScalar(Function):
+    """y = x ** p for a Python number p (negative x allowed for integer p); composed, so its forward
+    runs under no_grad and only this Function is recorded."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.p = p
+        ctx.save_for_backward(x)
+        return _pow_value(x, p)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * _pow_value(x, ctx.p - 1) * ctx.p, None
+
+
+def _pow_value(x, p):
+    if p == 0:
+        return x * 0.0 + 1.0
+    if p == 1:
+        return x * 1.0
+    if p == 2:
+        return un.Sqr.apply(x)
+    if p == 0.5:
+        return un.Sqrt.apply(x)
+    if p == -1:
+        return ScalarDiv.apply(x, 1.0)
+    magnitude = un.Exp.apply(un.Log.apply(un.Abs.apply(x)) * float(p))
+    if float(p).is_integer() and int(p) % 2 == 1:
+        return magnitude * un.Sgn.apply(x)
+    return magnitude
+
+
+# ---- public functions ----------------------------------------------------------------------------
+def _is_number(x):
+    return isinstance(x, numbers.Number)
+
+
+def _float_and_number(a, b):
+    """(tensor, number) when one side is a float Tensor and the other a Python number, else None."""
+    if isinstance(a, Tensor) and _is_number(b) and a.dtype.is_float:
+        return a, b
+    return None
+
+
+def _broadcast_apply(fn, a, b, op, commutative):
+    a, b = promote(a, b, op)
+    out_shape = broadcast_shapes(a.shape, b.shape, op)
+    if a.shape != out_shape:
+        if commutative and b.shape == out_shape:
+            a, b = b, a
+        else:
+            a = expand_to(a, out_shape)
+    return fn.apply(a, b)
+
+
+def add(a, b, alpha=1):
+    if alpha != 1:
+        b = b * alpha
+    pair = _float_and_number(a, b) or _float_and_number(b, a)
+    if pair:
+        return ScaleBias.apply(pair[0], 1.0, float(pair[1]))
+    return _broadcast_apply(Add, a, b, "add", commutative=True)
+
+
+def sub(a, b, alpha=1):
+    if alpha != 1:
+        b = b * alpha
+    if _float_and_number(a, b):
+        return ScaleBias.apply(a, 1.0, -float(b))
+    if _float_and_number(b, a):
+        return ScaleBias.apply(b, -1.0, float(a))
+    return _broadcast_apply(Sub, a, b, "sub", commutative=False)
+
+
+def mul(a, b):
+    pair = _float_and_number(a, b) or _float_and_number(b, a)
+    if pair:
+        return ScaleBias.apply(pair[0], float(pair[1]), 0.0)
+    return _broadcast_apply(Mul, a, b, "mul", commutative=True)
+
+
+def div(a, b):
+    if _float_and_number(a, b) and b != 0:
+        return ScaleBias.apply(a, 1.0 / float(b), 0.0)
+    if _float_and_number(b, a):
+        return ScalarDiv.apply(b, float(a))
+    return _broadcast_apply(Div, a, b, "div", commutative=False)
+
+
+def reciprocal(x):
+    return ScalarDiv.apply(x, 1.0)
+
+
+def rsqrt(x):
+    return reciprocal(un.sqrt(x))
+
+
+def pow(x, p):  # noqa: A001 (PyTorch's name)
+    if isinstance(x, Tensor) and _is_number(p):
+        if not x.dtype.is_float:
+            return pow(x.to(f32), p).to(x.dtype)
+        return FLOAT(PowScalar, (x, float(p)))
+    if isinstance(p, Tensor) and _is_number(x):
+        if x <= 0:
+            raise ValueError(f"pow: a scalar base must be positive, got {x}")
+        return un.exp(p * math.log(x))
+    x, p = promote(x, p, "pow")
+    return un.exp(un.log(x) * p)
+
+
+# ---- selection by a mask -------------------------------------------------------------------------
+def _as_mask(mask, like):
+    if not isinstance(mask, Tensor):
+        mask = tensor(mask, dtype=f32, device=like.device)
+    if mask.dtype is not f32:
+        mask = mask.to(f32)
+    return mask.detach() if mask.requires_grad else mask
+
+
+def masked_fill(x, mask, value):
+    """x with `value` wherever `mask` (0/1 or bool-like, broadcastable) is nonzero.
+
+    Infinite values are stored as the largest finite float32 of that sign (GGML has no select op, and
+    0 * inf would be NaN); softmax treats both alike.
+    """
+    m = _as_mask(mask, x)
+    v = max(min(float(value), un._F32_MAX), -un._F32_MAX)
+    return x * (1.0 - m) + m * v
+
+
+def where(condition, a, b):
+    """a where condition is nonzero, else b (broadcast)."""
+    ref = a if isinstance(a, Tensor) else b
+    m = _as_mask(condition, ref)
+    return b + m * (a - b) if isinstance(b, Tensor) else m * (a - b) + b

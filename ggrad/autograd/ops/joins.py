@@ -1,0 +1,106 @@
+"""Joining and splitting: cat, stack, split, chunk."""
+
+from ...ggml import ops
+from ...ggml.errors import DTypeError, ShapeError
+from ..function import Function
+from ..primitive import Primitive
+from ..tensor import _axis
+from .views import Slice, narrow, unsqueeze
+
+
+class Concat(Primitive):
+    """a and b joined along `dim`; backward narrows the gradient into the two parts."""
+
+    @staticmethod
+    def build(ctx, graph, a, b, dim):
+        ctx.dim = dim
+        return ops.concat(graph.ctx, a, b, len(ctx.shapes[0]) - 1 - dim)
+
+    @staticmethod
+    def shape(a, b, dim):
+        shape = list(a.shape)
+        shape[dim] += b.shape[dim]
+        return tuple(shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        na, nb = ctx.shapes[0][ctx.dim], ctx.shapes[1][ctx.dim]
+        return narrow(g, ctx.dim, 0, na), narrow(g, ctx.dim, na, nb), None
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of Tensors")
+    first = tensors[0]
+    d = _axis(dim, first.ndim)
+    for t in tensors[1:]:
+        if t.ndim != first.ndim or any(s != u for i, (s, u) in enumerate(zip(t.shape, first.shape)) if i != d):
+            raise ShapeError(f"cat: sizes of tensors must match except in dimension {d}; got {first.shape} "
+                             f"and {t.shape}")
+        if t.dtype is not first.dtype:
+            raise DTypeError(f"cat: all tensors must have one dtype; got {first.dtype.name} and {t.dtype.name}")
+    parts = [t for t in tensors if t.numel()] or tensors   # zero-size pieces add nothing
+    if len(parts) == 1 and len(tensors) > 1:
+        return parts[0] * 1   # a new tensor, as cat always gives
+    out = parts[0]
+    for t in parts[1:]:
+        out = Concat.apply(out, t, d)
+    return out
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of Tensors")
+    for t in tensors[1:]:
+        if t.shape != tensors[0].shape:
+            raise ShapeError(f"stack: expects each tensor to be equal size, got {tensors[0].shape} and {t.shape}")
+    return cat([unsqueeze(t, dim) for t in tensors], dim)
+
+
+class Split(Function):
+    """Views of consecutive pieces of x along `dim` (several outputs); backward concatenates the
+    pieces' gradients. Forward builds one Slice view per piece, recorded as this one op."""
+    primitive = True
+
+    @classmethod
+    def forward(cls, ctx, x, dim, sizes):
+        ctx.dim = dim
+        out, start = [], 0
+        for size in sizes:
+            starts = [0] * x.ndim
+            stops = list(x.shape)
+            starts[dim], stops[dim] = start, start + size
+            out.append(Slice.forward(ctx, x, tuple(starts), tuple(stops)))
+            start += size
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        out = grads[0]
+        for g in grads[1:]:
+            out = Concat.apply(out, g, ctx.dim)
+        return out, None, None
+
+
+def split(x, split_size_or_sections, dim=0):
+    d = _axis(dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        if split_size_or_sections <= 0:
+            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+        sizes = [min(split_size_or_sections, n - i) for i in range(0, n, split_size_or_sections)]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ShapeError(f"split: sections {sizes} do not add up to dimension {d} of size {n}")
+    if len(sizes) == 1:
+        return (x,)
+    return Split.apply(x, d, tuple(sizes))
+
+
+def chunk(x, chunks, dim=0):
+    n = x.shape[_axis(dim, x.ndim)]
+    size = -(-n // chunks)
+    return split(x, size, dim)

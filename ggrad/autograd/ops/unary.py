@@ -1,0 +1,205 @@
+"""Unary math and activations: one GGML op each, with the gradient rule beside it.
+
+Each row of the table is a Primitive: `unary(name, builder, grad, saves)` where `builder(ggml_ctx,
+x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All compute in float32
+(dtype rule FLOAT) unless the row says otherwise.
+"""
+
+import math
+
+from ...ggml import ops
+from ..dtype_rules import FLOAT, NUMERIC
+from ..primitive import Primitive
+
+
+def unary(name, builder, grad, saves=None, doc="", dtypes=FLOAT):
+    """A Primitive y = builder(ggml_ctx, x, *params) with gradient grad(ctx, g, *saved_tensors)."""
+    def build(ctx, graph, x, *params):
+        ctx.params = params
+        return builder(graph.ctx, x, *params)
+
+    def backward(ctx, g):
+        return (grad(ctx, g, *ctx.saved_tensors),) + (None,) * len(ctx.params)
+
+    return type(name, (Primitive,), {"build": staticmethod(build), "backward": staticmethod(backward),
+                                     "saves": saves, "dtypes": dtypes, "__doc__": doc,
+                                     "__module__": __name__})
+
+
+def _zero(ctx, g, x):
+    return g * 0.0
+
+
+Neg = unary("Neg", ops.neg, lambda ctx, g: -g, doc="y = -x", dtypes=NUMERIC)
+Abs = unary("Abs", ops.abs, lambda ctx, g, x: g * Sgn.apply(x), "input", "y = |x|", NUMERIC)
+Sgn = unary("Sgn", ops.sgn, _zero, "input", "y = sign(x) (gradient 0)")
+Step = unary("Step", ops.step, _zero, "input", "y = 1 if x > 0 else 0 (the Heaviside step; gradient 0)")
+Exp = unary("Exp", ops.exp, lambda ctx, g, y: g * y, "output", "y = e**x")
+Log = unary("Log", ops.log, lambda ctx, g, x: g / x, "input", "y = ln x")
+Sqrt = unary("Sqrt", ops.sqrt, lambda ctx, g, y: g * 0.5 / y, "output", "y = sqrt(x)")
+Sqr = unary("Sqr", ops.sqr, lambda ctx, g, x: g * x * 2.0, "input", "y = x*x")
+Sin = unary("Sin", ops.sin, lambda ctx, g, x: g * Cos.apply(x), "input", "y = sin x")
+Cos = unary("Cos", ops.cos, lambda ctx, g, x: -(g * Sin.apply(x)), "input", "y = cos x")
+Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y = tanh x")
+Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)")
+Relu = unary("Relu", ops.relu, lambda ctx, g, x: g * Step.apply(x), "input", "y = max(x, 0)")
+Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
+
+
+def _leaky_grad(ctx, g, x):
+    slope, = ctx.params
+    s = Step.apply(x)
+    return g * (s + (1.0 - s) * slope)
+
+
+LeakyRelu = unary("LeakyRelu", lambda c, x, slope: ops.leaky_relu(c, x, float(slope), False), _leaky_grad,
+                  "input", "y = x if x > 0 else slope*x")
+
+
+def _elu_grad(ctx, g, x, y):
+    s = Step.apply(x)
+    return g * (s + (1.0 - s) * (y + 1.0))
+
+
+Elu = unary("Elu", ops.elu, _elu_grad, "input+output", "y = x if x > 0 else e**x - 1")
+
+
+class SiluBack(Primitive):
+    """GGML's silu_back: the gradient of silu at x, times g (gradient first)."""
+    dtypes = FLOAT
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, g, x):
+        return ops.silu_back(graph.ctx, g, x)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        s = Sigmoid.apply(x)
+        ds = s * (1.0 - s)
+        # d/dx [g * (s + x s (1-s))] = g * (2 ds + x ds (1 - 2s))
+        return gg * (s + x * ds), gg * g * (ds * 2.0 + x * ds * (1.0 - s * 2.0))
+
+
+Silu = unary("Silu", ops.silu, lambda ctx, g, x: SiluBack.apply(g, x), "input", "y = x * sigmoid(x)")
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_tanh_grad(ctx, g, x):
+    """With s = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): 1 + tanh(u) = 2s and 1 - tanh(u)^2 =
+    4s(1-s), so the gradient is s + 2x s (1-s) u'. GGML's sigmoid is several times faster than its tanh."""
+    x2 = x * x
+    s = Sigmoid.apply((x + x2 * x * 0.044715) * (2.0 * _SQRT_2_OVER_PI))
+    du = (x2 * 0.134145 + 1.0) * _SQRT_2_OVER_PI
+    return g * (s + x * s * (1.0 - s) * du * 2.0)
+
+
+def _gelu_erf_grad(ctx, g, x, y):
+    """Phi(x) + x phi(x), with Phi(x) read off the forward's y = x Phi(x) as y / x (and 1/2 at x = 0)."""
+    at_zero = 1.0 - Sqr.apply(Sgn.apply(x))
+    cdf = (y + at_zero * 0.5) / (x + at_zero)
+    pdf = Exp.apply(Sqr.apply(x) * -0.5)
+    return g * (cdf + x * pdf * (1.0 / math.sqrt(2.0 * math.pi)))
+
+
+GeluTanh = unary("GeluTanh", ops.gelu, _gelu_tanh_grad, "input", "tanh approximation of x * Phi(x)")
+Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")
+
+
+class Clamp(Primitive):
+    """y = min(max(x, lo), hi); gradient 1 inside [lo, hi], 0 outside."""
+    dtypes = NUMERIC
+    saves = "input"
+
+    @staticmethod
+    def build(ctx, graph, x, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        # GGML's clamp writes into its input: clamp a copy
+        return ops.clamp(graph.ctx, ops.dup(graph.ctx, x), float(lo), float(hi))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        inside = (1.0 - Step.apply(ctx.lo - x)) * (1.0 - Step.apply(x - ctx.hi))   # lo <= x <= hi
+        return g * inside, None, None
+
+
+class Cast(Primitive):
+    """Convert between float32, float16, bfloat16 and int32; gradients cast back."""
+
+    @staticmethod
+    def build(ctx, graph, x, dtype):
+        ctx.in_dtype = x.dtype
+        return ops.cast(graph.ctx, x, dtype)
+
+    @staticmethod
+    def result_dtype(x, dtype):
+        return dtype
+
+    @staticmethod
+    def backward(ctx, g):
+        return Cast.apply(g, ctx.in_dtype) if ctx.in_dtype.is_float else None, None
+
+
+# ---- public functions ----------------------------------------------------------------------------
+def _public(fn, name):
+    def op(x):
+        return fn.apply(x)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = fn.__doc__
+    return op
+
+
+exp = _public(Exp, "exp")
+log = _public(Log, "log")
+sqrt = _public(Sqrt, "sqrt")
+sin = _public(Sin, "sin")
+cos = _public(Cos, "cos")
+tanh = _public(Tanh, "tanh")
+sigmoid = _public(Sigmoid, "sigmoid")
+relu = _public(Relu, "relu")
+silu = _public(Silu, "silu")
+softplus = _public(Softplus, "softplus")
+square = _public(Sqr, "square")
+sign = _public(Sgn, "sign")
+neg = _public(Neg, "neg")
+abs = _public(Abs, "abs")  # noqa: A001 (PyTorch's name)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return LeakyRelu.apply(x, float(negative_slope))
+
+
+def elu(x, alpha=1.0):
+    if alpha != 1.0:
+        s = Step.apply(x)
+        return relu(x) + (1.0 - s) * (exp(x) - 1.0) * alpha
+    return Elu.apply(x)
+
+
+def gelu(x, approximate="none"):
+    """GELU: x * Phi(x). `approximate="tanh"` uses the tanh formula, as in PyTorch."""
+    if approximate == "none":
+        return Gelu.apply(x)
+    if approximate == "tanh":
+        return GeluTanh.apply(x)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+_F32_MAX = 3.4028234663852886e38
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    lo = -_F32_MAX if min is None else float(min)
+    hi = _F32_MAX if max is None else float(max)
+    return Clamp.apply(x, lo, hi)
+
+
+def cast(x, dtype):
+    """x converted to `dtype` (the autograd-aware conversion behind `Tensor.to(dtype)`)."""
+    return x if x.dtype is dtype else Cast.apply(x, dtype)
+

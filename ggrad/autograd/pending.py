@@ -1,0 +1,148 @@
+"""The pending graph of a device: GGML nodes that ops have added and no compute has run yet.
+
+Ops build nodes into the PendingGraph of their inputs' device and get Tensors back at once; a read,
+`optimizer.step()` or `ggrad.realize()` computes the whole pending graph (see execution.py).
+
+Shapes: a Tensor's `shape` is numpy order (0 to 4 dims); GGML's `ne` is the reverse, padded with 1s.
+`ne_of` is the one place where one becomes the other.
+"""
+
+import weakref
+
+import numpy as np
+
+from .. import ggml
+from ..ggml.errors import DeviceError, ShapeError
+from . import execution
+from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
+
+_CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more contexts when needed
+
+
+def ne_of(shape):
+    """GGML `ne` (4 values, innermost first) of a numpy-order shape."""
+    if len(shape) > 4:
+        raise ShapeError(f"GGML tensors have at most 4 dimensions; got shape {tuple(shape)}")
+    ne = [1, 1, 1, 1]
+    for i, n in enumerate(reversed(shape)):
+        ne[i] = int(n)
+    return ne
+
+
+class PendingGraph:
+    """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
+    in-place effects, and the memory of computed inputs that must live until the compute reads it."""
+
+    __slots__ = ("device", "contexts", "_ctx", "tensors", "uploads", "effects", "keep", "checks")
+
+    def __init__(self, device):
+        self.device = device
+        self.contexts = []
+        self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
+        self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
+        self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
+        self.keep = []      # (Block, GTensor) of computed inputs, alive until the compute has read them
+        self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
+        self._new_context()
+
+    def _new_context(self):
+        self._ctx = ggml.Context(n_tensors=_CONTEXT_TENSORS)
+        self.contexts.append(self._ctx)
+
+    @property
+    def ctx(self):
+        """The GGML context to build the next node in (a fresh one when the current is nearly full)."""
+        c = self._ctx
+        if c.used_mem + 64 * ggml.tensor_overhead() > c.mem_size:
+            self._new_context()
+        return self._ctx
+
+    def n_tensors(self):
+        return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
+
+    def is_empty(self):
+        return not self.tensors and not self.effects
+
+    # ---- inputs ----------------------------------------------------------------------------------
+    def node(self, t):
+        """The GGML node of Tensor `t` as an input of a new node here (strides as they are).
+
+        A computed input's memory (its Block) and metadata stay alive until this graph is computed,
+        even if Python drops the tensor meanwhile.
+        """
+        if t._block is not None:
+            self.keep.append((t._block, t._node))
+        return t._node
+
+    def contiguous(self, t):
+        """`t`'s node with canonical strides: itself, a reshape view of a contiguous view whose size-1
+        dimensions have other strides, or a contiguous copy of a strided view."""
+        g = self.node(t)
+        if g.is_packed:
+            return g
+        if g.is_contiguous and not g.is_transposed:
+            return ggml.ops.reshape_4d(self.ctx, g, *g.ne)
+        return ggml.ops.cont(self.ctx, g)
+
+    def shape_only(self, shape, dtype=ggml.f32):
+        """A metadata-only node whose shape GGML reads (repeat_back, get_rows_back); never computed."""
+        return self.ctx.new_tensor(dtype, ne_of(shape))
+
+    # ---- outputs ---------------------------------------------------------------------------------
+    def track(self, t):
+        """Register Tensor `t` as backed by a node of this graph (it is kept if Python still holds it)."""
+        self.tensors.append(weakref.ref(t))
+
+    def emit(self, node, shape, dtype):
+        """Wrap a new node as a Tensor of numpy-order `shape`."""
+        t = _tensor.Tensor._make(node, shape, dtype, self.device, self)
+        if execution.EAGER:
+            execution.realize(self)
+        return t
+
+    def leaf(self, array, dtype):
+        """A Tensor holding a copy of host `array`, uploaded when this graph is computed."""
+        node = self.ctx.new_tensor(dtype, ne_of(array.shape))
+        raw = ggml.encode(np.array(array, order="C", copy=True), dtype)
+        self.upload(node, raw)
+        return self.emit(node, array.shape, dtype)
+
+    def upload(self, node, raw):
+        """Write host bytes `raw` into the leaf `node` before the compute."""
+        self.uploads.append((node, raw))
+
+    def host_value(self, t):
+        """The values of `t` when they are host data this graph has yet to upload (else None)."""
+        for node, raw in self.uploads:
+            if node is t._node:
+                return ggml.decode(raw.tobytes(), t.dtype, t.shape)
+        return None
+
+    def check(self, count, error):
+        """Fail the compute of this graph with `error` when the 0-d Tensor `count` is nonzero: how values
+        computed on the device (indices, labels) are validated without a host round trip per op."""
+        self.checks.append((count, error))
+
+    def effect(self, node):
+        """Compute `node` for its side effect (an in-place update) even though no Tensor holds it."""
+        self.effects.append(node)
+
+
+def graph_of(*tensors):
+    """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
+    compute for a tensor whose graph failed its checks)."""
+    device = tensors[0].device
+    for t in tensors:
+        if t.device is not device and t.device != device:
+            raise DeviceError(f"expected all tensors on the same device, got {device.torch_name} and "
+                              f"{t.device.torch_name}; move one with .to(device)")
+        if t._pending.__class__ is execution.FailedGraph:
+            raise t._pending.error
+    return execution.pending_graph(device)
+
+
+def alias(t):
+    """A new Tensor object for the same values, with no history (what `detach()` returns)."""
+    a = _tensor.Tensor._make(t._node, t.shape, t.dtype, t.device, t._pending, t._block)
+    a._version = t._version
+    return a

@@ -1,0 +1,117 @@
+"""`Primitive`: the one shape of an op that GGML computes.
+
+A primitive says four things and the engine does the rest (finding the pending graph of the inputs'
+device, passing their GGML nodes in, wrapping the result as a Tensor, saving what backward reads,
+recording the op for autograd):
+
+    class Exp(Primitive):
+        '''y = e**x'''
+        dtypes = FLOAT                       # the dtype rule (dtype_rules.py)
+        saves = "output"                     # what backward reads as ctx.saved_tensors
+
+        @staticmethod
+        def build(ctx, graph, x):            # the GGML builder: Tensors arrive as their nodes
+            return ops.exp(graph.ctx, x)
+
+        @staticmethod
+        def backward(ctx, g):                # the gradient rule, as math over Tensors
+            y, = ctx.saved_tensors
+            return g * y
+
+Operands or results without elements never reach GGML: the result is `empty_value` everywhere (0, the
+sum of nothing, unless an op says otherwise). The engine sets `ctx.shapes`, the shapes of the Tensor inputs, for backward rules.
+`shape(*args)` and `result_dtype(*args)` give the result's shape and dtype when they differ from the
+first input's. Inputs arrive contiguous unless `views = True` (ops that take strided views).
+"""
+
+import numpy as np
+
+from .factory import zeros
+from .function import Function, apply_function
+from .pending import alias, graph_of
+from .tensor import Tensor
+
+
+class Primitive(Function):
+    """Base class of ggrad's GGML-built ops; see the module docstring."""
+
+    primitive = True
+    views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
+    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output"
+    dtypes = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
+    empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
+
+    @staticmethod
+    def build(ctx, graph, *args):
+        raise NotImplementedError("a Primitive must define build(ctx, graph, *args)")  # as Function.forward
+
+    @staticmethod
+    def shape(*args):
+        """The numpy-order shape of the result (default: the first input's)."""
+        return _first_tensor(args).shape
+
+    @staticmethod
+    def result_dtype(*args):
+        """The dtype of the result (default: the first input's)."""
+        return _first_tensor(args).dtype
+
+    @classmethod
+    def apply(cls, *args):
+        rule = cls.dtypes
+        if rule is None:
+            return apply_function(cls, args)
+        return rule(cls, args)
+
+    @classmethod
+    def forward(cls, ctx, *args):
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        ctx.shapes = tuple(t.shape for t in tensors)
+        graph = graph_of(*tensors)
+        shape = cls.shape(*args)
+        if 0 in shape or any(0 in s for s in ctx.shapes):
+            out = cls.empty(graph, shape, cls.result_dtype(*args))
+            ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
+                                        for a in args)
+        else:
+            take = graph.node if cls.views else graph.contiguous
+            inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
+            out = graph.emit(cls.build(ctx, graph, *inputs), shape, cls.result_dtype(*args))
+        if cls.saves is not None:
+            ctx.save_for_backward(*cls.saved(ctx, args, out))
+        return out
+
+    @classmethod
+    def gradients(cls, ctx, grads):
+        """A constant result (zero-size operands) has zero gradients; otherwise the op's own rule."""
+        constant = getattr(ctx, "constant_result", None)
+        if constant is None:
+            return cls.backward(ctx, *grads)
+        return tuple(None if spec is None or not need else zeros(spec[0], dtype=spec[1], device=spec[2])
+                     for spec, need in zip(constant, ctx.needs_input_grad))
+
+    @classmethod
+    def empty(cls, graph, shape, dtype):
+        """The result when an operand or the result has no elements. GGML is never called on zero-size
+        tensors (many of its ops assert on them): the result is a constant, `empty_value` everywhere."""
+        return graph.leaf(np.full(shape, cls.empty_value, dtype=dtype.numpy or np.float32), dtype)
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        """The tensors to keep for backward, by `saves`; a primitive may override it."""
+        saves = cls.saves
+        if saves == "input":
+            return (args[0],)
+        if saves == "inputs":
+            return tuple(a for a in args if isinstance(a, Tensor))
+        if saves == "output":
+            return (alias(out),)
+        if saves == "input+output":
+            return (args[0], alias(out))
+        raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            return a
+    raise TypeError("a Primitive needs at least one Tensor argument")

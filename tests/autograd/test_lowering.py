@@ -1,0 +1,118 @@
+"""Per-backend lowering: the GPU choices give the CPU choices' results (run on the CPU by forcing them),
+and each backend gets the choices lowering.py documents."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import nn
+from ggrad.autograd import lowering
+from gradcheck import check
+
+GPU_LIKE = lowering.CUDA
+
+
+@pytest.fixture
+def gpu_choices():
+    with lowering.forced(ggrad.device("cpu"), GPU_LIKE):
+        yield
+
+
+def _profile_ops(fn):
+    with ggrad.profile() as prof:
+        fn()
+    return set(prof.by_op())
+
+
+def test_backends_get_their_choices():
+    cpu = ggrad.device("cpu")
+    assert lowering.for_device(cpu) is lowering.CPU
+    with lowering.forced(cpu, GPU_LIKE):
+        assert lowering.for_device(cpu) is GPU_LIKE
+    assert lowering.for_device(cpu) is lowering.CPU
+    assert lowering.CUDA.weight_grad == "out_prod" and lowering.CUDA.reduce_leading == "sum_rows"
+    assert not lowering.VULKAN.fused_cross_entropy   # no Vulkan kernel in GGML 0.20.2
+
+
+@pytest.mark.parametrize("shapes", [((6, 5), (5,)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (1, 1, 4)), ((4, 3), (1, 3))])
+def test_bias_gradient_by_sum_rows(gpu_choices, shapes):
+    a, b = shapes
+    rng = np.random.default_rng(0)
+    check(lambda x, y: x + y, lambda x, y: x + y, [rng.standard_normal(a), rng.standard_normal(b)])
+
+
+def test_sum_rows_lowering_is_used(gpu_choices):
+    x = ggrad.randn(8, 5, requires_grad=True)
+    bias = ggrad.randn(5, requires_grad=True)
+    ops = _profile_ops(lambda: ((x + bias) * 2.0).sum().backward() or bias.grad.numpy())
+    assert "SUM_ROWS" in ops and "REPEAT_BACK" not in ops
+
+
+def test_weight_gradient_by_out_prod(gpu_choices):
+    rng = np.random.default_rng(1)
+    check(lambda x, w: ggrad.linear(x, w), lambda x, w: x @ w.T, [rng.standard_normal((7, 5)),
+                                                                   rng.standard_normal((3, 5))])
+    check(lambda x, w: x @ w, lambda x, w: x @ w, [rng.standard_normal((2, 4, 5)), rng.standard_normal((2, 5, 3))])
+
+
+def test_out_prod_lowering_is_used_and_matches_cpu_choice():
+    ggrad.manual_seed(0)
+    layer = nn.Linear(6, 4)
+    x = ggrad.randn(9, 6)
+
+    def weight_grad():
+        layer.zero_grad()
+        layer(x).sum().backward()
+        return layer.weight.grad.numpy()
+
+    on_cpu = weight_grad()
+    with lowering.forced(ggrad.device("cpu"), GPU_LIKE):
+        assert "OUT_PROD" in _profile_ops(weight_grad)
+        np.testing.assert_allclose(weight_grad(), on_cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_double_backward_through_out_prod(gpu_choices):
+    rng = np.random.default_rng(2)
+    w = ggrad.tensor(rng.standard_normal((3, 5)).astype(np.float32), requires_grad=True)
+    x = ggrad.tensor(rng.standard_normal((4, 5)).astype(np.float32), requires_grad=True)
+    ggrad.linear(x, w).sum().backward(create_graph=True)
+    gw = w.grad                           # = 1^T x, as a function of x
+    (gw * gw).sum().backward()
+    # x.grad: the first backward's 1 @ w, plus d/dx sum((1^T x)^2) = 1 @ (2 * 1^T x)
+    ones = np.ones((4, 3))
+    expected = ones @ w.detach().numpy() + 2 * ones @ (ones.T @ x.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_vulkan_choice_keeps_the_composed_cross_entropy():
+    logits = ggrad.randn(6, 4, requires_grad=True)
+    y = ggrad.tensor(np.array([0, 1, 2, 3, 0, 1]))
+    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+        ops = _profile_ops(lambda: ggrad.cross_entropy(logits, y).backward() or logits.grad.numpy())
+    assert "CROSS_ENTROPY_LOSS" not in ops
+
+
+@pytest.mark.parametrize("choices", [lowering.CUDA, lowering.VULKAN])
+def test_gpt_training_is_the_same_under_gpu_choices(choices):
+    from ggrad import optim
+    from ggrad.examples.char_gpt import CharGPT
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 20, (2, 8)).astype(np.int32)
+    y = rng.integers(0, 20, (2 * 8,)).astype(np.int32)
+
+    def losses():
+        ggrad.manual_seed(0)
+        model = CharGPT(20, 16, 2, 2, 8)
+        opt = optim.AdamW(model.parameters(), lr=1e-2)
+        out = []
+        for _ in range(3):
+            loss = ggrad.cross_entropy(model(ggrad.tensor(x)).reshape(-1, 20), ggrad.tensor(y))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return out
+
+    reference = losses()
+    with lowering.forced(ggrad.device("cpu"), choices):
+        np.testing.assert_allclose(losses(), reference, rtol=1e-4)

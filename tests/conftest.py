@@ -93,8 +93,8 @@ def _wait_listening(port, proc, timeout=30.0):
 
 # The server runs until this test process ends: its stdin then closes and a watchdog thread exits it
 # (cffi releases the GIL during rpc_start_server, so the thread runs). It is not killed earlier because
-# GGML has no way to unregister a server: its device stays in devices(), and any later call to it after
-# the server is gone (a buffer freed, memory asked) makes GGML abort this process (RPC_STATUS_ASSERT).
+# GGML has no way to unregister a server: its device stays in devices(), and once the server is gone
+# every use of it raises DeviceLostError (tests/ggml/test_rpc_faults.py kills servers of their own).
 _SERVER = """
 import os, sys, threading
 import ggrad.ggml as g

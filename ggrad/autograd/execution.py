@@ -168,6 +168,7 @@ def _realize(target, eval_callback):
 
 
 def _compute(rt, pending, alive, eval_callback):
+    ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
     # A held view would point into scratch memory: give it its own contiguous copy.
     for t in alive:
         if t._node.is_view:

@@ -6,10 +6,10 @@ function says numpy order.
 
 from ._lib import ffi, lib
 from . import hooks
-from .errors import GGRADError, ShapeError, DTypeError, DeviceError, GGMLError, ArgumentError
+from .errors import GGRADError, ShapeError, DTypeError, DeviceError, DeviceLostError, GGMLError, ArgumentError
 from .dtypes import DType, f32, f16, bf16, i32, i16, i8, all_dtypes, as_dtype
 from .backend import (Device, devices, device, cpu, set_num_threads, get_num_threads, has_backend,
-                     rpc_add_server, rpc_start_server)
+                     rpc_add_server, rpc_start_server, check_device)
 from .context import Context, GTensor, Graph, MAX_DIMS, tensor_overhead
 from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler

@@ -8,7 +8,8 @@ import os
 import re
 
 from ._lib import ffi, lib
-from .errors import DeviceError
+from .errors import DeviceError, DeviceLostError
+from .rpc import client as _rpc_client, protocol as _rpc_protocol, server as _rpc_server
 
 _TYPE_NAMES = {
     lib.GGML_BACKEND_DEVICE_TYPE_CPU: "cpu",
@@ -21,6 +22,7 @@ if hasattr(lib, "GGML_BACKEND_DEVICE_TYPE_IGPU"):
 _num_threads = os.cpu_count() or 1
 _devices = {}  # GGML device name -> Device
 _rpc_regs = {}  # endpoint -> the ggml_backend_reg_t registered for it
+_relays = {}    # endpoint -> the rpc.client.Relay that GGML's client talks to in its place
 
 
 class Device:
@@ -32,6 +34,7 @@ class Device:
         type: `"cpu"`, `"gpu"` or `"accel"`.
         backend_name: the registry it belongs to (`"CPU"`, `"CUDA"`, `"Vulkan"`, `"RPC"`).
         index: its position among that registry's devices.
+        relay: for an RPC device, the `rpc.client.Relay` in front of its server (else None).
     """
 
     def __init__(self, ptr, backend_name, index):
@@ -41,6 +44,7 @@ class Device:
         self.type = _TYPE_NAMES.get(lib.ggml_backend_dev_type(ptr), "accel")
         self.backend_name = backend_name
         self.index = index
+        self.relay = None
         self._backend = None
 
     @property
@@ -193,30 +197,86 @@ def has_backend(backend_name):
     return lib.ggml_backend_reg_by_name(backend_name.encode()) != ffi.NULL
 
 
-def rpc_add_server(endpoint):
-    """Register a running `rpc-server` (`"host:port"`); its devices then appear in `devices()`."""
-    fn = backend_proc("RPC", "ggml_backend_rpc_add_server", "ggml_backend_reg_t (*)(const char *)")
+def _rpc_proc(symbol, signature):
+    fn = backend_proc("RPC", symbol, signature)
     if fn is None:
         raise DeviceError("this GGML was built without RPC; rebuild libggml-python with CMAKE_ARGS=-DGGML_RPC=ON")
+    return fn
+
+
+def rpc_add_server(endpoint, connect_timeout=5.0, timeout=300.0):
+    """Register a running RPC server (`"host:port"`); its devices then appear in `devices()`.
+
+    GGML's client aborts the process when a server dies, so it talks to a relay process instead, which
+    first checks that the peer speaks GGML's RPC protocol (DeviceError otherwise, within `connect_timeout`
+    seconds). A server that later dies, answers garbage, or takes longer than `timeout` seconds to answer
+    one request (the compute before it included) makes its devices raise DeviceLostError (a RuntimeError)
+    at the next compute or read on them; the process and its other devices carry on.
+    """
+    fn = _rpc_proc("ggml_backend_rpc_add_server", "ggml_backend_reg_t (*)(const char *)")
     if endpoint not in _rpc_regs:
-        reg = fn(endpoint.encode())
-        if reg == ffi.NULL:
-            raise DeviceError(f"could not add RPC server {endpoint!r} (is an rpc server listening there?)")
+        try:
+            _rpc_protocol.parse_endpoint(endpoint)
+        except ValueError as e:
+            raise DeviceError(f"could not add RPC server: {e}") from None
+        relay = _rpc_client.Relay(endpoint, connect_timeout, timeout)
+        reg = fn(relay.local_endpoint.encode())
+        if reg == ffi.NULL or relay.failure():
+            relay.close()
+            raise DeviceError(f"could not add RPC server {endpoint!r}: {relay.failure() or 'it has no devices'}")
         lib.ggml_backend_register(reg)
         _rpc_regs[endpoint] = reg
+        _relays[endpoint] = relay
+        _refresh()
+        for dev in _devices.values():
+            if dev.backend_name == "RPC" and dev.description == relay.local_endpoint:
+                dev.description, dev.relay = endpoint, relay
     _refresh()
     return [d for d in _devices.values() if d.backend_name == "RPC" and d.description == endpoint]
 
 
-def rpc_start_server(endpoint, device_names=("CPU",), cache_dir=None, n_threads=None):
-    """Serve local devices over RPC at `endpoint` (blocks; run it in a separate process)."""
-    fn = backend_proc("RPC", "ggml_backend_rpc_start_server",
-                      "void (*)(const char *, const char *, size_t, size_t, ggml_backend_dev_t *)")
-    if fn is None:
-        raise DeviceError("this GGML was built without RPC; rebuild libggml-python with CMAKE_ARGS=-DGGML_RPC=ON")
-    devs = [device(n) for n in device_names]
-    arr = ffi.new("ggml_backend_dev_t[]", [d.ptr for d in devs])
-    if n_threads is not None:
-        set_num_threads(n_threads)
-    cache = ffi.NULL if cache_dir is None else ffi.new("char[]", str(cache_dir).encode())
-    fn(endpoint.encode(), cache, get_num_threads(), len(devs), arr)
+def check_device(dev, what="compute"):
+    """Raise DeviceLostError if `dev` is an RPC device whose server has been given up on."""
+    relay = dev.relay
+    if relay is not None:
+        reason = relay.failure()
+        if reason is not None:
+            raise DeviceLostError(f"{what} on {dev.torch_name} ({dev.name}): RPC server {relay.endpoint} "
+                                  f"failed: {reason}. Its tensors are lost; the other devices still work")
+
+
+def check_buffer(buffer_ptr, what):
+    """`check_device` for the device that owns a `ggml_backend_buffer_t` (a no-op without RPC servers)."""
+    if _relays and buffer_ptr != ffi.NULL:
+        owner = lib.ggml_backend_buft_get_device(lib.ggml_backend_buffer_get_type(buffer_ptr))
+        for dev in _devices.values():
+            if dev.relay is not None and dev.ptr == owner:
+                check_device(dev, what)
+
+
+def rpc_start_server(endpoint, device_names=("CPU",), cache_dir=None, n_threads=None, max_clients=4,
+                     max_buffer_bytes=None, idle_timeout=600.0):
+    """Serve local devices over RPC at `endpoint` (blocks; run it in a separate process).
+
+    This is `python -m ggrad.rpc_server`: GGML's own server runs in worker processes on private loopback
+    ports behind a proxy that checks every request (see `ggrad.ggml.rpc.server`). `max_clients` are served
+    at once, their buffers together capped at `max_buffer_bytes` (default: the devices' free memory), and a
+    client idle for `idle_timeout` seconds is disconnected. `cache_dir` lets GGML keep large uploads on
+    disk by hash (clients can then fill that disk). The protocol has no authentication.
+    """
+    _rpc_proc("ggml_backend_rpc_start_server",
+              "void (*)(const char *, const char *, size_t, size_t, ggml_backend_dev_t *)")
+    try:
+        host, port = _rpc_protocol.parse_endpoint(endpoint)
+    except ValueError as e:
+        raise DeviceError(f"rpc_start_server: {e}") from None
+    names = [device(n).name for n in device_names]
+    try:
+        server = _rpc_server.Server(host, port, names, n_threads or get_num_threads(), max_clients,
+                                    max_buffer_bytes, idle_timeout, cache_dir=cache_dir)
+    except OSError as e:
+        raise DeviceError(f"rpc_start_server: cannot listen on {endpoint!r} ({e})") from None
+    try:
+        server.serve_forever()
+    finally:
+        server.close()

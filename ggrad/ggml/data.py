@@ -9,6 +9,7 @@ import numpy as np
 
 from ._lib import ffi, lib
 from . import dtypes
+from .backend import check_buffer
 from .errors import DTypeError, GGMLError, ShapeError
 
 
@@ -88,6 +89,7 @@ def set_data(t, array):
     raw = encode(array.reshape(_numpy_shape(t)), t.dtype)
     if raw.nbytes != t.nbytes:
         raise ShapeError(f"set_data: {raw.nbytes} bytes for a tensor of {t.nbytes}")
+    check_buffer(t.ptr.buffer, "set_data")
     t.write(raw)
 
 
@@ -101,6 +103,7 @@ def get_data(t, shape=None):
         raise ShapeError(f"get_data: tensor {t.name!r} is not contiguous")
     raw = np.empty(t.nbytes, dtype=np.uint8)
     lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
+    check_buffer(t.ptr.buffer, "get_data")   # a lost RPC server's relay answers zeros: never return them
     return decode(raw, t.dtype, shape)
 
 

@@ -17,6 +17,10 @@ class DeviceError(GGRADError, ValueError):
     """An unknown device, a device mismatch, or a backend that cannot be started."""
 
 
+class DeviceLostError(DeviceError, RuntimeError):
+    """A device stopped answering: its RPC server died, timed out or sent what GGML cannot take."""
+
+
 class GGMLError(GGRADError, RuntimeError):
     """GGML reported a failure (allocation, compute, file format)."""
 

@@ -54,6 +54,7 @@ class Scheduler:
         with hooks.eval_callback(self, eval_callback):
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
         hooks.raise_pending()
+        _device.check_device(self.device)   # a lost RPC server answers for itself: say so now
         if status != lib.GGML_STATUS_SUCCESS:
             raise GGMLError(f"graph compute failed on {self.device.name}: "
                             f"{ffi.string(lib.ggml_status_to_string(status)).decode()}")

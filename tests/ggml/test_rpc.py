@@ -99,3 +99,25 @@ def test_rpc_mul_mat_through_scheduler(rpc_device, rng):
     assert lib.ggml_backend_sched_get_tensor_backend(sched.ptr, y.ptr) == rpc_device.backend
     np.testing.assert_allclose(gg.get_data(y, y.shape), xx @ xw.T, rtol=1e-5, atol=1e-5)
     del inputs
+
+
+def test_rpc_large_upload_round_trip(rpc_device, rng):
+    """Over 10 MiB: GGML asks SET_TENSOR_HASH first, then streams the data (relay and proxy pipe it)."""
+    ctx = gg.Context(n_tensors=1)
+    t = ctx.new_tensor(gg.f32, (3 << 20,))
+    buf = gg.alloc_context_tensors(ctx, rpc_device.buffer_type)
+    x = rng.standard_normal(3 << 20).astype(np.float32)
+    gg.set_data(t, x)
+    np.testing.assert_array_equal(gg.get_data(t, x.shape), x)
+    del buf
+
+
+def test_rpc_quantized_tensor_round_trip(rpc_device, rng):
+    """A q8_0 row that is not a multiple of 512: GGML asks the server for its size and to initialise it."""
+    ctx = gg.Context(n_tensors=1)
+    t = ctx.new_tensor(gg.as_dtype("q8_0"), (96, 3))
+    buf = gg.alloc_context_tensors(ctx, rpc_device.buffer_type)
+    x = rng.standard_normal((3, 96)).astype(np.float32)
+    gg.set_data(t, x)
+    np.testing.assert_allclose(gg.get_data(t, x.shape), x, atol=0.05)
+    del buf

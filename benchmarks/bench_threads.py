@@ -6,7 +6,10 @@ processes keep cores busy). "busy" runs a Python busy loop pinned to the last al
 timing. Each round measures every (load, setting) pair once (median of --steps steps after warm-up); the
 table gives the median over --rounds rounds, and PyTorch (its default threads) for reference.
 
-    python benchmarks/bench_threads.py [--rounds 3] [--steps 10]
+    python benchmarks/bench_threads.py [--rounds 3] [--steps 10] [--old-threads N]
+
+(--old-threads: the old default's count where this machine's os.cpu_count() is not the one to compare,
+e.g. under `taskset -c 0,1` on a larger host, where os.cpu_count() still counts every CPU.)
 """
 
 import argparse
@@ -25,7 +28,6 @@ from common import median_ms, print_table  # noqa: E402
 import ggrad  # noqa: E402
 from ggrad.ggml import threads  # noqa: E402
 
-SETTINGS = {"old default": os.cpu_count() or 1, "per-graph": None}
 
 
 class BusyLoop:
@@ -60,7 +62,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch reference rows")
+    parser.add_argument("--old-threads", type=int, default=os.cpu_count() or 1,
+                        help="threads of the old default (default: os.cpu_count())")
     args = parser.parse_args()
+    settings = {f"old default ({args.old_threads})": args.old_threads, "per-graph": None}
     print("load average before:", os.getloadavg(), "| GGML:", ggrad.ggml.build_info()["summary"])
     step = ggrad_step_fn()
     torch_step = None if args.no_torch else _torch_step()
@@ -69,7 +74,7 @@ def main():
     for _ in range(args.rounds):
         for load in ("alone", "busy"):
             with BusyLoop() if load == "busy" else contextlib.nullcontext():
-                for name, setting in SETTINGS.items():
+                for name, setting in settings.items():
                     ms, chosen = measure_ggrad(step, setting, args.steps)
                     times[load, name].append(ms)
                     counts[load, name].update(chosen)

@@ -6,7 +6,7 @@ processes keep cores busy). "busy" runs a Python busy loop pinned to the last al
 timing. Each round measures every (load, setting) pair once (median of --steps steps after warm-up); the
 table gives the median over --rounds rounds, and PyTorch (its default threads) for reference.
 
-    python benchmarks/bench_threads.py [--rounds 3] [--steps 10] [--old-threads N]
+    python benchmarks/bench_threads.py [--rounds 3] [--steps 10] [--warmup 8] [--old-threads N]
 
 (--old-threads: the old default's count where this machine's os.cpu_count() is not the one to compare,
 e.g. under `taskset -c 0,1` on a larger host, where os.cpu_count() still counts every CPU.)
@@ -45,7 +45,7 @@ class BusyLoop:
         self.proc.wait()
 
 
-def measure_ggrad(step, setting, steps):
+def measure_ggrad(step, setting, steps, warmup):
     """Median ms of `step` with `setting` threads (None: per graph) and the counts its graphs got."""
     ggrad.set_num_threads(setting)
     chosen = collections.Counter()
@@ -53,7 +53,7 @@ def measure_ggrad(step, setting, steps):
     def counted_step():
         step()
         chosen[threads.policy.last] += 1
-    ms = median_ms(counted_step, warmup=8, repeats=steps)
+    ms = median_ms(counted_step, warmup=warmup, repeats=steps)
     return ms, chosen
 
 
@@ -61,6 +61,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=8,
+                        help="untimed steps first (the per-graph default needs half a second to see a new load)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch reference rows")
     parser.add_argument("--old-threads", type=int, default=os.cpu_count() or 1,
                         help="threads of the old default (default: os.cpu_count())")
@@ -75,7 +77,7 @@ def main():
         for load in ("alone", "busy"):
             with BusyLoop() if load == "busy" else contextlib.nullcontext():
                 for name, setting in settings.items():
-                    ms, chosen = measure_ggrad(step, setting, args.steps)
+                    ms, chosen = measure_ggrad(step, setting, args.steps, args.warmup)
                     times[load, name].append(ms)
                     counts[load, name].update(chosen)
                 if torch_step is not None:

@@ -5,7 +5,7 @@
 #
 # 1. pip install -e ".[test]": ggrad, numpy, cffi, tqdm, pytest and the libggml-python wheel (generic x86-64).
 # 2. libggml-python==0.20.2.post1 rebuilt from its sdist with the native instruction set, the llamafile
-#    matmul kernels, OpenMP threads and RPC (the W2 step about 1.5-1.9x faster than on the wheel; see
+#    matmul kernels, OpenMP threads and RPC (the W2 step 1.2-1.8x faster than on the wheel; see
 #    benchmarks/README.md), plus whatever CMAKE_ARGS adds (e.g. -DGGML_CUDA=ON). Not GGML's BLAS backend:
 #    OpenBLAS threads spin against GGML's (a 4-10x slowdown seen).
 # 3. scripts/check_ggml.py in fresh interpreters, PyTorch imported first and last where it is installed.

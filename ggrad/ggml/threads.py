@@ -94,6 +94,10 @@ def estimate_ns(graph_ptr, enough=math.inf):
     return total
 
 
+_NO_WORK = frozenset((lib.GGML_OP_NONE, lib.GGML_OP_VIEW, lib.GGML_OP_RESHAPE, lib.GGML_OP_PERMUTE,
+                      lib.GGML_OP_TRANSPOSE))
+
+
 def _node_ns(node):
     op = node.op
     if op == lib.GGML_OP_MUL_MAT:
@@ -107,10 +111,6 @@ def _node_ns(node):
     if src != ffi.NULL:
         elements = max(elements, lib.ggml_nelements(src))
     return elements * NS_PER_ELEMENT
-
-
-_NO_WORK = frozenset((lib.GGML_OP_NONE, lib.GGML_OP_VIEW, lib.GGML_OP_RESHAPE, lib.GGML_OP_PERMUTE,
-                      lib.GGML_OP_TRANSPOSE))
 
 
 def choose(work_ns, limit, others_busy=0.0):

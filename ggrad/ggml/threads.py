@@ -33,7 +33,7 @@ NS_PER_ELEMENT = 0.5
 # it pays for starting the threads and for a barrier after every node.
 NS_PER_THREAD = 200_000
 # The estimate reads at most this many nodes (evenly spread) of a large graph, to stay cheap.
-MAX_NODES_READ = 256
+MAX_NODES_READ = 64
 LOAD_INTERVAL_S = 0.5
 
 

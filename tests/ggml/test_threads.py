@@ -167,6 +167,20 @@ def test_estimate_counts_multiply_adds_and_elements():
     assert threads.estimate_ns(graph.ptr) == pytest.approx(1000 * threads.NS_PER_ELEMENT)
 
 
+def test_estimate_of_a_large_graph_samples_its_nodes():
+    """A chain of 200 equal adds (more nodes than MAX_NODES_READ): sampled, then scaled to the whole."""
+    ctx = gg.Context(n_tensors=256)
+    t = ctx.new_tensor(gg.f32, (1000,))
+    for _ in range(200):
+        t = gg.GTensor(lib.ggml_add(ctx.ptr, t.ptr, t.ptr), ctx)
+    graph = gg.Graph(size=512)
+    graph.build_forward_expand(t)
+    assert graph.n_nodes == 200 > threads.MAX_NODES_READ
+    exact = 200 * 1000 * threads.NS_PER_ELEMENT
+    assert threads.estimate_ns(graph.ptr) == pytest.approx(exact, rel=0.05)
+    assert threads.estimate_ns(graph.ptr, enough=exact / 10) < exact / 2   # stopped early
+
+
 def test_policy_small_graph_gets_one_thread_without_reading_the_load():
     meter = _Meter(0.0)
     policy = threads.ThreadPolicy(limit=4, meter=meter)

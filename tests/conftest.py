@@ -38,12 +38,12 @@ def one_thread():
     saves there (40-200 ms per step with 2 threads against 1.6 ms with one, measured when loaded).
     """
     import ggrad
-    threads = ggrad.get_num_threads()
+    before = gg.threads.policy.fixed   # None: chosen per graph
     ggrad.set_num_threads(1)
     try:
         yield
     finally:
-        ggrad.set_num_threads(threads)
+        ggrad.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

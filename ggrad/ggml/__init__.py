@@ -13,6 +13,8 @@ from .backend import (Device, devices, device, cpu, set_num_threads, get_num_thr
 from .context import Context, GTensor, Graph, MAX_DIMS, tensor_overhead
 from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler
+from .build import build_info
+from . import threads
 from .data import set_data, get_data, view, encode, decode
 
 hooks.install()

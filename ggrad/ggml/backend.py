@@ -1,15 +1,15 @@
-"""Devices of every registered GGML backend, their backends, and CPU threads.
+"""Devices of every registered GGML backend, their backends, and the CPU thread setting.
 
 GGML names devices `CPU`, `CUDA0`, `Vulkan0`, `RPC0` (each RPC server is a registry `RPC[host:port]`);
 ggrad also accepts the PyTorch-like `cpu`, `cuda:0`, `vulkan:0`, `rpc:0`. A device's backend is started once and shared.
 """
 
-import os
 import re
 
 from ._lib import ffi, lib
 from .errors import DeviceError, DeviceLostError
 from .rpc import client as _rpc_client, protocol as _rpc_protocol, server as _rpc_server
+from .threads import policy as _threads
 
 _TYPE_NAMES = {
     lib.GGML_BACKEND_DEVICE_TYPE_CPU: "cpu",
@@ -19,7 +19,6 @@ _TYPE_NAMES = {
 if hasattr(lib, "GGML_BACKEND_DEVICE_TYPE_IGPU"):
     _TYPE_NAMES[lib.GGML_BACKEND_DEVICE_TYPE_IGPU] = "gpu"
 
-_num_threads = os.cpu_count() or 1
 _devices = {}  # GGML device name -> Device
 _rpc_regs = {}  # endpoint -> the ggml_backend_reg_t registered for it
 _relays = {}    # endpoint -> the rpc.client.Relay that GGML's client talks to in its place
@@ -75,7 +74,7 @@ class Device:
                 raise DeviceError(f"could not start the backend of device {self.name}")
             self._backend = ptr
             if self.is_cpu:
-                lib.ggml_backend_cpu_set_n_threads(ptr, _num_threads)
+                lib.ggml_backend_cpu_set_n_threads(ptr, _threads.max_threads)
         return self._backend
 
     @property
@@ -167,18 +166,24 @@ def cpu():
 
 
 def set_num_threads(n):
-    """Threads used by the CPU backend (default: the machine's cores)."""
-    global _num_threads
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"set_num_threads: expected a positive int, got {n!r}")
-    _num_threads = n
+    """Compute every graph with `n` CPU threads (as `torch.set_num_threads`); `None`: choose per graph.
+
+    By default (and after `set_num_threads(None)`) each graph gets at most one thread per physical core,
+    one for small graphs, and fewer while other processes keep cores busy (`ggrad.ggml.threads`).
+    `GGRAD_NUM_THREADS=n` in the environment sets `n` at import. `None` is ggrad's own: PyTorch has no
+    per-graph choice to return to.
+    """
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise ValueError(f"set_num_threads: expected a positive int (or None for the per-graph default), got {n!r}")
+    _threads.fixed = n
     for dev in _devices.values():
         if dev.is_cpu and dev._backend is not None:
-            lib.ggml_backend_cpu_set_n_threads(dev._backend, n)
+            lib.ggml_backend_cpu_set_n_threads(dev._backend, _threads.max_threads)
 
 
 def get_num_threads():
-    return _num_threads
+    """The most CPU threads a graph computes with: the count set, else the physical cores available."""
+    return _threads.max_threads
 
 
 def backend_proc(backend_name, symbol, signature):

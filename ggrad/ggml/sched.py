@@ -4,6 +4,7 @@ from ._lib import ffi, lib
 from .errors import GGMLError
 from . import backend as _device
 from . import hooks
+from .threads import policy as _threads
 
 
 class Scheduler:
@@ -13,7 +14,8 @@ class Scheduler:
         dev = _device.device(dev)
         self.device = dev
         self.graph_size = int(graph_size)
-        backends = [dev.backend] if dev.is_cpu else [dev.backend, _device.cpu().backend]
+        self._cpu_backend = _device.cpu().backend
+        backends = [dev.backend] if dev.is_cpu else [dev.backend, self._cpu_backend]
         self._backends = ffi.new("ggml_backend_t[]", backends)
         ptr = lib.ggml_backend_sched_new(self._backends, ffi.NULL, len(backends), self.graph_size, False, True)
         if ptr == ffi.NULL:
@@ -49,7 +51,12 @@ class Scheduler:
         return [(node, ffi.buffer(node.src)[:]) for node in nodes]
 
     def compute(self, graph, eval_callback=None):
-        """Compute an allocated graph; `eval_callback(tensor, ask)` observes each node when given."""
+        """Compute an allocated graph; `eval_callback(tensor, ask)` observes each node when given.
+
+        The CPU backend's thread count is chosen here, for this graph (`ggrad.ggml.threads`).
+        """
+        work = graph.ptr if self.device.is_cpu else None   # a device's graph: the CPU runs only its fallbacks
+        lib.ggml_backend_cpu_set_n_threads(self._cpu_backend, _threads.threads_for(work))
         hooks.set_current_op(f"graph compute on {self.device.name}")
         with hooks.eval_callback(self, eval_callback):
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)

@@ -140,17 +140,25 @@ def _threads_seen_by_cpu_op():
 
 @pytest.fixture
 def restore_threads():
-    before = gg.get_num_threads()
+    before = gg.threads.policy.fixed
     yield
     gg.set_num_threads(before)
 
 
-def test_default_threads_are_cores():
-    """In a fresh interpreter (tests elsewhere may have changed this one's)."""
-    code = "import ggrad.ggml as g; print(g.get_num_threads())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+def test_default_threads_are_physical_cores():
+    """In a fresh interpreter (tests elsewhere may have changed this one's), without GGRAD_NUM_THREADS."""
+    code = "import ggrad.ggml as g; print(g.get_num_threads(), g.threads.policy.fixed)"
+    env = {k: v for k, v in os.environ.items() if k != "GGRAD_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    assert int(out.stdout.split()[-1]) == (os.cpu_count() or 1)
+    cores = set()
+    for cpu in os.sched_getaffinity(0):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_cpus_list") as f:
+                cores.add(f.read().strip())
+        except OSError:
+            cores.add(str(cpu))
+    assert out.stdout.split()[-2:] == [str(len(cores)), "None"]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -161,12 +169,19 @@ def test_set_num_threads_changes_cpu_backend(restore_threads, n):
     assert _threads_seen_by_cpu_op() == n
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_set_num_threads_validates(restore_threads, bad):
     before = gg.get_num_threads()
     with pytest.raises(ValueError, match="positive int"):
         gg.set_num_threads(bad)
     assert gg.get_num_threads() == before
+
+
+def test_set_num_threads_none_returns_to_the_per_graph_choice(restore_threads):
+    gg.set_num_threads(3)
+    gg.set_num_threads(None)
+    assert gg.threads.policy.fixed is None
+    assert gg.get_num_threads() == gg.threads.policy.limit
 
 
 # ---------------------------------------------------------------- scheduler on the CPU

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Install ggrad (editable, with the test extra) and a GGML built for this machine's CPU.
+#
+#   scripts/install.sh          # in an activated virtual environment; or PYTHON=/path/to/python scripts/install.sh
+#
+# 1. pip install -e ".[test]": ggrad, numpy, cffi, tqdm, pytest and the libggml-python wheel (generic x86-64).
+# 2. libggml-python==0.20.2.post1 rebuilt from its sdist with the native instruction set, the llamafile
+#    matmul kernels, OpenMP threads and RPC (the W2 step 1.2-1.8x faster than on the wheel; see
+#    benchmarks/README.md), plus whatever CMAKE_ARGS adds (e.g. -DGGML_CUDA=ON). Not GGML's BLAS backend:
+#    OpenBLAS threads spin against GGML's (a 4-10x slowdown seen).
+# 3. scripts/check_ggml.py in fresh interpreters, PyTorch imported first and last where it is installed.
+# 4. Where 2 or 3 fails (no CMake or compiler for the sdist, a build that crashes): the wheel, reinstalled.
+#
+# GGRAD_GGML=wheel skips the build. A GGML that already has llamafile, OpenMP and RPC is kept unless
+# CMAKE_ARGS is set or GGRAD_GGML=rebuild.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python}
+GGML_PIN="libggml-python==0.20.2.post1"
+CPU_FLAGS="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON -DGGML_OPENMP=ON -DGGML_RPC=ON"
+MODE=${GGRAD_GGML:-build}
+
+pip() { "${PYTHON}" -m pip "$@"; }
+
+check() {  # the installed GGML runs a training step beside PyTorch, whichever is imported first
+    "${PYTHON}" scripts/check_ggml.py --torch-first && "${PYTHON}" scripts/check_ggml.py >/dev/null
+}
+
+has_fast_build() {
+    "${PYTHON}" -c "import ggrad.ggml as g, sys; i = g.build_info()
+sys.exit(0 if i['llamafile'] and i['openmp'] and 'RPC' in i['backends'] else 1)" 2>/dev/null
+}
+
+use_wheel() {
+    echo "install.sh: $1; using the PyPI wheel of ${GGML_PIN} (generic x86-64, no llamafile, no OpenMP, no RPC)" >&2
+    # --force-reinstall replaces a broken build; --no-deps leaves everything else as it is
+    pip install --force-reinstall --no-deps --only-binary libggml-python "${GGML_PIN}"
+    check
+}
+
+pip install -e ".[test]"
+
+if [ "${MODE}" = "wheel" ]; then
+    use_wheel "GGRAD_GGML=wheel"
+    exit 0
+fi
+if [ "${MODE}" != "rebuild" ] && [ -z "${CMAKE_ARGS:-}" ] && has_fast_build && check; then
+    echo "install.sh: the installed GGML already has llamafile, OpenMP and RPC; kept (GGRAD_GGML=rebuild rebuilds it)"
+    exit 0
+fi
+
+echo "install.sh: building ${GGML_PIN} from source with ${CPU_FLAGS} ${CMAKE_ARGS:-} (a minute or two)"
+# --force-reinstall: the wheel is installed already; --no-cache-dir: never reuse a wheel pip cached from a
+# build with other flags (or for another machine's CPU). ggrad itself needs no rebuild.
+if ! CMAKE_ARGS="${CPU_FLAGS} ${CMAKE_ARGS:-}" pip install --force-reinstall --no-deps --no-cache-dir \
+        --no-binary libggml-python "${GGML_PIN}"; then
+    use_wheel "the source build of GGML failed (see pip's output above)"
+    exit 0
+fi
+if ! check; then
+    use_wheel "the GGML built here does not run (see above)"
+    exit 0
+fi
+echo "install.sh: done"

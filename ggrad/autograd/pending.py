@@ -33,7 +33,7 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "tensors", "uploads", "effects", "keep", "checks")
+    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks")
 
     def __init__(self, device):
         self.device = device
@@ -47,14 +47,21 @@ class PendingGraph:
 
     def _new_context(self):
         self._ctx = ggml.Context(n_tensors=_CONTEXT_TENSORS)
+        self._until_check = 0
         self.contexts.append(self._ctx)
 
     @property
     def ctx(self):
-        """The GGML context to build the next node in (a fresh one when the current is nearly full)."""
-        c = self._ctx
-        if c.used_mem + 64 * ggml.tensor_overhead() > c.mem_size:
-            self._new_context()
+        """The GGML context to build the next node in (a fresh one when the current is nearly full).
+
+        Its fill is read every 8th time: a builder makes at most a few tensors per call, far below the
+        room of 64 tensors kept free."""
+        self._until_check -= 1
+        if self._until_check < 0:
+            c = self._ctx
+            if c.used_mem + 64 * ggml.tensor_overhead() > c.mem_size:
+                self._new_context()
+            self._until_check = 8
         return self._ctx
 
     def n_tensors(self):

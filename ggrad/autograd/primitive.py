@@ -65,16 +65,16 @@ class Primitive(Function):
 
     @classmethod
     def forward(cls, ctx, *args):
-        with execution.lock_of(_first_tensor(args).device):
-            return cls._record(ctx, args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        with execution.lock_of(tensors[0].device):
+            return cls._record(ctx, args, tensors)
 
     @classmethod
-    def _record(cls, ctx, args):
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        ctx.shapes = tuple(t.shape for t in tensors)
+    def _record(cls, ctx, args, tensors):
+        shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         shape = cls.shape(*args)
-        if 0 in shape or any(0 in s for s in ctx.shapes):
+        if _has_zero_size(shape, shapes):
             out = cls.empty(graph, shape, cls.result_dtype(*args))
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
@@ -114,6 +114,15 @@ class Primitive(Function):
         if saves == "input+output":
             return (args[0], alias(out))
         raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+
+
+def _has_zero_size(shape, shapes):
+    if 0 in shape:
+        return True
+    for s in shapes:
+        if 0 in s:
+            return True
+    return False
 
 
 def _first_tensor(args):

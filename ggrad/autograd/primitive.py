@@ -84,6 +84,8 @@ class Primitive(Function):
             out = graph.emit(cls.build(ctx, graph, *inputs), shape, cls.result_dtype(*args))
         if cls.saves is not None:
             ctx.save_for_backward(*cls.saved(ctx, args, out))
+            if "output" in cls.saves:
+                ctx._watch(out)
         return out
 
     @classmethod

@@ -151,3 +151,25 @@ class _NumpyT(np.ndarray):
 
     def permute(self, *dims):
         return np.transpose(self, dims)
+
+
+def test_in_place_change_of_a_saved_tensor_raises_at_backward():
+    """As PyTorch: the gradient would read the new value, so backward refuses."""
+    x = ggrad.randn(3, requires_grad=True)
+    y = x * 1.0
+    z = y * y          # saves y
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    e = ggrad.exp(x)   # saves its output
+    e.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.sum().backward()
+
+
+def test_in_place_change_of_an_unsaved_tensor_is_fine():
+    x = ggrad.randn(3, requires_grad=True)
+    y = x * 2.0        # saves nothing of y
+    y.add_(1.0)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))

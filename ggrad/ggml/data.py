@@ -99,9 +99,7 @@ def get_data(t, shape=None):
         raise ShapeError(f"get_data: shape {shape} for a tensor of {t.nelements} elements")
     if not t.is_contiguous:
         raise ShapeError(f"get_data: tensor {t.name!r} is not contiguous")
-    raw = np.empty(t.nbytes, dtype=np.uint8)
-    lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
-    return decode(raw, t.dtype, shape)
+    return decode(get_raw(t), t.dtype, shape)
 
 
 def view(t, shape=None, owner=None):
@@ -118,3 +116,14 @@ def view(t, shape=None, owner=None):
     keeper = (t.ctx, owner)
     holder = ffi.gc(ffi.cast("char *", t.ptr.data), lambda _p, _k=keeper: None)
     return np.frombuffer(ffi.buffer(holder, t.nbytes), dtype=dtype.numpy).reshape(shape)
+
+
+def get_raw(t):
+    """A copy of contiguous tensor `t`'s bytes in GGML's layout (uint8), whatever its type."""
+    _check_allocated(t, "get_raw")
+    if not t.is_contiguous:
+        raise ShapeError(f"get_raw: tensor {t.name!r} is not contiguous")
+    raw = np.empty(t.nbytes, dtype=np.uint8)
+    if raw.nbytes:
+        lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
+    return raw

@@ -21,8 +21,60 @@ def _numpy_shape(t):
     return tuple(reversed(t.ne))
 
 
-def encode(array, dtype):
-    """Bytes of `array` in GGML's layout for `dtype` (conversion and quantization done here)."""
+# GGML 0.20.2's codebook quantizers search a grid and abort (GGML_ASSERT) when every distance is NaN or
+# overflows: on nan/inf inputs, and on values or importance weights so large (or small) that their squares
+# leave float32. Found by quantizing such inputs in subprocesses; inputs outside these bounds are refused.
+_GRID_TYPES = frozenset(("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"))
+_GRID_MAX = 1e6       # largest |value| and importance weight accepted for them
+_GRID_MIN = 1e-6      # smallest nonzero |value| of a row's largest element accepted for them
+
+
+def _check_grid_input(dtype, src, imatrix):
+    """Refuse, for the codebook types, the inputs that make GGML's quantizer abort."""
+    what = f"quantize to {dtype.name}"
+    if not np.isfinite(src).all():
+        raise ValueError(f"{what}: the input holds nan or inf, which GGML's {dtype.name} quantizer cannot encode")
+    peak = np.abs(src).max(axis=-1) if src.size else np.zeros(0)
+    if (peak > _GRID_MAX).any() or ((peak > 0) & (peak < _GRID_MIN)).any():
+        raise ValueError(f"{what}: every row's largest |value| must be 0 or within [{_GRID_MIN:g}, {_GRID_MAX:g}] "
+                         f"(GGML's grid search overflows outside), got {peak.min():g}..{peak.max():g}; rescale it")
+    if imatrix is not None and not (np.isfinite(imatrix).all() and (imatrix >= 0).all()
+                                    and (imatrix <= _GRID_MAX).all()):
+        raise ValueError(f"{what}: imatrix weights must be finite and within [0, {_GRID_MAX:g}]")
+
+
+def _quantize(src, dtype, imatrix):
+    n_per_row = src.shape[-1] if src.ndim else 1
+    if n_per_row % dtype.block_size:
+        raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} values (shape {src.shape}) are not a "
+                         f"multiple of {dtype.block_size}, the block size of {dtype.name}")
+    if lib.ggml_get_type_traits(dtype.value).to_float == ffi.NULL:
+        # q8_1, q8_k: ggml_quantize_chunk has no case for them and would abort
+        raise DTypeError(f"quantize to {dtype.name}: GGML uses this type only inside dot products")
+    if imatrix is None and lib.ggml_quantize_requires_imatrix(dtype.value):
+        raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix (imatrix=, one "
+                         f"non-negative weight per column)")
+    if imatrix is not None:
+        imatrix = np.ascontiguousarray(imatrix, dtype=np.float32)
+        if imatrix.shape != (n_per_row,):
+            raise ShapeError(f"quantize to {dtype.name}: imatrix of shape {imatrix.shape} for rows of {n_per_row}")
+    if dtype.name in _GRID_TYPES:
+        _check_grid_input(dtype, src, imatrix)
+    if src.size == 0:
+        return np.empty(0, dtype=np.uint8)
+    nrows = src.size // n_per_row
+    out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
+    lib.ggml_quantize_init(dtype.value)
+    lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
+                            0, nrows, n_per_row, ffi.NULL if imatrix is None else ffi.from_buffer("float *", imatrix))
+    return out
+
+
+def encode(array, dtype, imatrix=None):
+    """Bytes of `array` in GGML's layout for `dtype` (conversion and quantization done here).
+
+    `imatrix` (quantized types only): one importance weight per row element, as llama.cpp's imatrix gives.
+    """
     dtype = dtypes.as_dtype(dtype)
     array = np.asarray(array)
     if dtype.name == "bf16":
@@ -31,23 +83,7 @@ def encode(array, dtype):
         lib.ggml_fp32_to_bf16_row(ffi.from_buffer("float *", src), ffi.from_buffer("ggml_bf16_t *", out), src.size)
         return out
     if dtype.is_quantized:
-        src = np.ascontiguousarray(array, dtype=np.float32)
-        n_per_row = src.shape[-1] if src.ndim else 1
-        if n_per_row % dtype.block_size:
-            raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} are not a multiple of {dtype.block_size}")
-        if lib.ggml_get_type_traits(dtype.value).to_float == ffi.NULL:
-            # q8_1, q8_k: ggml_quantize_chunk has no case for them and would abort
-            raise DTypeError(f"quantize to {dtype.name}: GGML uses this type only inside dot products")
-        if lib.ggml_quantize_requires_imatrix(dtype.value):
-            raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix")
-        if src.size == 0:
-            return np.empty(0, dtype=np.uint8)
-        nrows = src.size // n_per_row
-        out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
-        lib.ggml_quantize_init(dtype.value)
-        lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
-                                0, nrows, n_per_row, ffi.NULL)
-        return out
+        return _quantize(np.ascontiguousarray(array, dtype=np.float32), dtype, imatrix)
     if dtype.numpy is None:
         raise DTypeError(f"no numpy conversion to {dtype.name}")
     return np.ascontiguousarray(array, dtype=dtype.numpy)

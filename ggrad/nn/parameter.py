@@ -1,5 +1,6 @@
 """`Parameter`: a leaf Tensor that a Module registers as learnable."""
 
+from .. import tensor_kinds
 from ..autograd import Tensor
 
 
@@ -34,3 +35,6 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+
+tensor_kinds.register("parameter", Parameter, lambda t, requires_grad: Parameter(t, requires_grad=requires_grad))

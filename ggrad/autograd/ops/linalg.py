@@ -12,6 +12,7 @@ from ..function import Function
 from ..nodes import contiguous, emit, step_of
 from . import elementwise as ew
 from . import movement as mv
+from . import quant
 from ..tensor import Tensor
 
 
@@ -55,6 +56,8 @@ def _as_compute(t, op):
 
 def matmul_nt(x, w):
     """x @ w.T with numpy broadcasting of the batch dimensions."""
+    if w.dtype.is_quantized:
+        return quant.matmul_nt_quantized(x, w)
     _as_compute(x, "matmul")
     _as_compute(w, "matmul")
     if x.ndim < 2 or w.ndim < 2:

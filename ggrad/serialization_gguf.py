@@ -9,13 +9,15 @@ What a file written here holds, so that other GGUF readers see an ordinary file:
     a list or tuple of only ints, only floats, only strs or only bools is one GGUF array, and an int
     beyond int64 (numpy's PCG64 RNG state) is its decimal string;
   - "ggrad.structure" (JSON) records the nesting (dicts with their key types, lists, tuples, None) and,
-    per tensor, its shape, dtype, requires_grad and kind (Parameter), pointing at tensors and values by name.
+    per tensor, its shape, dtype, requires_grad, kind (Parameter) and the CRC-32 of its bytes (checked on
+    load, so a damaged tensor is an error, not silently wrong weights), naming tensors and values.
 Loading rebuilds `obj` exactly. A GGUF file written by others (no "ggrad.structure") loads as a dict
 {tensor name: Tensor} in file order; `metadata=True` also returns the file's metadata as Python values.
 """
 
 import json
 import math
+import zlib
 
 import numpy as np
 
@@ -69,8 +71,9 @@ class _Writer:
         self.names.add(name)
         return name
 
-    def _add_tensor(self, path, dtype, shape, raw):
+    def _add_tensor(self, path, dtype, shape, raw, node):
         name = self._tensor_name(path)
+        node["crc32"] = zlib.crc32(raw)
         # GGML's writer keeps ne[i] only up to the last dim > 1, so a zero-size dim there would be lost
         ne = [0] if 0 in shape else list(reversed(shape)) or [1]
         self.tensors.append((name, dtype, ne, raw))
@@ -118,7 +121,7 @@ class _Writer:
 
     def _encode_tensor(self, t, path):
         node = {"tensor": None, "dtype": t.dtype.name, "shape": list(t.shape)}
-        node["tensor"] = self._add_tensor(path, t.dtype, t.shape, to_raw(t))
+        node["tensor"] = self._add_tensor(path, t.dtype, t.shape, to_raw(t), node)
         if t.requires_grad:
             node["requires_grad"] = True
         kind = tensor_kinds.kind_of(t)
@@ -136,9 +139,9 @@ class _Writer:
         array = np.ascontiguousarray(array)
         if array.dtype.name in _GGML_OF_NUMPY and array.dtype.isnative and 1 <= array.ndim <= 4:
             dtype = _GGML_OF_NUMPY[array.dtype.name]
-            node[form] = self._add_tensor(path, dtype, array.shape, array.reshape(-1).view(np.uint8))
+            node[form] = self._add_tensor(path, dtype, array.shape, array.reshape(-1).view(np.uint8), node)
         else:
-            node[form] = self._add_tensor(path, "i8", (array.nbytes,), array.reshape(-1).view(np.uint8))
+            node[form] = self._add_tensor(path, "i8", (array.nbytes,), array.reshape(-1).view(np.uint8), node)
             node["bytes"] = True
         return node
 
@@ -167,7 +170,7 @@ class _Reader:
     def corrupt(self, what):
         return FormatError(f"ggrad.load: {self.file.path} is corrupt ({what})")
 
-    def tensor_bytes(self, name, dtype, shape):
+    def tensor_bytes(self, node, name, dtype, shape):
         info = self.file.by_name.get(name) if isinstance(name, str) else None
         if info is None:
             raise self.corrupt(f"the structure names tensor {name!r}, which the file lacks")
@@ -176,7 +179,10 @@ class _Reader:
         if info.dtype is not expected or count != math.prod(info.ne):
             raise self.corrupt(f"tensor {name!r} is {info.dtype.name} ne={list(info.ne)} in the file but "
                                f"{expected.name} {tuple(shape)} in the structure")
-        return self.file.read_data(info)
+        raw = self.file.read_data(info)
+        if zlib.crc32(raw) != node.get("crc32"):
+            raise self.corrupt(f"tensor {name!r} does not match its CRC-32 checksum")
+        return raw
 
     def value(self, node):
         key = node["kv"]
@@ -210,8 +216,10 @@ class _Reader:
 
     def decode_tensor(self, node):
         shape = tuple(node["shape"])
-        raw = self.tensor_bytes(node["tensor"], node["dtype"], shape)
+        raw = self.tensor_bytes(node, node["tensor"], node["dtype"], shape)
         dtype = ggml.as_dtype(node["dtype"])
+        if node.get("requires_grad") and not dtype.is_float:
+            raise self.corrupt(f"tensor {node['tensor']!r} of type {dtype.name} is marked as requiring grad")
         if self.dequantize and dtype.is_quantized:
             t = from_raw(ggml.decode(raw, dtype, shape), ggml.f32, shape, self.device)
         else:
@@ -222,9 +230,9 @@ class _Reader:
         form = "npscalar" if "npscalar" in node else "ndarray"
         npdtype, shape = np.dtype(node["npdtype"]), tuple(node["shape"])
         if node.get("bytes"):
-            raw = self.tensor_bytes(node[form], "i8", (math.prod(shape) * npdtype.itemsize,))
+            raw = self.tensor_bytes(node, node[form], "i8", (math.prod(shape) * npdtype.itemsize,))
         else:
-            raw = self.tensor_bytes(node[form], _GGML_OF_NUMPY[npdtype.name], shape)
+            raw = self.tensor_bytes(node, node[form], _GGML_OF_NUMPY[npdtype.name], shape)
         array = raw.view(npdtype).reshape(shape).copy()
         return array[()] if form == "npscalar" else array
 

@@ -6,11 +6,13 @@ magic, version, key types, the alignment, tensor names, dimensions, types, row/b
 element and byte counts, and that tensor offsets are consecutive; it returns NULL (never aborts) on
 failure. It does NOT check that the data section lies inside the file when, as here, it is asked for
 metadata only (`no_alloc`, no ggml context: so a hostile tensor count cannot make it reserve tensor
-metadata either). So, around it:
+metadata either), and its element-count overflow check is skipped when the product of the dimensions
+wraps around to 0 (e.g. ne = [2**40, 2**40]). So, around it:
   - before: the header (magic, version, counts) is parsed here, and the counts are checked against the
     file size, which gives clear messages for foreign and truncated files;
   - during: GGML's error lines are captured and put into the exception;
-  - after: every tensor's extent is checked against the file size, strings are decoded as UTF-8, and
+  - after: every tensor's element count and extent are recomputed with Python integers and checked
+    against the file size, strings are decoded as UTF-8, and
     tensor bytes are read here (numpy) only after that check.
 Every failure raises `FormatError` (a ValueError) naming the file. Embedded NUL bytes in keys or strings
 end them, as GGML exposes them as C strings.
@@ -25,6 +27,7 @@ bool, string as str, an array as a 1-D numpy array (bool arrays as numpy bool), 
 list of str. Writing takes the same, plus Python int (i64), float (f64), and lists of int/float/bool.
 """
 
+import math
 import os
 import struct
 
@@ -159,7 +162,11 @@ class GGUFFile:
         except KeyError:
             raise self._error(f"has tensor {name!r} of GGML type {value}, which this GGML does not know") from None
         offset = self.data_offset + int(lib.gguf_get_tensor_offset(ctx, i))
-        nbytes = int(lib.gguf_get_tensor_size(ctx, i))
+        count = math.prod(ne)                       # Python ints: GGML's own product can wrap to 0
+        nbytes = count // dtype.block_size * dtype.type_size
+        if count >= 2**63 or nbytes != int(lib.gguf_get_tensor_size(ctx, i)):
+            raise self._error(f"is corrupt: tensor {name!r} has ne={list(ne)}, {count} elements, more than "
+                              "GGML can address")
         if offset + nbytes > self.size:
             raise self._error(f"is truncated: tensor {name!r} ({dtype.name}, ne={list(ne)}) takes bytes "
                               f"{offset}..{offset + nbytes}, but the file has {self.size}")

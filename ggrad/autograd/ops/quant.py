@@ -19,8 +19,7 @@ from . import movement as mv
 
 
 def _quantized_dtype(dtype, op):
-    name = dtype.name if isinstance(dtype, ggml.DType) else str(dtype).lower()
-    dt = ggml.as_dtype(name)
+    dt = ggml.as_dtype(dtype)
     if not dt.is_quantized:
         raise DTypeError(f"{op}: {dt.name} is not a quantized GGML type (e.g. q8_0, q4_0, q4_K)")
     return dt

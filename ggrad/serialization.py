@@ -9,12 +9,12 @@ interrupted save leaves the previous file intact.
 
 import json
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 
-from . import serialization_gguf
+from . import serialization_gguf, tensor_kinds
+from .ggml.files import atomic_write
 
 FORMAT = "ggrad.save"
 VERSION = 1
@@ -35,7 +35,6 @@ class _Encoder:
 
     def encode(self, obj, where):
         from .autograd import Tensor
-        from .nn.parameter import Parameter
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
@@ -46,7 +45,7 @@ class _Encoder:
             node = {"tensor": self._array(obj.detach().numpy()), "dtype": obj.dtype.name}
             if obj.requires_grad:
                 node["requires_grad"] = True
-            if isinstance(obj, Parameter):
+            if tensor_kinds.kind_of(obj) == "parameter":
                 node["parameter"] = True
             return node
         if isinstance(obj, np.ndarray):
@@ -79,10 +78,8 @@ def _decode(node, arrays, device, path):
     if "tensor" in node:
         from .autograd.factory import tensor
         t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
-        if node.get("parameter"):
-            from .nn.parameter import Parameter
-            return Parameter(t, requires_grad=bool(node.get("requires_grad")))
-        return t.requires_grad_(True) if node.get("requires_grad") else t
+        return tensor_kinds.rebuild("parameter" if node.get("parameter") else None, t,
+                                    bool(node.get("requires_grad")))
     if "ndarray" in node:
         return _member(arrays, node["ndarray"], path)
     if "npscalar" in node:
@@ -125,36 +122,8 @@ def save(obj, path):
     if hasattr(path, "write"):
         np.savez(path, **members)
         return
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **members)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory):
-    """Make the rename durable (best effort: not every platform can open a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with atomic_write(path) as f:
+        np.savez(f, **members)
 
 
 def load(path, map_location=None, dequantize=False, metadata=False):

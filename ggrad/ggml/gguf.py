@@ -12,8 +12,8 @@ wraps around to 0 (e.g. ne = [2**40, 2**40]). So, around it:
     file size, which gives clear messages for foreign and truncated files;
   - during: GGML's error lines are captured and put into the exception;
   - after: every tensor's element count and extent are recomputed with Python integers and checked
-    against the file size, strings are decoded as UTF-8, and
-    tensor bytes are read here (numpy) only after that check.
+    against the file size, strings are decoded as UTF-8, and tensor bytes are read here (numpy) only
+    after that check.
 Every failure raises `FormatError` (a ValueError) naming the file. Embedded NUL bytes in keys or strings
 end them, as GGML exposes them as C strings.
 
@@ -95,7 +95,7 @@ class GGUFFile:
         self._check_header(head)
         with hooks.capture_errors() as errors:
             params = ffi.new("struct gguf_init_params *", {"no_alloc": True, "ctx": ffi.NULL})
-            ptr = lib.gguf_init_from_file(self.path.encode(), params[0])
+            ptr = lib.gguf_init_from_file(os.fsencode(self.path), params[0])
         if ptr == ffi.NULL:
             detail = "; ".join(line for line in errors if line) or "GGML could not parse it"
             raise self._error(f"is not a valid GGUF file ({detail})")

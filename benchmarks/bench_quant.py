@@ -1,13 +1,13 @@
 """Quantization: per GGML type, bits per weight, round-trip RMS error, and mul_mat speed against f32.
 
-    python benchmarks/bench_quant.py [--rows 1024 --cols 4096 --batch 1 16 --threads 2 --types q8_0 q4_0 ...]
+    python benchmarks/bench_quant.py [--rows 1024 --cols 4096 --batch 1 16 --threads 1 --types q8_0 q4_0 ...]
 
 A weight W (rows x cols, standard normal, so the RMS error is also the error relative to the std) is
 quantized with `ggrad.quantize` (GGML's ggml_quantize_chunk; types that need an importance matrix get a
 uniform one) and dequantized; then `x @ W.T` for x of each batch size runs through GGML's mul_mat on the
 quantized blocks and on the f32 W. ggrad only: PyTorch has no GGML quantized types to compare with.
-Times are medians (after a warm-up that also builds the codebook types' grids); "quantize s" is one
-quantization of W on the host.
+Each time is a median over 7 graphs of 16 independent products each, divided by 16 (after warm-ups
+that also build the codebook types' grids); "quantize s" is one quantization of W on the host.
 """
 
 import argparse
@@ -27,10 +27,16 @@ def quantizable():
             if d.is_quantized and lib.ggml_get_type_traits(d.value).to_float != ggrad.ggml.ffi.NULL]
 
 
+PRODUCTS = 16  # products per graph, so that ggrad's per-step cost (tracing, planning) is spread out
+
+
 def matmul_ms(x, w):
+    """Median ms of one x @ w.T, timed as PRODUCTS independent products computed in one graph."""
     def step():
-        (x @ w.T).realize()
-    return median_ms(step, warmup=2, repeats=10)
+        outs = [x @ w.T for _ in range(PRODUCTS)]
+        ggrad.realize()
+        return outs
+    return median_ms(step, warmup=2, repeats=7) / PRODUCTS
 
 
 def main():
@@ -38,7 +44,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1024)
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--types", nargs="+", default=None)
     args = parser.parse_args()
     set_threads(args.threads)

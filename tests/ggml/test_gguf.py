@@ -60,18 +60,18 @@ def test_written_file_is_a_plain_file_and_failures_leave_nothing(tmp_path, monke
     original = path.read_bytes()
     with pytest.raises(ValueError, match="duplicate tensor name"):
         gguf.write(path, {}, [("a", "f32", [1], np.zeros(4, np.uint8)), ("a", "f32", [1], np.zeros(4, np.uint8))])
-    real_write = gguf.atomic_write
-
-    def failing(p):
-        cm = real_write(p)
-        f = cm.__enter__()
-        f.write(b"GGUF partial")
-        cm.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+    def interrupt(*args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(gguf, "atomic_write", failing)
-    with pytest.raises(KeyboardInterrupt):
-        gguf.write(path, {"k": 2}, [])
-    assert path.read_bytes() == original and os.listdir(tmp_path) == ["a.gguf"]
+
+    def disk_full(*args):
+        raise OSError("disk full")
+
+    for name, fail, error in (("fsync", interrupt, KeyboardInterrupt), ("replace", disk_full, OSError)):
+        monkeypatch.setattr(os, name, fail)   # fsync: after the bytes are written; replace: the rename
+        with pytest.raises(error):
+            gguf.write(path, {"k": 2}, [("w", "f32", [1], np.zeros(4, np.uint8))])
+        monkeypatch.undo()
+        assert path.read_bytes() == original and os.listdir(tmp_path) == ["a.gguf"]
 
 
 @pytest.mark.parametrize("metadata, tensors, match", [

@@ -1,10 +1,11 @@
 """`ggrad.save(obj, path)` / `ggrad.load(path)`: checkpoints without pickle.
 
-A path ending in `.gguf` is a GGUF file (GGML's format; see `serialization_gguf`). Otherwise a checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
+A path ending in `.gguf` is a GGUF file (GGML's format; see `serialization_gguf`). Otherwise a
+checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
 and the structure around them (nested dicts, lists, tuples, numbers, strings, None) is JSON in the
 member `__ggrad__`. Loading never unpickles (`allow_pickle=False`), so a file cannot run code.
-Saving writes a temporary file in the same directory, fsyncs it and renames it over the target: an
-interrupted save leaves the previous file intact.
+Saving writes a temporary file in the same directory, fsyncs it and renames it over the target
+(`ggml.files.atomic_write`): an interrupted save leaves the previous file intact.
 """
 
 import json

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._lib import ffi, lib
 from . import dtypes
-from .errors import DTypeError, GGMLError, ShapeError
+from .errors import ArgumentError, DTypeError, GGMLError, ShapeError
 
 
 def _check_allocated(t, what):
@@ -33,14 +33,14 @@ def _check_grid_input(dtype, src, imatrix):
     """Refuse, for the codebook types, the inputs that make GGML's quantizer abort."""
     what = f"quantize to {dtype.name}"
     if not np.isfinite(src).all():
-        raise ValueError(f"{what}: the input holds nan or inf, which GGML's {dtype.name} quantizer cannot encode")
+        raise ArgumentError(f"{what}: the input holds nan or inf, which GGML's {dtype.name} quantizer cannot encode")
     peak = np.abs(src).max(axis=-1) if src.size else np.zeros(0)
     if (peak > _GRID_MAX).any() or ((peak > 0) & (peak < _GRID_MIN)).any():
-        raise ValueError(f"{what}: every row's largest |value| must be 0 or within [{_GRID_MIN:g}, {_GRID_MAX:g}] "
+        raise ArgumentError(f"{what}: every row's largest |value| must be 0 or within [{_GRID_MIN:g}, {_GRID_MAX:g}] "
                          f"(GGML's grid search overflows outside), got {peak.min():g}..{peak.max():g}; rescale it")
     if imatrix is not None and not (np.isfinite(imatrix).all() and (imatrix >= 0).all()
                                     and (imatrix <= _GRID_MAX).all()):
-        raise ValueError(f"{what}: imatrix weights must be finite and within [0, {_GRID_MAX:g}]")
+        raise ArgumentError(f"{what}: imatrix weights must be finite and within [0, {_GRID_MAX:g}]")
 
 
 def _quantize(src, dtype, imatrix):

@@ -42,8 +42,9 @@ def test_files_written_by_gguf_writer_load(tmp_path):
     path = tmp_path / "other.gguf"
     writer = gguf_py.GGUFWriter(path, "llama")
     scalars = [("u8", writer.add_uint8, 7), ("i8", writer.add_int8, -7), ("u16", writer.add_uint16, 65535),
-               ("i16", writer.add_int16, -300), ("u32", writer.add_uint32, 2**32 - 1), ("i32", writer.add_int32, -5),
-               ("f32", writer.add_float32, 0.5), ("u64", writer.add_uint64, 2**64 - 1), ("i64", writer.add_int64, -2**63),
+               ("i16", writer.add_int16, -300), ("u32", writer.add_uint32, 2**32 - 1),
+               ("i32", writer.add_int32, -5), ("f32", writer.add_float32, 0.5),
+               ("u64", writer.add_uint64, 2**64 - 1), ("i64", writer.add_int64, -2**63),
                ("f64", writer.add_float64, 0.1), ("bool", writer.add_bool, True), ("str", writer.add_string, "ünï")]
     for key, add, value in scalars:
         add("test." + key, value)

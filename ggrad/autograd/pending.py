@@ -143,12 +143,19 @@ def graph_of(*tensors):
 
 def leaf(device, array, dtype):
     """A Tensor on `device` holding a copy of host `array`, uploaded when its pending graph is computed."""
-    raw = ggml.encode(np.array(array, order="C", copy=True), dtype)
+    return leaf_bytes(device, ggml.encode(np.array(array, order="C", copy=True), dtype), dtype, array.shape)
+
+
+def leaf_bytes(device, raw, dtype, shape):
+    """A Tensor on `device` of `dtype` and numpy-order `shape` holding the GGML-layout bytes `raw` (uint8)."""
     with execution.lock_of(device):   # looked up under the lock: another thread may be computing it
         graph = execution.pending_graph(device)
-        node = graph.ctx.new_tensor(dtype, ne_of(array.shape))
+        node = graph.ctx.new_tensor(dtype, ne_of(shape))
+        if raw.nbytes != node.nbytes:
+            raise ShapeError(f"{raw.nbytes} bytes do not hold a {dtype.name} tensor of shape {tuple(shape)} "
+                             f"({node.nbytes} bytes)")
         graph.upload(node, raw)
-        return graph.emit(node, array.shape, dtype)
+        return graph.emit(node, shape, dtype)
 
 
 def alias(t):

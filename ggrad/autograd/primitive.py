@@ -38,7 +38,8 @@ class Primitive(Function):
 
     primitive = True
     views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
-    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output"
+    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output",
+    #                 or a tuple of argument positions
     dtypes = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
     empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
 
@@ -107,6 +108,8 @@ class Primitive(Function):
     def saved(cls, ctx, args, out):
         """The tensors to keep for backward, by `saves`; a primitive may override it."""
         saves = cls.saves
+        if isinstance(saves, tuple):
+            return tuple(args[i] for i in saves)
         if saves == "input":
             return (args[0],)
         if saves == "inputs":

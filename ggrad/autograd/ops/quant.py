@@ -74,11 +74,7 @@ class QuantizedMatMulNT(Primitive):
     def build(ctx, graph, x, w):
         return ops.mul_mat(graph.ctx, w, x)
 
-    saves = "weight"
-
-    @classmethod
-    def saved(cls, ctx, args, out):
-        return (args[1],)
+    saves = (1,)   # backward reads the second argument only
 
     @staticmethod
     def shape(x, w):

@@ -52,11 +52,21 @@ import sys
 from ggrad import distributed
 ggrad.set_num_threads(1)
 out = sys.argv[1]
-model, opt = model_and_optimizer()
-history = distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], epochs=2,
-                               checkpoint=f"{out}/run.ckpt", checkpoint_every=3, verbose=0, timeout=60)
-np.savez(f"{out}/rank{distributed.rank()}.npz", loss=np.array(history.history["loss"]),
-         *[p.numpy() for p in model.parameters()])
+
+
+def train(**kwargs):
+    model, opt = model_and_optimizer()
+    history = distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], epochs=2, verbose=0,
+                                   timeout=60, **kwargs)
+    return [p.numpy() for p in model.parameters()], history.history["loss"]
+
+
+weights, loss = train()
+np.savez(f"{out}/rank{distributed.rank()}.npz", loss=np.array(loss), *weights)
+train(max_steps=7, checkpoint=f"{out}/run.ckpt", checkpoint_every=3)   # rank 0 writes, at steps 3, 6 and 7
+ggrad.manual_seed(5)
+resumed, _ = train(resume=f"{out}/run.ckpt")                           # rank 0 reads it and broadcasts it
+assert all(np.array_equal(a, b) for a, b in zip(weights, resumed)), "resume differs from the straight run"
 """
 
 _DEAD_RANK = _COMMON + """
@@ -90,7 +100,7 @@ def _mpiexec(tmp_path, n, script, *args, options=()):
                           text=True, timeout=120, env=env, cwd=tmp_path)
 
 
-def test_two_ranks_match_one_process_and_each_other(tmp_path):
+def test_two_ranks_match_one_process_and_each_other_and_resume(tmp_path):
     proc = _mpiexec(tmp_path, 2, _TRAIN, str(tmp_path))
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
@@ -103,7 +113,7 @@ def test_two_ranks_match_one_process_and_each_other(tmp_path):
     for k, p in zip(names, model.parameters()):
         np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ranks[0]["loss"], history.history["loss"], rtol=1e-5)
-    assert ggrad.load(tmp_path / "run.ckpt")["step"] == 10     # rank 0's checkpoint, at the end
+    assert ggrad.load(tmp_path / "run.ckpt")["step"] == 7     # rank 0's checkpoint, at the end of the first part
 
 
 def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import time
+import zlib
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class RankLostError(RuntimeError):
     """A rank of the distributed run died or stopped answering; this rank cannot go on with it."""
 
 
-_state = {"MPI": None, "lost": False, "peers": None}
+_state = {"MPI": None, "lost": False, "peers": {}}
 
 
 def mpi():
@@ -67,11 +68,23 @@ def world():
     return comm
 
 
-def _peers(comm):
-    """(host, pid) of every rank, gathered once."""
-    if _state["peers"] is None:
-        _state["peers"] = comm.allgather((socket.gethostname(), os.getpid()))
-    return _state["peers"]
+def _peers(comm, timeout):
+    """(host hash, pid) of every rank of `comm`, gathered on its first collective (all ranks alive then)."""
+    key = comm.py2f()
+    if key not in _state["peers"]:
+        MPI = mpi()
+        mine = np.array([zlib.crc32(socket.gethostname().encode()), os.getpid()], np.int64)
+        table = np.zeros((comm.size, 2), np.int64)
+        request = comm.Iallgather(mine, table)
+        deadline = time.monotonic() + timeout
+        while not request.Test():
+            if time.monotonic() > deadline:
+                _state["lost"] = True
+                raise RankLostError(f"ggrad.distributed: rank {comm.rank} of {comm.size}: not every rank joined "
+                                    f"within {timeout:g} s (did one fail to start?)")
+            time.sleep(1e-3)
+        _state["peers"][key] = [(int(h), int(pid)) for h, pid in table]
+    return _state["peers"][key]
 
 
 def _alive(pid):
@@ -87,8 +100,8 @@ def _alive(pid):
 def _lost(comm, what, timeout, error=None):
     """A RankLostError for `what` (which did not complete), naming the ranks that are gone."""
     _state["lost"] = True
-    host = socket.gethostname()
-    peers = _peers(comm)
+    host = zlib.crc32(socket.gethostname().encode())
+    peers = _peers(comm, timeout)
     dead = [r for r, (h, pid) in enumerate(peers) if h == host and r != comm.rank and not _alive(pid)]
     remote = [r for r, (h, _) in enumerate(peers) if h != host]
     if dead:
@@ -105,7 +118,7 @@ def _lost(comm, what, timeout, error=None):
 def _wait(comm, start, timeout, what):
     """Start non-blocking operations (`start()` -> requests) and wait for them; RankLostError on a lost rank."""
     MPI = mpi()
-    _peers(comm)   # gathered while every rank is alive
+    _peers(comm, timeout)
     try:
         requests = start()
         deadline = time.monotonic() + timeout

@@ -1,4 +1,5 @@
-"""ggrad.parallel: data-parallel training across devices (local GPUs/CPU, or other hosts through RPC)."""
+"""ggrad.parallel: data-parallel training across devices (local GPUs/CPU, or other hosts through RPC), with
+checkpoints that resume bitwise."""
 
 from .checkpoint import fit_resumable, read_checkpoint
 from .data_parallel import DataParallel, default_devices, shard_sizes, split_sizes

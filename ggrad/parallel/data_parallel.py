@@ -120,6 +120,14 @@ class DataParallel:
             raise ValueError(f"DataParallel.step: {len(x)} inputs but {len(y)} targets")
         if len(x) == 0:
             raise ValueError("DataParallel.step: the batch is empty")
+        return self._step(x, y, loss_fn, max_grad_norm, len(x))
+
+    def _step(self, x, y, loss_fn, max_grad_norm, n_global):
+        """The step of this process's part (x, y) of a global batch of `n_global` samples.
+
+        Each shard's gradients are weighted by its share of the global batch, so that the sum over
+        every shard (here on the host, then `reduce` across processes) is the global mean gradient.
+        """
         if any(r.training != self.module.training for r in self.replicas):
             self.train(self.module.training)
         sync_hyperparameters(self.optimizers[0], self.optimizers[1:])
@@ -138,9 +146,11 @@ class DataParallel:
             if layout is not None and with_grad != layout:
                 raise RuntimeError("DataParallel.step: the replicas' backward passes reached different parameters")
             layout = with_grad
-            buckets.append(self._bucket(replica, layout, sizes[i] / len(x)))
+            buckets.append(self._bucket(replica, layout, sizes[i] / n_global))
         self._compute_all()
         total = sum(b.numpy().astype(np.float64) for b in buckets)
+        loss_sum = sum(loss.item() * size for loss, size in losses) / n_global
+        total, loss_sum = self.reduce(total, loss_sum)
         if max_grad_norm is not None:
             norm = float(np.sqrt(np.dot(total, total)))
             total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
@@ -148,7 +158,11 @@ class DataParallel:
         for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices):
             self._unbucket(replica, layout, tensor(total, device=dev))
             opt.step()
-        return float(sum(loss.item() * size for loss, size in losses) / len(x))
+        return float(loss_sum)
+
+    def reduce(self, gradients, loss):
+        """Combine this process's weighted gradient sum and loss with other processes' (none here)."""
+        return gradients, loss
 
     @staticmethod
     def _bucket(replica, layout, weight):

@@ -8,6 +8,7 @@ Only the step of a batch differs: `DataParallel.step` splits it across the devic
 
 from .. import nn
 from ..train import Trainer
+from .checkpoint import fit_from, read_checkpoint, restore
 from .data_parallel import DataParallel, default_devices
 
 
@@ -32,7 +33,8 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
     """Train a model data-parallel: each batch split across devices whose graphs run at once.
 
     dp_train(model, optimizer, loss_fn, data, devices=None, epochs=1, max_steps=None, shard_weights=None,
-             max_grad_norm=None, callbacks=(), verbose=1) -> History
+             max_grad_norm=None, callbacks=(), checkpoint=None, checkpoint_every=None, resume=None,
+             verbose=1) -> History
 
     Args:
         model (Module): trained in place (it is replica 0, on devices[0]; the others are copies).
@@ -47,6 +49,12 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
         shard_weights (list of float, optional): each device's share of every batch. Default: even.
         max_grad_norm (float, optional): clip the averaged gradients' joint 2-norm to this.
         callbacks (list of ggrad.train.Callback): as for `fit`.
+        checkpoint (str or path, optional): write a checkpoint here (atomically) every
+            `checkpoint_every` steps: weights, optimizer state, generator state, data position, step.
+        checkpoint_every (int): steps between checkpoints; needed with `checkpoint`.
+        resume (str or path, optional): continue from this checkpoint to the weights an uninterrupted
+            run reaches, bitwise, given the same data, devices and arguments (`epochs` and `max_steps`
+            count from the run's start). On other devices (a lost server left out) it continues too.
         verbose (int): 0 silent, 1 a progress bar per epoch, 2 one line per epoch. Default: 1.
 
     Returns:
@@ -65,12 +73,15 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
 
 
 def _dp_train(model, optimizer, loss_fn, data, devices=None, epochs=1, max_steps=None, shard_weights=None,
-              max_grad_norm=None, callbacks=(), verbose=1):
+              max_grad_norm=None, callbacks=(), checkpoint=None, checkpoint_every=None, resume=None, verbose=1):
+    start = read_checkpoint(resume) if resume is not None else None
+    if start is not None:
+        restore(model, optimizer, start)    # before the replicas copy them
     dp = DataParallel(model, default_devices() if devices is None else devices, optimizer, shard_weights)
     try:
         trainer = DataParallelTrainer(dp)
         trainer.compile(optimizer=optimizer, loss=loss_fn, clipnorm=max_grad_norm)
-        return trainer.fit(data, epochs=epochs, max_steps=max_steps, callbacks=list(callbacks), verbose=verbose)
+        return fit_from(trainer, data, start, epochs, max_steps, callbacks, verbose, checkpoint, checkpoint_every)
     finally:
         dp.close()
 

@@ -63,3 +63,16 @@ def test_corpus_split_is_by_file_and_deterministic():
     assert a_train.max() < len(char_gpt.VOCAB)
     with pytest.raises(FileNotFoundError):
         char_gpt.load_corpus("/nonexistent/corpus")
+
+
+def test_dp_train_rpc_example_trains_checkpoints_and_resumes_on_the_cpu(tmp_path):
+    import ggrad.ggml as gg
+    if not gg.has_backend("RPC"):
+        pytest.skip("needs GGML built with RPC (see README)")
+    from ggrad.examples import char_gpt
+    common = ["--corpus", char_gpt.__file__, "--d-model", "32", "--layers", "1", "--context", "16", "--batch", "8",
+              "--checkpoint-every", "3", "--out", str(tmp_path)]
+    stdout = run_example("dp_train_rpc.py", "--servers", "1", "--steps", "6", *common)
+    assert "devices: cpu, RPC" in stdout and "after 6 steps" in stdout
+    resumed = run_example("dp_train_rpc.py", "--servers", "0", "--steps", "9", "--resume", *common)
+    assert "devices: cpu;" in resumed and "at step 6" in resumed and "after 9 steps" in resumed

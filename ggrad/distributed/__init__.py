@@ -1,0 +1,26 @@
+"""ggrad.distributed: data-parallel training across processes, one per device or host, over MPI.
+
+    mpiexec -n 2 python train.py
+    # train.py:  history = ggrad.distributed.dp_train(model, optimizer, "cross_entropy", loader, epochs=3)
+
+The same `dp_train` as `ggrad.parallel`'s, with gradients all-reduced by MPI (mpi4py). Use it for one
+process per device or host; use `ggrad.parallel.dp_train` with GGML RPC servers for one driver
+process and many devices. mpi4py and an MPI are the optional extra `pip install "ggrad[mpi]"`,
+imported on first use.
+"""
+
+from .mpi import RankLostError, available, world
+from .training import DistributedDataParallel, dp_train
+
+
+def rank():
+    """This process's rank in COMM_WORLD."""
+    return world().rank
+
+
+def world_size():
+    """How many ranks COMM_WORLD holds."""
+    return world().size
+
+
+__all__ = ["DistributedDataParallel", "RankLostError", "available", "dp_train", "rank", "world", "world_size"]

@@ -1,0 +1,126 @@
+"""ggrad.distributed over MPI, 2 and 3 ranks on localhost (mpiexec in subprocesses): the ranks stay bitwise
+identical and match a single-process run on the same global batches; a dead rank is reported by every survivor.
+Skipped without the optional extra (pip install -e ".[mpi]": mpi4py and the mpich wheel)."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import nn, optim
+from ggrad.parallel import dp_train
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+
+
+def _mpi_loads():
+    code = "from mpi4py import MPI; MPI.Get_version()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+pytestmark = pytest.mark.skipif(MPIEXEC is None or not _mpi_loads(),
+                                reason='needs mpi4py and an MPI (pip install -e ".[mpi]")')
+
+# the model, data and training shared by the ranks and the single-process reference
+_COMMON = """
+import numpy as np
+import ggrad
+from ggrad import nn, optim
+
+
+def model_and_optimizer():
+    ggrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
+    return model, optim.AdamW(model.parameters(), lr=1e-2)
+
+
+def batches():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((70, 6)).astype(np.float32)    # 4 batches of 16 and a last one of 6
+    y = x[:, :3].argmax(1).astype(np.int32)
+    return [(x[i:i + 16], y[i:i + 16]) for i in range(0, 70, 16)]
+"""
+
+_TRAIN = _COMMON + """
+import sys
+from ggrad import distributed
+ggrad.set_num_threads(1)
+out = sys.argv[1]
+
+
+def train(**kwargs):
+    model, opt = model_and_optimizer()
+    history = distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], epochs=2, verbose=0,
+                                   timeout=60, **kwargs)
+    return [p.numpy() for p in model.parameters()], history.history["loss"]
+
+
+weights, loss = train()
+np.savez(f"{out}/rank{distributed.rank()}.npz", loss=np.array(loss), *weights)
+train(max_steps=7, checkpoint=f"{out}/run.ckpt", checkpoint_every=3)   # rank 0 writes, at steps 3, 6 and 7
+ggrad.manual_seed(5)
+resumed, _ = train(resume=f"{out}/run.ckpt")                           # rank 0 reads it and broadcasts it
+assert all(np.array_equal(a, b) for a, b in zip(weights, resumed)), "resume differs from the straight run"
+"""
+
+_DEAD_RANK = _COMMON + """
+import os
+from ggrad import distributed
+from ggrad.train import Callback
+ggrad.set_num_threads(1)
+
+
+class DieAtStep3(Callback):
+    def on_batch_end(self, batch, logs=None):
+        if distributed.rank() == 2 and batch == 2:
+            os._exit(7)
+
+
+model, opt = model_and_optimizer()
+try:
+    distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], callbacks=[DieAtStep3()],
+                         verbose=0, timeout=3)
+except distributed.RankLostError as e:
+    with open(f"report{distributed.rank()}.txt", "w") as f:
+        f.write(str(e))
+"""
+
+
+def _mpiexec(tmp_path, n, script, *args, options=()):
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    return subprocess.run([MPIEXEC, *options, "-n", str(n), sys.executable, str(path), *args], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path)
+
+
+def test_two_ranks_match_one_process_and_each_other_and_resume(tmp_path):
+    proc = _mpiexec(tmp_path, 2, _TRAIN, str(tmp_path))
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
+    names = [k for k in ranks[0].files if k != "loss"]
+    assert all(np.array_equal(ranks[0][k], ranks[1][k]) for k in names + ["loss"])   # replicas bitwise equal
+    namespace = {}
+    exec(_COMMON, namespace)
+    model, opt = namespace["model_and_optimizer"]()
+    history = dp_train(model, opt, "cross_entropy", namespace["batches"](), devices=["cpu"], epochs=2, verbose=0)
+    for k, p in zip(names, model.parameters()):
+        np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ranks[0]["loss"], history.history["loss"], rtol=1e-5)
+    assert ggrad.load(tmp_path / "run.ckpt")["step"] == 7     # rank 0's checkpoint, at the end of the first part
+
+
+def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):
+    proc = _mpiexec(tmp_path, 3, _DEAD_RANK, options=["-disable-auto-cleanup"])
+    reports = sorted(p.name for p in tmp_path.glob("report*.txt"))
+    assert reports == ["report0.txt", "report1.txt"], f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    for r in (0, 1):
+        text = (tmp_path / f"report{r}.txt").read_text()
+        assert f"rank {r} of 3: rank 2 (pid" in text and "exited" in text, text
+    assert proc.returncode == 7   # mpiexec passes on the dead rank's exit status

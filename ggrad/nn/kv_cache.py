@@ -18,9 +18,9 @@ class LayerKVCache:
 
     def __init__(self, batch, heads, max_len, head_dim, device=None, dtype=f32):
         self.shape = (batch, heads, max_len, head_dim)
-        with no_grad():
-            self.keys = zeros(self.shape, dtype=dtype, device=device).realize()
-            self.values = zeros(self.shape, dtype=dtype, device=device).realize()
+        with no_grad():   # computed with whatever is pending on the device at the first read or write
+            self.keys = zeros(self.shape, dtype=dtype, device=device)
+            self.values = zeros(self.shape, dtype=dtype, device=device)
         self.length = 0
 
     @property
@@ -68,6 +68,7 @@ class KVCache:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
         self.layers = [LayerKVCache(batch, num_heads, max_len, head_dim, device, dtype) for _ in range(num_layers)]
+        self.layers[0].keys.realize()   # every layer's buffers in one compute
 
     def __getitem__(self, i):
         return self.layers[i]

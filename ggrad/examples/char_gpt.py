@@ -3,7 +3,8 @@
 The corpus is the text of the `.py` files of the running interpreter's standard library (real text,
 nothing to download), split into train and validation by file. The model: token and position
 embeddings, pre-LN TransformerBlocks (nn.MultiHeadAttention, GELU MLP), a final LayerNorm, and an
-output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form.
+output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form. The sample at the end
+comes from `CharGPT.generate`, which decodes one position per step through a KV cache.
 
     python -m ggrad.examples.char_gpt                  # defaults: about 5 minutes on 2 CPU cores
     python -m ggrad.examples.char_gpt --steps 200 --device cuda:0

@@ -163,3 +163,16 @@ def test_sampling_argument_errors():
             sample_next(logits, **kwargs)
     with pytest.raises(ValueError, match="batch, vocab"):
         sample_next(randn(4))
+
+
+def test_float16_cache_stays_close_to_the_full_forward():
+    ggrad.manual_seed(0)
+    block = nn.TransformerBlock(16, 4).eval()
+    x = randn(1, 5, 16)
+    with ggrad.no_grad():
+        full = block(ggrad.tensor(x)).numpy()
+        cache = nn.KVCache(1, 1, 4, 5, 4, dtype=ggrad.float16)
+        parts = [block(ggrad.tensor(x[:, :2]), kv_cache=cache[0]).numpy()]
+        parts += [block(ggrad.tensor(x[:, i:i + 1]), kv_cache=cache[0]).numpy() for i in range(2, 5)]
+    assert cache[0].keys.dtype is ggrad.float16
+    np.testing.assert_allclose(np.concatenate(parts, 1), full, atol=5e-3)   # keys and values rounded to f16

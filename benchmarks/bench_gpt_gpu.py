@@ -24,11 +24,7 @@ from common import median_ms, print_table  # noqa: E402
 import ggrad  # noqa: E402
 from ggrad.autograd import execution  # noqa: E402
 
-CONFIGS = {
-    "w2": bench_gpt.W2,
-    # GPU_BUILD.md's PyTorch anchor size
-    "big": dict(vocab=96, d_model=512, layers=8, heads=8, context=256, batch=32, lr=3e-4),
-}
+from gpt_torch import CONFIGS  # noqa: E402
 
 
 def ggrad_step_fn(cfg, device):
@@ -38,25 +34,13 @@ def ggrad_step_fn(cfg, device):
 def torch_ms(config, steps):
     """PyTorch's median step time on cuda:0, measured in a subprocess (nan without torch or CUDA)."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import bench_gpt_gpu as b; b._torch_main({config!r}, {steps})")
-    # without GGRAD_GGML_LIB_DIR the subprocess's ggrad (imported by this module) loads the CPU-only
-    # libggml of the installed package, which coexists with PyTorch's CUDA libraries
-    env = {k: v for k, v in os.environ.items() if k != "GGRAD_GGML_LIB_DIR"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps})")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)["ms"]
     print(f"PyTorch run failed (exit {r.returncode}): {r.stderr.strip()[-500:]}", file=sys.stderr)
     return float("nan")
-
-
-def _torch_main(config, steps):
-    import torch
-    if not torch.cuda.is_available():
-        print(json.dumps({"ms": float("nan")}))
-        return
-    ms = median_ms(bench_gpt.torch_step_fn(CONFIGS[config], "cuda"), warmup=5, repeats=steps)
-    print(json.dumps({"ms": ms, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}))
 
 
 def main():

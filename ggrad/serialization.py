@@ -1,21 +1,23 @@
 """`ggrad.save(obj, path)` / `ggrad.load(path)`: checkpoints without pickle.
 
-A checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
+A path ending in `.gguf` is a GGUF file (GGML's format; see `serialization_gguf`). Otherwise a
+checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
 and the structure around them (nested dicts, lists, tuples, numbers, strings, None) is JSON in the
 member `__ggrad__`. Loading never unpickles (`allow_pickle=False`), so a file cannot run code.
-Saving writes a temporary file in the same directory, fsyncs it and renames it over the target: an
-interrupted save leaves the previous file intact.
+Saving writes a temporary file in the same directory, fsyncs it and renames it over the target
+(`ggml.files.atomic_write`): an interrupted save leaves the previous file intact.
 """
 
 import json
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 
 from .autograd import Parameter, Tensor
 from .autograd.factory import tensor
+from . import serialization_gguf
+from .ggml.files import atomic_write
 
 FORMAT = "ggrad.save"
 VERSION = 1
@@ -102,12 +104,18 @@ def _member(arrays, name, path):
 
 
 # ---- files -------------------------------------------------------------------------------------
+def _is_gguf(path):
+    return not hasattr(path, "write") and not hasattr(path, "read") and os.fspath(path).endswith(".gguf")
+
+
 def save(obj, path):
     """Write `obj` (a state dict, or nested dicts/lists of Tensors, arrays, numbers, strings) to `path`.
 
     The write is atomic: a temporary file in the same directory, flushed and fsynced, then renamed over
-    `path`. Tensors are computed (realized) as they are read.
+    `path`. Tensors are computed (realized) as they are read. A `.gguf` path writes GGUF.
     """
+    if _is_gguf(path):
+        return serialization_gguf.save(obj, path)
     encoder = _Encoder()
     structure = {"format": FORMAT, "version": VERSION, "root": encoder.encode(obj, "obj")}
     meta = np.frombuffer(json.dumps(structure).encode("utf-8"), dtype=np.uint8)
@@ -116,44 +124,19 @@ def save(obj, path):
     if hasattr(path, "write"):
         np.savez(path, **members)
         return
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **members)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_directory(directory)
+    with atomic_write(path) as f:
+        np.savez(f, **members)
 
 
-def _fsync_directory(directory):
-    """Make the rename durable (best effort: not every platform can open a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def load(path, map_location=None):
+def load(path, map_location=None, dequantize=False, metadata=False):
     """Read what `save` wrote. Tensors are created on `map_location` (a device; default CPU).
 
     Raises FileNotFoundError for a missing file and ValueError, naming the path, for a file that is not a
-    ggrad checkpoint or is damaged.
+    ggrad checkpoint or is damaged. A `.gguf` path reads any GGUF file (`serialization_gguf.load`:
+    `dequantize` and `metadata` apply to those only).
     """
+    if _is_gguf(path):
+        return serialization_gguf.load(path, map_location, dequantize=dequantize, metadata=metadata)
     name = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
     try:
         archive = np.load(path, allow_pickle=False)

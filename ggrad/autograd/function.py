@@ -8,6 +8,8 @@ bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can col
 ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 """
 
+import weakref
+
 from . import grad_mode
 from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
 
@@ -26,23 +28,36 @@ class FunctionCtx:
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
         self._saved = ()
+        self._versions = ()
         self._freed = False
 
     def save_for_backward(self, *tensors):
-        """Keep `tensors` (or None) for backward, read back as `saved_tensors`."""
+        """Keep `tensors` (or None) for backward, read back as `saved_tensors`; an in-place op on one of
+        them before backward makes `saved_tensors` raise, as in PyTorch."""
         self._saved = tensors
+        self._versions = tuple((weakref.ref(t), t._version) for t in tensors if t is not None)
+
+    def _watch(self, t):
+        """Also raise at backward if `t` (an output kept as a detached alias) is modified in place."""
+        self._versions += ((weakref.ref(t), t._version),)
 
     @property
     def saved_tensors(self):
         if self._freed:
             raise RuntimeError(FREED_GRAPH)
+        for ref, version in self._versions:
+            t = ref()
+            if t is not None and t._version != version:
+                raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
+                                   f"inplace operation: [{t.dtype.name} {list(t.shape)}] is at version "
+                                   f"{t._version}; expected version {version} instead")
         return self._saved
 
     def _free(self):
         """Release what backward needed: saved tensors and the Function's own attributes."""
         needs = self.needs_input_grad
         self.__dict__.clear()
-        self.needs_input_grad, self._saved, self._freed = needs, (), True
+        self.needs_input_grad, self._saved, self._versions, self._freed = needs, (), (), True
 
 
 class Node:

@@ -10,6 +10,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
   CUDA and Vulkan out_prod (f32 only) needs no copies.
 - GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
+- a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
+  would split in three around it), so GPUs take each row's element at its argmax instead.
 """
 
 import contextlib
@@ -24,15 +26,17 @@ class Lowering:
         reduce_leading: sum over leading dimensions by "repeat_back" or by "sum_rows" of a transposed copy.
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
+        row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
+    row_max: str = "pool_1d"
 
 
 CPU = Lowering()
-CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod")
-VULKAN = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", fused_cross_entropy=False)
+CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", row_max="argmax")
+VULKAN = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
 

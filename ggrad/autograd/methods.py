@@ -173,7 +173,7 @@ _METHODS = {
     "unsqueeze": ops.unsqueeze, "expand": ops.expand, "narrow": ops.narrow, "split": ops.split,
     "chunk": ops.chunk, "index_select": ops.index_select, "gather": ops.gather, "masked_fill": ops.masked_fill,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax,
-    "to": to, "detach": detach, "clone": clone,
+    "to": to, "detach": detach, "clone": clone, "dequantize": ops.dequantize,
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "cpu": lambda self: to(self, "cpu"),
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,

@@ -33,7 +33,7 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "tensors", "uploads", "effects", "keep", "checks")
+    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks")
 
     def __init__(self, device):
         self.device = device
@@ -47,14 +47,21 @@ class PendingGraph:
 
     def _new_context(self):
         self._ctx = ggml.Context(n_tensors=_CONTEXT_TENSORS)
+        self._until_check = 0
         self.contexts.append(self._ctx)
 
     @property
     def ctx(self):
-        """The GGML context to build the next node in (a fresh one when the current is nearly full)."""
-        c = self._ctx
-        if c.used_mem + 64 * ggml.tensor_overhead() > c.mem_size:
-            self._new_context()
+        """The GGML context to build the next node in (a fresh one when the current is nearly full).
+
+        Its fill is read every 8th time: a builder makes at most a few tensors per call, far below the
+        room of 64 tensors kept free."""
+        self._until_check -= 1
+        if self._until_check < 0:
+            c = self._ctx
+            if c.used_mem + 64 * ggml.tensor_overhead() > c.mem_size:
+                self._new_context()
+            self._until_check = 8
         return self._ctx
 
     def n_tensors(self):
@@ -136,12 +143,19 @@ def graph_of(*tensors):
 
 def leaf(device, array, dtype):
     """A Tensor on `device` holding a copy of host `array`, uploaded when its pending graph is computed."""
-    raw = ggml.encode(np.array(array, order="C", copy=True), dtype)
+    return leaf_bytes(device, ggml.encode(np.array(array, order="C", copy=True), dtype), dtype, array.shape)
+
+
+def leaf_bytes(device, raw, dtype, shape):
+    """A Tensor on `device` of `dtype` and numpy-order `shape` holding the GGML-layout bytes `raw` (uint8)."""
     with execution.lock_of(device):   # looked up under the lock: another thread may be computing it
         graph = execution.pending_graph(device)
-        node = graph.ctx.new_tensor(dtype, ne_of(array.shape))
+        node = graph.ctx.new_tensor(dtype, ne_of(shape))
+        if raw.nbytes != node.nbytes:
+            raise ShapeError(f"{raw.nbytes} bytes do not hold a {dtype.name} tensor of shape {tuple(shape)} "
+                             f"({node.nbytes} bytes)")
         graph.upload(node, raw)
-        return graph.emit(node, array.shape, dtype)
+        return graph.emit(node, shape, dtype)
 
 
 def alias(t):

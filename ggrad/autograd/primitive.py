@@ -38,7 +38,8 @@ class Primitive(Function):
 
     primitive = True
     views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
-    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output"
+    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output",
+    #                 or a tuple of argument positions
     dtypes = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
     empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
 
@@ -65,16 +66,16 @@ class Primitive(Function):
 
     @classmethod
     def forward(cls, ctx, *args):
-        with execution.lock_of(_first_tensor(args).device):
-            return cls._record(ctx, args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        with execution.lock_of(tensors[0].device):
+            return cls._record(ctx, args, tensors)
 
     @classmethod
-    def _record(cls, ctx, args):
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        ctx.shapes = tuple(t.shape for t in tensors)
+    def _record(cls, ctx, args, tensors):
+        shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         shape = cls.shape(*args)
-        if 0 in shape or any(0 in s for s in ctx.shapes):
+        if _has_zero_size(shape, shapes):
             out = cls.empty(graph, shape, cls.result_dtype(*args))
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
@@ -84,6 +85,8 @@ class Primitive(Function):
             out = graph.emit(cls.build(ctx, graph, *inputs), shape, cls.result_dtype(*args))
         if cls.saves is not None:
             ctx.save_for_backward(*cls.saved(ctx, args, out))
+            if "output" in cls.saves:
+                ctx._watch(out)
         return out
 
     @classmethod
@@ -105,6 +108,8 @@ class Primitive(Function):
     def saved(cls, ctx, args, out):
         """The tensors to keep for backward, by `saves`; a primitive may override it."""
         saves = cls.saves
+        if isinstance(saves, tuple):
+            return tuple(args[i] for i in saves)
         if saves == "input":
             return (args[0],)
         if saves == "inputs":
@@ -114,6 +119,15 @@ class Primitive(Function):
         if saves == "input+output":
             return (args[0], alias(out))
         raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+
+
+def _has_zero_size(shape, shapes):
+    if 0 in shape:
+        return True
+    for s in shapes:
+        if 0 in s:
+            return True
+    return False
 
 
 def _first_tensor(args):

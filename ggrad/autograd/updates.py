@@ -5,6 +5,8 @@ after everything else pending on the device has read the old values. Hyper-param
 small f32 tensor, so changing the learning rate never changes the graph.
 """
 
+import contextlib
+
 import numpy as np
 
 from .. import ggml
@@ -91,3 +93,18 @@ def assign_(target, value):
     with execution.lock_of(target.device):
         graph = graph_of(target, value)
         graph.effect(ops.cpy(graph.ctx, graph.contiguous(value), graph.node(target)))
+
+
+@contextlib.contextmanager
+def all_or_nothing():
+    """Updates scheduled inside the block are dropped again if it ends in an exception (Ctrl-C included):
+    a half-scheduled optimizer step never reaches a later compute."""
+    marks = {name: (rt.graph, len(rt.graph.effects)) for name, rt in list(execution._runtimes.items())}
+    try:
+        yield
+    except BaseException:
+        for name, rt in list(execution._runtimes.items()):
+            graph, count = marks.get(name, (None, 0))
+            # a graph made during the block (after a compute inside it) holds only the block's updates
+            del rt.graph.effects[count if rt.graph is graph else 0:]
+        raise

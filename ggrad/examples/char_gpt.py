@@ -218,7 +218,7 @@ def main(argv=None):
                                                  min_lr=args.lr * 0.1)
     history = {"train": [], "val": [], "unigram": baseline}
     start = 0
-    checkpoint = out / "checkpoint.npz"
+    checkpoint = out / "checkpoint.gguf"  # GGUF: readable by GGML tools (gguf-dump, llama.cpp's gguf reader)
     if args.resume:
         if not checkpoint.exists():
             raise FileNotFoundError(f"--resume: no checkpoint at {checkpoint}")

@@ -6,7 +6,7 @@ function says numpy order.
 
 from ._lib import ffi, lib
 from . import hooks
-from .errors import GGRADError, ShapeError, DTypeError, DeviceError, DeviceLostError, GGMLError, ArgumentError
+from .errors import GGRADError, ShapeError, DTypeError, DeviceError, DeviceLostError, GGMLError, ArgumentError, FormatError
 from .dtypes import DType, f32, f16, bf16, i32, i16, i8, all_dtypes, as_dtype
 from .backend import (Device, devices, device, cpu, set_num_threads, get_num_threads, has_backend,
                      rpc_add_server, rpc_start_server, check_device)
@@ -15,9 +15,9 @@ from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler
 from .build import build_info
 from . import threads
-from .data import set_data, get_data, view, encode, decode
+from .data import set_data, get_data, get_raw, view, encode, decode
 
 hooks.install()
 
 VERSION = ffi.string(lib.ggml_version()).decode()
-from . import ops
+from . import ops, gguf

@@ -100,6 +100,14 @@ class Context:
         return out
 
 
+_TYPE_SIZES = {}   # GGML type value -> (bytes per block, elements per block)
+
+
+def _type_sizes(type_value):
+    sizes = _TYPE_SIZES[type_value] = (int(lib.ggml_type_size(type_value)), int(lib.ggml_blck_size(type_value)))
+    return sizes
+
+
 def _prod(values):
     p = 1
     for v in values:
@@ -167,14 +175,18 @@ class GTensor:
         """Contiguous with the canonical strides of its shape, size-1 dimensions included: what GGML ops
         that check ggml_is_padded_1d or compare strides need (a contiguous view may have other strides on
         its size-1 dimensions)."""
-        ptr = self._checked()
+        ptr = self.ptr
         ne, nb = ptr.ne, ptr.nb
-        expected = int(lib.ggml_type_size(ptr.type))
-        for i in range(4):
-            if nb[i] != expected:
-                return False
-            expected = expected * ne[i] // (lib.ggml_blck_size(ptr.type) if i == 0 else 1)
-        return True
+        size, block = _TYPE_SIZES.get(ptr.type) or _type_sizes(ptr.type)
+        if nb[0] != size:
+            return False
+        expected = size * ne[0] // block
+        if nb[1] != expected:
+            return False
+        expected *= ne[1]
+        if nb[2] != expected:
+            return False
+        return nb[3] == expected * ne[2]
 
     @property
     def is_transposed(self):

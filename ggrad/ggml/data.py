@@ -10,7 +10,7 @@ import numpy as np
 from ._lib import ffi, lib
 from . import dtypes
 from .backend import check_buffer
-from .errors import DTypeError, GGMLError, ShapeError
+from .errors import ArgumentError, DTypeError, GGMLError, ShapeError
 
 
 def _check_allocated(t, what):
@@ -22,8 +22,61 @@ def _numpy_shape(t):
     return tuple(reversed(t.ne))
 
 
-def encode(array, dtype):
-    """Bytes of `array` in GGML's layout for `dtype` (conversion and quantization done here)."""
+# GGML 0.20.2's codebook quantizers search a grid and abort (GGML_ASSERT) when no distance is finite: on
+# nan/inf inputs, and on values or importance weights so large that their squares overflow float32 (seen
+# from |x| ~ 1e15, or weights of 1e30). Found by quantizing such inputs in subprocesses; tiny and all-zero
+# inputs were fine. Inputs outside these bounds are refused.
+_GRID_TYPES = frozenset(("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"))
+_GRID_MAX = 1e6       # largest |value| and importance weight accepted for them
+
+
+def _check_grid_input(dtype, src, imatrix):
+    """Refuse, for the codebook types, the inputs that make GGML's quantizer abort."""
+    what = f"quantize to {dtype.name}"
+    if not np.isfinite(src).all():
+        raise ArgumentError(f"{what}: the input holds nan or inf, which GGML's {dtype.name} quantizer cannot "
+                            "encode")
+    peak = float(np.abs(src).max()) if src.size else 0.0
+    if peak > _GRID_MAX:
+        raise ArgumentError(f"{what}: values up to {_GRID_MAX:g} in magnitude are accepted (GGML's grid search "
+                            f"overflows beyond), got {peak:g}; rescale the input")
+    if imatrix is not None and not (np.isfinite(imatrix).all() and (imatrix >= 0).all()
+                                    and (imatrix <= _GRID_MAX).all()):
+        raise ArgumentError(f"{what}: imatrix weights must be finite and within [0, {_GRID_MAX:g}]")
+
+
+def _quantize(src, dtype, imatrix):
+    n_per_row = src.shape[-1] if src.ndim else 1
+    if n_per_row % dtype.block_size:
+        raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} values (shape {src.shape}) are not a "
+                         f"multiple of {dtype.block_size}, the block size of {dtype.name}")
+    if lib.ggml_get_type_traits(dtype.value).to_float == ffi.NULL:
+        # q8_1, q8_k: ggml_quantize_chunk has no case for them and would abort
+        raise DTypeError(f"quantize to {dtype.name}: GGML uses this type only inside dot products")
+    if imatrix is None and lib.ggml_quantize_requires_imatrix(dtype.value):
+        raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix (imatrix=, one "
+                         f"non-negative weight per column)")
+    if imatrix is not None:
+        imatrix = np.ascontiguousarray(imatrix, dtype=np.float32)
+        if imatrix.shape != (n_per_row,):
+            raise ShapeError(f"quantize to {dtype.name}: imatrix of shape {imatrix.shape} for rows of {n_per_row}")
+    if dtype.name in _GRID_TYPES:
+        _check_grid_input(dtype, src, imatrix)
+    if src.size == 0:
+        return np.empty(0, dtype=np.uint8)
+    nrows = src.size // n_per_row
+    out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
+    lib.ggml_quantize_init(dtype.value)
+    lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
+                            0, nrows, n_per_row, ffi.NULL if imatrix is None else ffi.from_buffer("float *", imatrix))
+    return out
+
+
+def encode(array, dtype, imatrix=None):
+    """Bytes of `array` in GGML's layout for `dtype` (conversion and quantization done here).
+
+    `imatrix` (quantized types only): one importance weight per row element, as llama.cpp's imatrix gives.
+    """
     dtype = dtypes.as_dtype(dtype)
     array = np.asarray(array)
     if dtype.name == "bf16":
@@ -32,23 +85,7 @@ def encode(array, dtype):
         lib.ggml_fp32_to_bf16_row(ffi.from_buffer("float *", src), ffi.from_buffer("ggml_bf16_t *", out), src.size)
         return out
     if dtype.is_quantized:
-        src = np.ascontiguousarray(array, dtype=np.float32)
-        n_per_row = src.shape[-1] if src.ndim else 1
-        if n_per_row % dtype.block_size:
-            raise ShapeError(f"quantize to {dtype.name}: rows of {n_per_row} are not a multiple of {dtype.block_size}")
-        if lib.ggml_get_type_traits(dtype.value).to_float == ffi.NULL:
-            # q8_1, q8_k: ggml_quantize_chunk has no case for them and would abort
-            raise DTypeError(f"quantize to {dtype.name}: GGML uses this type only inside dot products")
-        if lib.ggml_quantize_requires_imatrix(dtype.value):
-            raise DTypeError(f"quantize to {dtype.name}: this type needs an importance matrix")
-        if src.size == 0:
-            return np.empty(0, dtype=np.uint8)
-        nrows = src.size // n_per_row
-        out = np.empty(dtype.row_size(n_per_row) * nrows, dtype=np.uint8)
-        lib.ggml_quantize_init(dtype.value)
-        lib.ggml_quantize_chunk(dtype.value, ffi.from_buffer("float *", src), ffi.from_buffer("void *", out),
-                                0, nrows, n_per_row, ffi.NULL)
-        return out
+        return _quantize(np.ascontiguousarray(array, dtype=np.float32), dtype, imatrix)
     if dtype.numpy is None:
         raise DTypeError(f"no numpy conversion to {dtype.name}")
     return np.ascontiguousarray(array, dtype=dtype.numpy)
@@ -101,10 +138,7 @@ def get_data(t, shape=None):
         raise ShapeError(f"get_data: shape {shape} for a tensor of {t.nelements} elements")
     if not t.is_contiguous:
         raise ShapeError(f"get_data: tensor {t.name!r} is not contiguous")
-    raw = np.empty(t.nbytes, dtype=np.uint8)
-    lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
-    check_buffer(t.ptr.buffer, "get_data")   # a lost RPC server's relay answers zeros: never return them
-    return decode(raw, t.dtype, shape)
+    return decode(get_raw(t), t.dtype, shape)
 
 
 def view(t, shape=None, owner=None):
@@ -121,3 +155,15 @@ def view(t, shape=None, owner=None):
     keeper = (t.ctx, owner)
     holder = ffi.gc(ffi.cast("char *", t.ptr.data), lambda _p, _k=keeper: None)
     return np.frombuffer(ffi.buffer(holder, t.nbytes), dtype=dtype.numpy).reshape(shape)
+
+
+def get_raw(t):
+    """A copy of contiguous tensor `t`'s bytes in GGML's layout (uint8), whatever its type."""
+    _check_allocated(t, "get_raw")
+    if not t.is_contiguous:
+        raise ShapeError(f"get_raw: tensor {t.name!r} is not contiguous")
+    raw = np.empty(t.nbytes, dtype=np.uint8)
+    if raw.nbytes:
+        lib.ggml_backend_tensor_get(t.ptr, ffi.from_buffer("void *", raw), 0, t.nbytes)
+        check_buffer(t.ptr.buffer, "get_raw")   # a lost RPC server's relay answers zeros: never return them
+    return raw

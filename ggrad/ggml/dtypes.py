@@ -94,8 +94,10 @@ def all_dtypes():
 
 
 def from_name(name):
-    """The DType called `name` (`"f32"`, `"float16"`, `"q4_0"`, ...)."""
+    """The DType called `name` (`"f32"`, `"float16"`, `"q4_0"`, GGML's `"q4_K"` or `"q4_k"`, ...)."""
     key = _ALIASES.get(name, name)
+    if key not in _BY_NAME and isinstance(key, str):
+        key = key.lower()
     if key not in _BY_NAME:
         raise DTypeError(f"unknown dtype {name!r}; known: {', '.join(sorted(_BY_NAME))}")
     return _BY_NAME[key]
@@ -103,7 +105,7 @@ def from_name(name):
 
 def is_name(name):
     """Whether `name` names a dtype ("f16", "float16", "q4_0", ...)."""
-    return isinstance(name, str) and (name in _BY_NAME or name in _ALIASES)
+    return isinstance(name, str) and (name in _BY_NAME or name in _ALIASES or name.lower() in _BY_NAME)
 
 
 def from_value(value):

@@ -27,3 +27,7 @@ class GGMLError(GGRADError, RuntimeError):
 
 class ArgumentError(GGRADError, ValueError):
     """A scalar or enum argument outside what an op accepts."""
+
+
+class FormatError(GGRADError, ValueError):
+    """A file that is truncated, corrupted, hostile or not in the format expected."""

@@ -10,7 +10,7 @@ import sys
 
 from ._lib import ffi, lib
 
-_state = {"op": None, "pending": None, "eval": None, "log_level": lib.GGML_LOG_LEVEL_WARN}
+_state = {"op": None, "pending": None, "eval": None, "log_level": lib.GGML_LOG_LEVEL_WARN, "capture": None}
 
 
 def set_current_op(name):
@@ -29,6 +29,10 @@ def ggrad_abort_callback(message):
 
 @ffi.def_extern()
 def ggrad_log_callback(level, text, user_data):
+    capture = _state["capture"]
+    if capture is not None and level >= lib.GGML_LOG_LEVEL_ERROR and text != ffi.NULL:
+        capture.append(ffi.string(text).decode(errors="replace").strip())
+        return
     if level >= _state["log_level"] and level != lib.GGML_LOG_LEVEL_CONT and text != ffi.NULL:
         sys.stderr.write(ffi.string(text).decode(errors="replace"))
 
@@ -58,6 +62,17 @@ def eval_callback(scheduler, fn):
     finally:
         lib.ggml_backend_sched_set_eval_callback(scheduler.ptr, ffi.NULL, ffi.NULL)
         _state["eval"] = None
+
+
+@contextlib.contextmanager
+def capture_errors():
+    """Collect GGML's error log lines (a list) instead of printing them, e.g. to put them in an exception."""
+    lines, previous = [], _state["capture"]
+    _state["capture"] = lines
+    try:
+        yield lines
+    finally:
+        _state["capture"] = previous
 
 
 def store_exception(exc):

@@ -10,7 +10,7 @@ from copy import deepcopy
 
 import numpy as np
 
-from ..autograd import Tensor, grad_mode, realize
+from ..autograd import Tensor, grad_mode, realize, updates
 from ..autograd.factory import tensor, zeros_like
 
 
@@ -134,10 +134,17 @@ class Optimizer:
             with grad_mode.enable_grad():
                 loss = closure()
         devices = {}
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                for p in self._update_group(group):
-                    devices.setdefault(p.device.name, p.device)
+        saved_state = {p: dict(s) for p, s in self.state.items()}
+        try:
+            with grad_mode.no_grad(), updates.all_or_nothing():
+                for group in self.param_groups:
+                    for p in self._update_group(group):
+                        devices.setdefault(p.device.name, p.device)
+        except BaseException:
+            # Ctrl-C or an error half-way: no update is left pending and the counters are as they were
+            self.state.clear()
+            self.state.update(saved_state)
+            raise
         for device in devices.values():
             realize(device)
         return loss

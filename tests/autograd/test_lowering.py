@@ -116,3 +116,11 @@ def test_gpt_training_is_the_same_under_gpu_choices(choices):
     reference = losses()
     with lowering.forced(ggrad.device("cpu"), choices):
         np.testing.assert_allclose(losses(), reference, rtol=1e-4)
+
+
+def test_row_max_by_argmax(gpu_choices):
+    rng = np.random.default_rng(4)
+    check(lambda x: ggrad.amax(x, -1), lambda x: x.max(-1), [rng.standard_normal((3, 4, 5))])
+    check(lambda x: ggrad.log_softmax(x, -1), lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)),
+          [rng.standard_normal((6, 7))])
+    assert "POOL_1D" not in _profile_ops(lambda: ggrad.amax(ggrad.randn(4, 5), -1).numpy())

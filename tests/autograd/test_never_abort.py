@@ -151,3 +151,45 @@ class _NumpyT(np.ndarray):
 
     def permute(self, *dims):
         return np.transpose(self, dims)
+
+
+def test_in_place_change_of_a_saved_tensor_raises_at_backward():
+    """As PyTorch: the gradient would read the new value, so backward refuses."""
+    x = ggrad.randn(3, requires_grad=True)
+    y = x * 1.0
+    z = y * y          # saves y
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    e = ggrad.exp(x)   # saves its output
+    e.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.sum().backward()
+
+
+def test_in_place_change_of_an_unsaved_tensor_is_fine():
+    x = ggrad.randn(3, requires_grad=True)
+    y = x * 2.0        # saves nothing of y
+    y.add_(1.0)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0))
+
+
+def test_where_and_masked_fill_pick_exactly_as_pytorch():
+    torch = pytest.importorskip("torch")
+    a = np.array([[1.0, np.inf, -2.0], [np.nan, 5.0, 0.5]], dtype=np.float32)
+    b = np.array([0.25, -1.0, np.inf], dtype=np.float32)
+    c = np.array([[1, 0, 0], [0, 1, 1]], dtype=np.float32)
+    ga, gb = ggrad.tensor(a, requires_grad=True), ggrad.tensor(b, requires_grad=True)
+    out = ggrad.where(ggrad.tensor(c), ga, gb)
+    (out * ggrad.tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32))).sum().backward()
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    ref = torch.where(torch.tensor(c).bool(), ta, tb)
+    (ref * torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+    np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+    np.testing.assert_array_equal(ga.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_array_equal(gb.grad.numpy(), tb.grad.numpy())
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    mask = np.array([[True, False, True]])
+    ours = ggrad.tensor(x).masked_fill(ggrad.tensor(mask.astype(np.float32)), float("-inf")).numpy()
+    np.testing.assert_array_equal(ours, torch.tensor(x).masked_fill(torch.tensor(mask), float("-inf")).numpy())

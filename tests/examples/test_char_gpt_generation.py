@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import ggrad
+from ggrad import nn
 from ggrad.examples.char_gpt import VOCAB, CharGPT, decode, sample
 
 
@@ -95,3 +96,13 @@ def test_the_example_samples_text_with_the_cache():
     assert text.startswith("def ") and len(text) == 44
     assert text == sample(model, "def ", 40, "cpu")   # seeded
     assert decode(model.generate(ggrad.tensor([[0]]), 3, temperature=0).numpy()[0])[0] == "\n"
+
+
+def test_generation_runs_on_quantized_linear_weights():
+    model = small_model(context=24)
+    for block in model.blocks:
+        for linear in (block.fc1, block.fc2, block.attn.out_proj):
+            linear.weight = nn.Parameter(ggrad.quantize(linear.weight.detach(), "q8_0"), requires_grad=False)
+    assert model.blocks[0].fc1.weight.dtype.name == "q8_0"
+    cached = model.generate(PROMPT, 20, temperature=0).numpy()
+    np.testing.assert_array_equal(cached, model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy())

@@ -36,7 +36,7 @@ def test_char_gpt_short_run_trains_saves_and_resumes(tmp_path):
               "--batch", "8", "--eval-every", "10", "--sample", "20", "--out", str(tmp_path)]
     stdout = run_example("char_gpt.py", "--steps", "20", *common)
     assert "final validation loss" in stdout and "--- sample ---" in stdout
-    assert (tmp_path / "checkpoint.npz").exists()
+    assert (tmp_path / "checkpoint.gguf").exists()
     resumed = run_example("char_gpt.py", "--steps", "30", "--resume", *common)
     assert "resumed from" in resumed and "at step 20" in resumed
 

@@ -227,3 +227,23 @@ def test_device_memory_reported(gpu):
         assert free - after >= 200 << 20, (free, after)
         del t
         execution.reset_pools()
+
+
+def test_gpt_training_step_is_one_split(gpu):
+    """No op of the char-GPT training step falls back to the CPU: the scheduler runs it in one split."""
+    if gpu.backend_name == "RPC":
+        pytest.skip("an RPC device's backend is another machine's; the split count is about local backends")
+    from ggrad.examples.char_gpt import CharGPT
+    ggrad.manual_seed(0)
+    model = CharGPT(32, 32, 2, 2, 16).to(gpu)
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = ggrad.tensor(rng.integers(0, 32, (4, 16)).astype(np.int32), device=gpu)
+    y = ggrad.tensor(rng.integers(0, 32, 64).astype(np.int32), device=gpu)
+    for _ in range(2):   # the first step also uploads the initial parameters
+        loss = ggrad.cross_entropy(model(x).reshape(-1, 32), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+    assert execution.runtime(gpu).scheduler.n_splits == 1

@@ -140,3 +140,39 @@ def test_memory_is_flat_over_300_steps(name):
     assert last < first
     # measured: < 0.1 MiB; keeping one 64x32 float32 tensor per step would add 2.4 MiB
     assert growth < 2 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB over 300 steps"
+
+
+def test_interrupted_step_leaves_no_half_update(monkeypatch):
+    """Ctrl-C inside opt.step: no update stays pending, the counters are unchanged, the next step is whole."""
+    from ggrad.autograd import updates
+
+    def run(interrupt):
+        ggrad.manual_seed(0)
+        model = ggrad.nn.Linear(4, 3)
+        opt = ggrad.optim.AdamW(model.parameters(), lr=0.1)
+        x = ggrad.randn(5, 4)
+        before = [p.numpy().copy() for p in model.parameters()]
+        if interrupt:
+            real, calls = updates.adamw_, []
+
+            def flaky(*args):
+                calls.append(1)
+                if len(calls) == 2:
+                    raise KeyboardInterrupt
+                return real(*args)
+            monkeypatch.setattr(updates, "adamw_", flaky)
+            model(x).sum().backward()
+            with pytest.raises(KeyboardInterrupt):
+                opt.step()
+            monkeypatch.setattr(updates, "adamw_", real)
+            ggrad.realize()
+            for p, b in zip(model.parameters(), before):
+                np.testing.assert_array_equal(p.numpy(), b)
+            assert all(not s or s.get("step", 0) == 0 for s in opt.state.values())
+            opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        return [p.numpy() for p in model.parameters()]
+
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_array_equal(a, b)

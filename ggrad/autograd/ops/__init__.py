@@ -13,10 +13,12 @@ from .views import reshape, permute, transpose, contiguous, flatten, squeeze, un
 from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem
 from .linalg import matmul, linear
+from .quant import quantize, dequantize
 from .nn import (softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, conv1d, conv2d, max_pool2d,
                  avg_pool2d)
 from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
-           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss")]
+           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss",
+            "quant")]

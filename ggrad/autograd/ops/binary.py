@@ -8,12 +8,13 @@ only ever see that case; the Expand node's own backward sums the gradient back d
 import math
 import numbers
 
-from ...ggml import f32, ops
+from ...ggml import f32, i32, ops
+from ...ggml.errors import ShapeError
 from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
-from ..factory import tensor
+from ..factory import arange, tensor
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from . import unary as un
 
@@ -239,18 +240,39 @@ def _as_mask(mask, like):
 
 
 def masked_fill(x, mask, value):
-    """x with `value` wherever `mask` (0/1 or bool-like, broadcastable) is nonzero.
-
-    Infinite values are stored as the largest finite float32 of that sign (GGML has no select op, and
-    0 * inf would be NaN); softmax treats both alike.
-    """
+    """x with `value` wherever `mask` (0/1 or bool-like, broadcastable into x) is nonzero; exact for any
+    value, infinities and nan included, as PyTorch."""
     m = _as_mask(mask, x)
-    v = max(min(float(value), un._F32_MAX), -un._F32_MAX)
-    return x * (1.0 - m) + m * v
+    broadcast_shapes(m.shape, x.shape, "masked_fill")
+    if broadcast_shapes(m.shape, x.shape) != x.shape:
+        raise ShapeError(f"masked_fill: mask of shape {m.shape} does not broadcast to the input's {x.shape}")
+    return where(m, tensor(float(value), dtype=x.dtype if x.dtype.is_float else f32, device=x.device), x)
+
+
+_EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
 
 
 def where(condition, a, b):
-    """a where condition is nonzero, else b (broadcast)."""
+    """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
+    nan in the branch not taken stays out of the result (and out of its gradient)."""
     ref = a if isinstance(a, Tensor) else b
     m = _as_mask(condition, ref)
-    return b + m * (a - b) if isinstance(b, Tensor) else m * (a - b) + b
+    a, b = promote(a, b, "where")
+    shape = broadcast_shapes(broadcast_shapes(a.shape, b.shape, "where"), m.shape, "where")
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0 or n > _EXACT_SELECT:
+        return b + m * (a - b)   # beyond float32's exact integers, a blend (inf/nan leak as documented)
+    flat = [views.reshape(expand_to(views.reshape(t, (1,) * (len(shape) - t.ndim) + t.shape), shape), n, 1)
+            for t in (b, a)]
+    stacked = joins.cat(flat, 0)                                              # rows: b's, then a's
+    pick = views.reshape(expand_to(views.reshape(m, (1,) * (len(shape) - m.ndim) + m.shape), shape), n)
+    rows = (pick * float(n) + arange(n, dtype=f32, device=ref.device)).to(i32)
+    out = indexing.GetRows.apply(stacked, rows)
+    out = views.reshape(out, shape)
+    return out if out.dtype is a.dtype else out.to(a.dtype)
+
+
+# views, joins and indexing build on the arithmetic above: imported last, so either may be loaded first
+from . import indexing, joins, views  # noqa: E402

@@ -13,6 +13,7 @@ from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
 from .broadcast import broadcast_shapes, reduce_to
+from . import quant
 from . import views as mv
 
 
@@ -76,6 +77,8 @@ def weight_grad(g, x):
 
 def matmul_nt(x, w):
     """x @ w.T with numpy broadcasting of the batch dimensions."""
+    if w.dtype.is_quantized:
+        return quant.matmul_nt_quantized(x, w)
     require_float(x, "matmul")
     require_float(w, "matmul")
     if x.ndim < 2 or w.ndim < 2:

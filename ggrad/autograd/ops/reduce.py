@@ -8,7 +8,9 @@ import builtins
 from collections import namedtuple
 
 from ...ggml import f32, i32, ops
+from .. import lowering
 from ..dtype_rules import as_float32, require_float
+from ..pending import ne_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from . import unary as un
@@ -119,7 +121,14 @@ class RowMax(Primitive):
     @staticmethod
     def build(ctx, graph, x):
         n = ctx.shapes[0][-1]
-        return ops.pool_1d(graph.ctx, x, "max", n, n, 0)
+        if lowering.for_device(graph.device).row_max == "pool_1d":
+            return ops.pool_1d(graph.ctx, x, "max", n, n, 0)
+        # each row's element at its argmax: rows as batches of n one-element rows, one index per batch
+        rows = x.nelements // n
+        first = ops.argmax(graph.ctx, ops.reshape_2d(graph.ctx, x, n, rows))                  # i32 [rows]
+        picked = ops.get_rows(graph.ctx, ops.reshape_3d(graph.ctx, x, 1, n, rows),
+                              ops.reshape_2d(graph.ctx, first, 1, rows))                       # [1, 1, rows]
+        return ops.reshape_4d(graph.ctx, picked, *ne_of(ctx.shapes[0][:-1] + (1,)))
 
     @staticmethod
     def shape(x):

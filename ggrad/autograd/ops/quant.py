@@ -1,0 +1,123 @@
+"""Quantized tensors: `quantize(t, "q8_0")`, `dequantize(t)`, and `x @ w.T` with a quantized `w`.
+
+A quantized Tensor holds GGML's blocks (`dtype` is the GGML type, `shape` the logical one); its rows
+(the last dimension) are a whole number of blocks. Quantizing runs on the host through GGML's
+`ggml_quantize_chunk` (`ggml.encode`); dequantizing is GGML's cast to f32 in the graph. A matmul with
+a quantized weight runs GGML's `mul_mat` on the blocks themselves; its input gradient is GGML's
+`out_prod` with the quantized weight. Quantized tensors are not differentiable (as in PyTorch).
+"""
+
+import numpy as np
+
+from ... import ggml
+from ...ggml import f32, ops
+from ...ggml.errors import DTypeError, ShapeError
+from ..primitive import Primitive
+from ..raw import from_raw
+from . import views as mv
+
+
+def _quantized_dtype(dtype, op):
+    dt = ggml.as_dtype(dtype)
+    if not dt.is_quantized:
+        raise DTypeError(f"{op}: {dt.name} is not a quantized GGML type (e.g. q8_0, q4_0, q4_K)")
+    return dt
+
+
+def quantize(t, dtype, imatrix=None):
+    """`t` (float, at least 1-D) quantized to the GGML type `dtype` ("q8_0", "q4_K", ...), on t's device.
+
+    Args:
+        t: a floating point Tensor; its last dimension must be a multiple of the type's block size.
+        dtype: a quantized GGML type, by name (GGML's spelling or lower case) or DType.
+        imatrix: optional importance matrix, one non-negative weight per column (shape `(t.shape[-1],)`),
+            as llama.cpp's imatrix files hold; required by iq2_xxs, iq2_xs and iq1_s.
+    """
+    dt = _quantized_dtype(dtype, "quantize")
+    if not t.dtype.is_float:
+        raise DTypeError(f"quantize: expected a floating point tensor, got {t.dtype.name}")
+    if t.ndim == 0 or t.shape[-1] % dt.block_size:
+        raise ShapeError(f"quantize: {dt.name} packs each row in blocks of {dt.block_size} values; the last "
+                         f"dimension of shape {t.shape} is not a multiple of {dt.block_size}")
+    values = t.detach().to(f32).numpy()
+    if imatrix is not None:
+        imatrix = np.asarray(imatrix.numpy() if hasattr(imatrix, "numpy") else imatrix, dtype=np.float32)
+        if imatrix.shape != (t.shape[-1],):
+            raise ShapeError(f"quantize: imatrix must have shape ({t.shape[-1]},) (one weight per column of "
+                             f"shape {t.shape}), got {imatrix.shape}")
+    return from_raw(ggml.encode(values, dt, imatrix=imatrix), dt, t.shape, t.device)
+
+
+class Dequantize(Primitive):
+    """GGML's cast of quantized blocks to float32 (not differentiable: quantized tensors hold no gradient)."""
+
+    @staticmethod
+    def build(ctx, graph, t):
+        return ops.cast(graph.ctx, t, f32)
+
+    @staticmethod
+    def result_dtype(t):
+        return f32
+
+
+def dequantize(t):
+    """A float32 copy of quantized `t` (any other tensor: `t.float()`)."""
+    if not t.dtype.is_quantized:
+        return t.to(f32)
+    return Dequantize.apply(t)
+
+
+class QuantizedMatMulNT(Primitive):
+    """y = x @ w^T for f32 x (M, K) and a quantized w (N, K); gradient to x only."""
+
+    @staticmethod
+    def build(ctx, graph, x, w):
+        return ops.mul_mat(graph.ctx, w, x)
+
+    saves = (1,)   # backward reads the second argument only
+
+    @staticmethod
+    def shape(x, w):
+        return (x.shape[0], w.shape[0])
+
+    @staticmethod
+    def result_dtype(x, w):
+        return f32
+
+    @staticmethod
+    def backward(ctx, g):
+        (w,) = ctx.saved_tensors
+        # dx = g @ w = out_prod(w, g^T): no dequantized copy of w is made
+        return QuantizedOutProd.apply(w, mv.transpose(g, 0, 1)), None
+
+
+class QuantizedOutProd(Primitive):
+    """g @ w as GGML's out_prod(w, g^T) for a quantized w (N, K) and g^T (N, M)."""
+
+    @staticmethod
+    def build(ctx, graph, w, gt):
+        return ops.out_prod(graph.ctx, w, gt)
+
+    @staticmethod
+    def shape(w, gt):
+        return (gt.shape[1], w.shape[1])
+
+    @staticmethod
+    def result_dtype(w, gt):
+        return f32
+
+
+def matmul_nt_quantized(x, w):
+    """x @ w.T for a 2-D quantized w (N, K) and a float x (..., K): GGML's mul_mat on the quantized blocks."""
+    if w.ndim != 2:
+        raise ShapeError(f"matmul: a quantized ({w.dtype.name}) operand must be a 2-D weight (N, K), got shape "
+                         f"{w.shape}")
+    if x.shape[-1] != w.shape[-1]:
+        raise ShapeError(f"matmul: shapes {x.shape} and {(w.shape[1], w.shape[0])} don't match (inner dims "
+                         f"{x.shape[-1]} != {w.shape[-1]})")
+    lead = x.shape[:-1]
+    flat = x.to(f32) if x.dtype is not f32 else x
+    flat = mv.reshape(flat, -1, x.shape[-1]) if x.ndim != 2 else flat
+    out = QuantizedMatMulNT.apply(flat, w)
+    return out if x.ndim == 2 else mv.reshape(out, lead + (w.shape[0],))
+

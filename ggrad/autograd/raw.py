@@ -1,0 +1,31 @@
+"""A Tensor's bytes in GGML's own layout, and leaves made from such bytes.
+
+`Tensor.numpy()` converts (bf16 to float32, quantized types dequantized); checkpoints and quantized
+weights need the stored bits themselves, so that a save and load round trip is exact for every type.
+"""
+
+import numpy as np
+
+from .. import ggml
+from . import execution
+from .pending import leaf_bytes
+
+
+def to_raw(t):
+    """A uint8 numpy copy of `t`'s GGML-layout bytes (computing `t` first); strided views are copied."""
+    t = t.detach()
+    if not t.dtype.is_quantized and t.numel() and not t._node.is_contiguous:
+        t = t.contiguous()
+    t.realize()
+    raw = ggml.get_raw(t._node)
+    execution.stats.bytes_read += raw.nbytes
+    return raw
+
+
+def from_raw(raw, dtype, shape, device=None):
+    """A new leaf Tensor of `dtype` and numpy-order `shape` holding the GGML-layout bytes `raw`."""
+    dtype = ggml.as_dtype(dtype)
+    dev = ggml.device(device)
+    raw = np.ascontiguousarray(raw).view(np.uint8).reshape(-1)
+    shape = tuple(int(s) for s in shape)
+    return leaf_bytes(dev, raw, dtype, shape)

@@ -3,7 +3,8 @@
 The corpus is the text of the `.py` files of the running interpreter's standard library (real text,
 nothing to download), split into train and validation by file. The model: token and position
 embeddings, pre-LN TransformerBlocks (nn.MultiHeadAttention, GELU MLP), a final LayerNorm, and an
-output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form.
+output layer tied to the token embedding. The MLP's GELU is GPT-2's tanh form. The sample at the end
+comes from `CharGPT.generate`, which decodes one position per step through a KV cache.
 
     python -m ggrad.examples.char_gpt                  # defaults: about 5 minutes on 2 CPU cores
     python -m ggrad.examples.char_gpt --steps 200 --device cuda:0
@@ -95,18 +96,32 @@ class CharGPT(nn.Module):
         nn.init.normal_(self.tok.weight, std=0.02)
         nn.init.normal_(self.pos.weight, std=0.02)
 
-    def forward(self, ids):
+    def forward(self, ids, kv_cache=None):
+        """Logits (B, T, vocab) for token ids (B, T); with `kv_cache` (see `new_kv_cache`) the ids are the T
+        positions after those already cached."""
         t = ids.shape[1]
-        if t > self.context:
-            raise ValueError(f"sequence of {t} tokens is longer than the context {self.context}")
-        if t not in self._positions:
-            self._positions[t] = np.arange(t, dtype=np.int32)
-        pos = ggrad.tensor(self._positions[t], device=ids.device)
+        start = 0 if kv_cache is None else kv_cache.length
+        if start + t > self.context:
+            raise ValueError(f"sequence of {start + t} tokens ({start} cached) is longer than the context "
+                             f"{self.context}")
+        if (start, t) not in self._positions:
+            self._positions[start, t] = np.arange(start, start + t, dtype=np.int32)
+        pos = ggrad.tensor(self._positions[start, t], device=ids.device)
         h = self.tok(ids) + self.pos(pos)
-        for block in self.blocks:
-            h = block(h)
+        for i, block in enumerate(self.blocks):
+            h = block(h, kv_cache=None if kv_cache is None else kv_cache[i])
         h = self.ln_f(h)
         return ggrad.linear(h, self.tok.weight)   # tied output: h @ tok.weight.T without a transpose copy
+
+    def new_kv_cache(self, batch):
+        """An empty KVCache for `batch` sequences of up to `context` positions, where the model lives."""
+        attn = self.blocks[0].attn
+        return nn.KVCache(len(self.blocks), batch, attn.num_heads, self.context, attn.head_dim,
+                          device=self.tok.weight.device)
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True):
+        """`idx` (B, T) followed by `max_new_tokens` sampled tokens (ggrad.nn.generation.generate)."""
+        return nn.generation.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache)
 
 
 def batches(data, batch, context, rng):
@@ -130,19 +145,11 @@ def evaluate(model, data, args, device, n_batches=8):
     return float(np.mean([t.item() for t in total]))
 
 
-def generate(model, prompt, n, device, temperature=0.8, seed=0):
-    """Sample `n` characters after `prompt`, one forward pass per character."""
-    rng = np.random.default_rng(seed)
-    ids = list(encode(prompt))
-    model.eval()
-    with ggrad.no_grad():
-        for _ in range(n):
-            window = np.asarray(ids[-model.context:], dtype=np.int32)[None]
-            logits = model(ggrad.tensor(window, device=device))[0, -1].numpy().astype(np.float64)
-            p = np.exp((logits - logits.max()) / temperature)
-            ids.append(int(rng.choice(len(VOCAB), p=p / p.sum())))
-    model.train()
-    return decode(ids)
+def sample(model, prompt, n, device, temperature=0.8, seed=0):
+    """`prompt` and `n` characters sampled after it (model.generate with a KV cache, seeded)."""
+    ggrad.manual_seed(seed)
+    ids = ggrad.tensor(encode(prompt).astype(np.int32)[None], device=device)
+    return decode(model.generate(ids, n, temperature=temperature).numpy()[0])
 
 
 def plot_losses(history, path):
@@ -256,7 +263,7 @@ def main(argv=None):
           f"({math.exp(final):.2f} vs {math.exp(baseline):.2f} perplexity); checkpoint {checkpoint}")
     if args.sample:
         print("--- sample ---")
-        print(generate(model, "def ", args.sample, device))
+        print(sample(model, "def ", args.sample, device))
         print("--------------")
     png = plot_losses(history, out / "loss.png")
     if png:

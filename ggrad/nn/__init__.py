@@ -12,6 +12,8 @@ from .sparse import Embedding
 from .conv import Conv1d, Conv2d, MaxPool2d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
+from .kv_cache import KVCache, LayerKVCache
+from . import generation
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
                    BCELoss)
 from .sequential import Sequential

@@ -86,7 +86,7 @@ class MultiHeadAttention(Module):
 
     # ---- forward ---------------------------------------------------------------------------------
     def forward(self, query, key=None, value=None, attn_mask=None, key_padding_mask=None, is_causal=False,
-                need_weights=False, average_attn_weights=True):
+                need_weights=False, average_attn_weights=True, kv_cache=None):
         """Attend from `query` to `key`/`value` (self-attention when they are omitted or the same tensor).
 
         Args:
@@ -101,6 +101,9 @@ class MultiHeadAttention(Module):
             is_causal (bool, default False): query i attends only keys j <= i (combined with the masks).
             need_weights (bool, default False): also return the attention weights.
             average_attn_weights (bool, default True): average the returned weights over heads.
+            kv_cache (LayerKVCache, optional): incremental self-attention (not in PyTorch's module): this
+                call's keys and values are appended to the cache and the query attends to every cached
+                position, S = cached + T; `is_causal` then aligns query i with position S - T + i.
 
         Returns:
             (output (B, T, E), weights (B, T, S) or (B, H, T, S), or None unless need_weights).
@@ -117,9 +120,16 @@ class MultiHeadAttention(Module):
         if unbatched and key_padding_mask is not None:
             key_padding_mask = _unsqueeze_mask(key_padding_mask)
         self._check_shapes(q_in, k_in, v_in)
-        b, t, s = q_in.shape[0], q_in.shape[1], k_in.shape[1]
+        b, t = q_in.shape[0], q_in.shape[1]
         q, k, v = self._project(q_in, k_in, v_in)
-        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, s, q_in.device)
+        if kv_cache is not None:
+            if k_in is not q_in or v_in is not q_in:
+                raise ValueError("MultiHeadAttention: kv_cache serves self-attention only (key and value omitted "
+                                 "or the query itself)")
+            k, v = kv_cache.update(k, v)
+        s = k.shape[2]
+        cached = 0 if kv_cache is None else s - t   # positions before this call's queries
+        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, s, q_in.device, cached)
         out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
         out = out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim)      # (B, T, H, Dh) -> (B, T, E)
         out = self.out_proj(out)
@@ -173,8 +183,9 @@ class MultiHeadAttention(Module):
         return (q, self._heads(F.linear(key, w[e:2 * e], part(e, 2 * e))),
                 self._heads(F.linear(value, w[2 * e:], part(2 * e, 3 * e))))
 
-    def _merge_masks(self, attn_mask, key_padding_mask, is_causal, b, t, s, device):
-        """One additive f32 mask fitted to the scores (B, H, T, S), or None."""
+    def _merge_masks(self, attn_mask, key_padding_mask, is_causal, b, t, s, device, cached=0):
+        """One additive f32 mask fitted to the scores (B, H, T, S), or None. Causality: query i sees keys
+        j <= i + cached (the single query of a cached step sees them all: no mask)."""
         h = self.num_heads
         parts = []
         if attn_mask is not None:
@@ -193,8 +204,8 @@ class MultiHeadAttention(Module):
                 raise ShapeError(f"MultiHeadAttention: key_padding_mask of shape {tuple(m.shape)} should be "
                                  f"(N, S) = {(b, s)}")
             parts.append(m.reshape(b, 1, 1, s))
-        if is_causal:
-            parts.append(tensor(F.causal_mask_host(t, s), device=device))
+        if is_causal and s > cached + 1:   # else every query sees every key
+            parts.append(tensor(F.causal_mask_host(t, s, cached), device=device))
         if not parts:
             return None
         mask = parts[0]

@@ -80,9 +80,10 @@ def embedding(input, weight, padding_idx=None):
 
 # ---- attention ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=64)
-def causal_mask_host(rows, cols):
-    """The (rows, cols) additive causal mask on the host: MASKED where key j > query i (top-left aligned)."""
-    mask = np.triu(np.full((rows, cols), MASKED, dtype=np.float32), k=1)
+def causal_mask_host(rows, cols, offset=0):
+    """The (rows, cols) additive causal mask on the host: MASKED where key j > query i + offset (top-left
+    aligned by default; `offset` = cached positions before the queries)."""
+    mask = np.triu(np.full((rows, cols), MASKED, dtype=np.float32), k=1 + offset)
     mask.setflags(write=False)
     return mask
 

@@ -48,10 +48,12 @@ class TransformerBlock(Module):
         self.fc2 = Linear(d_ff, d_model, bias=bias)
         self.dropout = Dropout(dropout)
 
-    def forward(self, x, attn_mask=None, key_padding_mask=None):
-        """x (B, T, d_model); optional masks as MultiHeadAttention takes them (combined with causality)."""
+    def forward(self, x, attn_mask=None, key_padding_mask=None, kv_cache=None):
+        """x (B, T, d_model); optional masks as MultiHeadAttention takes them (combined with causality);
+        `kv_cache` (a LayerKVCache) makes x the next T positions after those cached (incremental decoding)."""
         h = self.ln1(x)
-        a, _ = self.attn(h, h, h, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=self.causal)
+        a, _ = self.attn(h, h, h, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=self.causal,
+                         kv_cache=kv_cache)
         x = x + self.dropout(a)
         return x + self.dropout(self.fc2(self.act(self.fc1(self.ln2(x)))))
 

@@ -1,0 +1,90 @@
+"""`KVCache`: the keys and values an autoregressive decoder has computed, so a new token costs one step.
+
+Each attention layer gets preallocated key and value buffers of shape (batch, heads, max_len, head_dim).
+A step writes its new positions' keys and values into them in place (`index_write_`: GGML's set_rows
+on the buffer, the cost of the new rows only) and attends over the first `length` positions, read
+through the write's result so that the read comes after it in the graph.
+"""
+
+from ..autograd import no_grad
+from ..autograd.factory import zeros
+from ..autograd.ops.inplace import index_write_
+from ..ggml import f32
+from ..ggml.errors import ShapeError
+
+
+class LayerKVCache:
+    """One attention layer's cache: `keys` and `values` (B, H, max_len, Dh) and the positions filled."""
+
+    def __init__(self, batch, heads, max_len, head_dim, device=None, dtype=f32):
+        self.shape = (batch, heads, max_len, head_dim)
+        with no_grad():   # computed with whatever is pending on the device at the first read or write
+            self.keys = zeros(self.shape, dtype=dtype, device=device)
+            self.values = zeros(self.shape, dtype=dtype, device=device)
+        self.length = 0
+
+    @property
+    def max_len(self):
+        return self.shape[2]
+
+    def update(self, k, v):
+        """Store k, v (B, H, T, Dh) at positions [length, length + T); return the cached keys and values
+        of positions [0, length + T), each (B, H, length + T, Dh)."""
+        b, h, _, dh = self.shape
+        t = k.shape[2] if k.ndim == 4 else 0
+        for name, x in (("keys", k), ("values", v)):
+            if x.ndim != 4 or x.shape != (b, h, t, dh):
+                raise ShapeError(f"KVCache: new {name} of shape {tuple(x.shape)} should be (batch, heads, T, "
+                                 f"head_dim) = {(b, h, 'T', dh)} as the cache was made")
+        start, stop = self.length, self.length + t
+        if stop > self.max_len:
+            raise ValueError(f"KVCache: {t} new positions after {start} exceed the cache's max_len {self.max_len} "
+                             f"(make a larger cache, or crop the sequence and start a new one)")
+        positions = range(start, stop)
+        with no_grad():
+            keys = index_write_(self.keys, 2, positions, k)
+            values = index_write_(self.values, 2, positions, v)
+        self.length = stop
+        if stop == self.max_len:
+            return keys, values
+        return keys.narrow(2, 0, stop), values.narrow(2, 0, stop)
+
+
+class KVCache:
+    """Per-layer key/value caches for incremental decoding (`cache[i]` goes to the i-th attention layer).
+
+    Args:
+        num_layers (int): attention layers of the model.
+        batch (int): sequences decoded together.
+        num_heads (int): attention heads per layer.
+        max_len (int): most positions the cache holds (a longer sequence raises ValueError).
+        head_dim (int): width of one head's keys and values.
+        device, dtype (optional): where the buffers live and their dtype (default float32).
+    """
+
+    def __init__(self, num_layers, batch, num_heads, max_len, head_dim, device=None, dtype=f32):
+        for name, value in (("num_layers", num_layers), ("batch", batch), ("num_heads", num_heads),
+                            ("max_len", max_len), ("head_dim", head_dim)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
+        self.layers = [LayerKVCache(batch, num_heads, max_len, head_dim, device, dtype) for _ in range(num_layers)]
+        self.layers[0].keys.realize()   # every layer's buffers in one compute
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self):
+        return len(self.layers)
+
+    @property
+    def length(self):
+        """Positions stored (those of the first layer: a model updates every layer once per forward)."""
+        return self.layers[0].length
+
+    @property
+    def max_len(self):
+        return self.layers[0].max_len
+
+    def __repr__(self):
+        b, h, m, d = self.layers[0].shape
+        return f"KVCache(layers={len(self)}, batch={b}, heads={h}, length={self.length}/{m}, head_dim={d})"

@@ -1,0 +1,108 @@
+"""CharGPT.generate: the KV cache changes the cost, never the tokens."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import nn
+from ggrad.examples.char_gpt import VOCAB, CharGPT, decode, sample
+
+
+def small_model(context=16, seed=0):
+    """A random CharGPT that predicts varied tokens: with GPT's 0.02 embedding init its tied logits are
+    near-ties, and with large embeddings every token predicts itself."""
+    ggrad.manual_seed(seed)
+    model = CharGPT(len(VOCAB), 32, 2, 4, context)
+    rng = np.random.default_rng(seed)
+    with ggrad.no_grad():
+        for emb in (model.tok, model.pos):
+            emb.weight.copy_(ggrad.tensor(rng.standard_normal(emb.weight.shape).astype(np.float32) * 0.5))
+        model.ln_f.weight.copy_(ggrad.tensor(rng.standard_normal(model.ln_f.weight.shape).astype(np.float32)))
+    return model
+
+
+PROMPT = np.array([[5, 17, 40], [60, 2, 33]], dtype=np.int32)
+
+
+def test_greedy_tokens_are_the_same_with_and_without_the_cache():
+    model = small_model(context=40)
+    cached = model.generate(PROMPT, 30, temperature=0).numpy()
+    plain = model.generate(PROMPT, 30, temperature=0, use_cache=False).numpy()
+    assert cached.shape == (2, 33) and cached.dtype == np.int32
+    np.testing.assert_array_equal(cached[:, :3], PROMPT)
+    np.testing.assert_array_equal(cached, plain)
+    assert len(set(cached[0, 3:].tolist())) > 3   # a real sequence, not one repeated token
+
+
+def test_cached_logits_match_the_full_context_forward_at_every_step():
+    model = small_model(context=24).eval()
+    seq = np.random.default_rng(1).integers(0, len(VOCAB), (3, 24)).astype(np.int32)
+    with ggrad.no_grad():
+        full = model(ggrad.tensor(seq)).numpy()
+        cache = model.new_kv_cache(3)
+        steps = [model(ggrad.tensor(seq[:, :4]), kv_cache=cache).numpy()]
+        for i in range(4, 24):
+            steps.append(model(ggrad.tensor(seq[:, i:i + 1]), kv_cache=cache).numpy())
+    # Float rounding only: most logits agree exactly here; GGML's CPU GELU reads an f16 table, so a
+    # last-bit difference before it can move one position's logits by ~2e-5 of their scale.
+    np.testing.assert_allclose(np.concatenate(steps, 1), full, rtol=1e-5, atol=5e-5 * np.abs(full).max())
+
+
+def test_generation_past_the_context_crops_the_window_with_or_without_the_cache():
+    model = small_model(context=8)
+    cached = model.generate(PROMPT, 20, temperature=0).numpy()
+    plain = model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy()
+    np.testing.assert_array_equal(cached, plain)
+    # the last token is predicted from the last 8 tokens only (minGPT's crop)
+    with ggrad.no_grad():
+        logits = model.eval()(ggrad.tensor(cached[:, -9:-1])).numpy()[:, -1]
+    np.testing.assert_array_equal(cached[:, -1], logits.argmax(-1))
+    with ggrad.no_grad(), pytest.raises(ValueError, match="longer than the context 8"):
+        cache = model.new_kv_cache(2)
+        model(ggrad.tensor(cached[:, :6]), kv_cache=cache)
+        model(ggrad.tensor(cached[:, 6:9]), kv_cache=cache)
+
+
+def test_sampling_is_reproducible_and_top_k_1_is_greedy():
+    model = small_model(context=32)
+    ggrad.manual_seed(7)
+    a = model.generate(PROMPT, 20, temperature=1.0, top_k=10, top_p=0.9).numpy()
+    ggrad.manual_seed(7)
+    b = model.generate(PROMPT, 20, temperature=1.0, top_k=10, top_p=0.9).numpy()
+    ggrad.manual_seed(7)
+    c = model.generate(PROMPT, 20, temperature=1.0, top_k=10, top_p=0.9, use_cache=False).numpy()
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)   # the same draws, the same logits up to rounding
+    greedy = model.generate(PROMPT, 20, temperature=0).numpy()
+    np.testing.assert_array_equal(model.generate(PROMPT, 20, temperature=2.0, top_k=1).numpy(), greedy)
+    assert not (a == greedy).all()
+
+
+def test_generate_keeps_the_mode_and_checks_its_arguments():
+    model = small_model()
+    model.train()
+    out = model.generate(ggrad.tensor(PROMPT[:1]), 0)
+    np.testing.assert_array_equal(out.numpy(), PROMPT[:1])
+    assert model.training
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate(PROMPT, -1)
+    with pytest.raises(ValueError, match=r"shape \(batch, T\)"):
+        model.generate(PROMPT[0], 3)
+
+
+def test_the_example_samples_text_with_the_cache():
+    model = small_model(context=16)
+    text = sample(model, "def ", 40, "cpu")
+    assert text.startswith("def ") and len(text) == 44
+    assert text == sample(model, "def ", 40, "cpu")   # seeded
+    assert decode(model.generate(ggrad.tensor([[0]]), 3, temperature=0).numpy()[0])[0] == "\n"
+
+
+def test_generation_runs_on_quantized_linear_weights():
+    model = small_model(context=24)
+    for block in model.blocks:
+        for linear in (block.fc1, block.fc2, block.attn.out_proj):
+            linear.weight = nn.Parameter(ggrad.quantize(linear.weight.detach(), "q8_0"), requires_grad=False)
+    assert model.blocks[0].fc1.weight.dtype.name == "q8_0"
+    cached = model.generate(PROMPT, 20, temperature=0).numpy()
+    np.testing.assert_array_equal(cached, model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy())

@@ -1,0 +1,178 @@
+"""Incremental decoding: index_write_ (in-place writes), KVCache, cached attention, and sampling."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import nn
+from ggrad.autograd.ops.inplace import index_write_
+from ggrad.nn.generation import sample_next
+
+
+def randn(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---- index_write_ ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_index_write_matches_numpy_and_writes_in_place(dim):
+    base = randn(3, 5, 4)
+    target = ggrad.tensor(base).realize()
+    index = {0: [2, 0], 1: [4, 1], 2: [3, 1]}[dim]
+    src_shape = list(base.shape)
+    src_shape[dim] = 2
+    src = randn(*src_shape, seed=1)
+    with ggrad.no_grad():
+        out = index_write_(target, dim, index, ggrad.tensor(src))
+    want = base.copy()
+    np.moveaxis(want, dim, 0)[index] = np.moveaxis(src, dim, 0)
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(target.numpy(), want)   # the target's own memory holds the write
+
+
+def test_index_write_chains_writes_made_before_a_compute():
+    target = ggrad.zeros(2, 6, 3).realize()
+    with ggrad.no_grad():
+        first = index_write_(target, 1, 0, ggrad.ones(2, 1, 3))
+        second = index_write_(target, 1, [2, 3], ggrad.full((2, 2, 3), 2.0))
+        del first   # the first write must land even though nothing holds its result
+    want = np.zeros((2, 6, 3), np.float32)
+    want[:, 0] = 1.0
+    want[:, 2:4] = 2.0
+    np.testing.assert_array_equal(second.numpy(), want)
+    np.testing.assert_array_equal(target.numpy(), want)
+
+
+def test_index_write_result_reads_after_the_write_in_the_same_graph():
+    target = ggrad.zeros(1, 4, 2).realize()
+    with ggrad.no_grad():
+        written = index_write_(target, 1, 3, ggrad.full((1, 1, 2), 5.0))
+        total = written.sum()
+    assert total.item() == 10.0
+
+
+def test_index_write_f16_target():
+    target = ggrad.zeros(2, 3, dtype=ggrad.float16).realize()
+    with ggrad.no_grad():
+        out = index_write_(target, 0, 1, ggrad.tensor([[1.5, -2.0, 3.25]]))
+    np.testing.assert_array_equal(out.numpy(), [[0, 0, 0], [1.5, -2.0, 3.25]])
+
+
+def test_index_write_errors():
+    target = ggrad.zeros(2, 4, 3).realize()
+    with ggrad.no_grad():
+        with pytest.raises(IndexError, match="out of range"):
+            index_write_(target, 1, [4], ggrad.zeros(2, 1, 3))
+        with pytest.raises(IndexError, match="out of range"):
+            index_write_(target, 1, [-1], ggrad.zeros(2, 1, 3))
+        with pytest.raises(ggrad.ShapeError, match="should be"):
+            index_write_(target, 1, [0, 1], ggrad.zeros(2, 1, 3))
+        with pytest.raises(ggrad.ShapeError, match="empty"):
+            index_write_(target, 1, [], ggrad.zeros(2, 0, 3))
+        with pytest.raises(TypeError, match="1-D sequence of ints"):
+            index_write_(target, 1, [0.5], ggrad.zeros(2, 1, 3))
+        with pytest.raises(ggrad.DTypeError, match="float32 or float16"):
+            index_write_(ggrad.zeros(2, 4, dtype=ggrad.int32).realize(), 1, [0], ggrad.zeros(2, 1))
+        with pytest.raises(ggrad.ShapeError, match="contiguous"):
+            index_write_(target.transpose(0, 1), 1, [0], ggrad.zeros(4, 1, 3))
+    src = ggrad.zeros(2, 1, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        index_write_(target, 1, [0], src)
+
+
+# ---- KVCache and cached attention ----------------------------------------------------------------------
+def test_kv_cache_bounds_and_shapes():
+    cache = nn.KVCache(2, 1, 2, 4, 3)
+    assert len(cache) == 2 and cache.length == 0 and cache.max_len == 4
+    with ggrad.no_grad():
+        cache[0].update(ggrad.zeros(1, 2, 3, 3), ggrad.zeros(1, 2, 3, 3))
+        with pytest.raises(ValueError, match="exceed the cache's max_len 4"):
+            cache[0].update(ggrad.zeros(1, 2, 2, 3), ggrad.zeros(1, 2, 2, 3))
+        with pytest.raises(ggrad.ShapeError, match="should be"):
+            cache[1].update(ggrad.zeros(1, 3, 1, 3), ggrad.zeros(1, 3, 1, 3))
+    assert cache.length == 3 and "length=3/4" in repr(cache)
+    with pytest.raises(ValueError, match="max_len must be a positive integer"):
+        nn.KVCache(2, 1, 2, 0, 3)
+
+
+@pytest.mark.parametrize("chunks", [[6], [1, 1, 1, 1, 1, 1], [3, 1, 2]])
+def test_cached_transformer_block_matches_the_full_causal_forward(chunks):
+    ggrad.manual_seed(0)
+    block = nn.TransformerBlock(16, 4).eval()
+    x = randn(2, 6, 16)
+    with ggrad.no_grad():
+        full = block(ggrad.tensor(x)).numpy()
+        cache = nn.KVCache(1, 2, 4, 8, 4)
+        parts, start = [], 0
+        for n in chunks:   # several positions after cached ones need the offset causal mask
+            parts.append(block(ggrad.tensor(x[:, start:start + n]), kv_cache=cache[0]).numpy())
+            start += n
+    np.testing.assert_allclose(np.concatenate(parts, 1), full, rtol=1e-5, atol=1e-5)
+    assert cache.length == 6
+
+
+def test_kv_cache_serves_self_attention_only():
+    mha = nn.MultiHeadAttention(8, 2)
+    cache = nn.KVCache(1, 1, 2, 4, 4)
+    x, y = ggrad.tensor(randn(1, 2, 8)), ggrad.tensor(randn(1, 2, 8, seed=1))
+    with ggrad.no_grad(), pytest.raises(ValueError, match="self-attention only"):
+        mha(x, y, y, kv_cache=cache[0])
+
+
+# ---- sampling --------------------------------------------------------------------------------------
+def test_greedy_and_degenerate_sampling_are_argmax():
+    logits = randn(5, 11)
+    want = logits.argmax(-1)
+    np.testing.assert_array_equal(sample_next(logits, temperature=0), want)
+    np.testing.assert_array_equal(sample_next(logits, top_k=1), want)
+    np.testing.assert_array_equal(sample_next(logits, top_p=1e-9), want)   # the nucleus is the top token
+
+
+def test_sampling_is_seeded_and_follows_the_distribution():
+    logits = np.log(np.array([[0.1, 0.2, 0.3, 0.4]] * 20000))
+    ggrad.manual_seed(3)
+    a = sample_next(logits)
+    ggrad.manual_seed(3)
+    np.testing.assert_array_equal(a, sample_next(logits))
+    freq = np.bincount(a, minlength=4) / len(a)
+    np.testing.assert_allclose(freq, [0.1, 0.2, 0.3, 0.4], atol=0.015)
+    # temperature 0.5 squares the probabilities (renormalised)
+    hot = np.bincount(sample_next(logits, temperature=0.5), minlength=4) / len(a)
+    np.testing.assert_allclose(hot, np.array([1, 4, 9, 16]) / 30, atol=0.015)
+
+
+def test_top_k_and_top_p_keep_only_their_candidates():
+    logits = np.log(np.array([[0.05, 0.4, 0.1, 0.3, 0.15]] * 20000))
+    ggrad.manual_seed(0)
+    top2 = np.bincount(sample_next(logits, top_k=2), minlength=5) / 20000
+    np.testing.assert_allclose(top2, [0, 0.4 / 0.7, 0, 0.3 / 0.7, 0], atol=0.015)
+    assert top2[[0, 2, 4]].sum() == 0
+    # nucleus 0.8: 0.4 + 0.3 = 0.7 < 0.8, so 0.15 joins; 0.1 and 0.05 stay out
+    nucleus = np.bincount(sample_next(logits, top_p=0.8), minlength=5) / 20000
+    np.testing.assert_allclose(nucleus, [0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85], atol=0.015)
+    assert nucleus[[0, 2]].sum() == 0
+    both = sample_next(logits, top_k=3, top_p=0.5)   # top 3 renormalised: 0.47, 0.35, 0.18 -> {1, 3}
+    assert set(np.unique(both)) == {1, 3}
+
+
+def test_sampling_argument_errors():
+    logits = randn(1, 4)
+    for kwargs, match in (({"temperature": -1.0}, "temperature"), ({"top_k": 0}, "top_k"),
+                          ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p")):
+        with pytest.raises(ValueError, match=match):
+            sample_next(logits, **kwargs)
+    with pytest.raises(ValueError, match="batch, vocab"):
+        sample_next(randn(4))
+
+
+def test_float16_cache_stays_close_to_the_full_forward():
+    ggrad.manual_seed(0)
+    block = nn.TransformerBlock(16, 4).eval()
+    x = randn(1, 5, 16)
+    with ggrad.no_grad():
+        full = block(ggrad.tensor(x)).numpy()
+        cache = nn.KVCache(1, 1, 4, 5, 4, dtype=ggrad.float16)
+        parts = [block(ggrad.tensor(x[:, :2]), kv_cache=cache[0]).numpy()]
+        parts += [block(ggrad.tensor(x[:, i:i + 1]), kv_cache=cache[0]).numpy() for i in range(2, 5)]
+    assert cache[0].keys.dtype is ggrad.float16
+    np.testing.assert_allclose(np.concatenate(parts, 1), full, atol=5e-3)   # keys and values rounded to f16

@@ -21,39 +21,34 @@ def _first(args):
     raise TypeError("expected at least one Tensor argument")
 
 
-def _in_f32(fn, args, result_dtype):
+def _in_f32(fn, args, accepts, int_result=None):
+    """Apply `fn` in float32: f32 inputs as they are, others (when `accepts` their dtype) converted, the
+    result cast back to the input's dtype (or to `int_result` for integer inputs, when given)."""
+    dtype = _first(args).dtype
+    if dtype is f32:
+        return apply_function(fn, args)
+    if not accepts(dtype):
+        raise DTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
+                         "use .float() first")
     converted = tuple(a.to(f32) if isinstance(a, Tensor) and a.dtype is not f32 else a for a in args)
     out = apply_function(fn, converted)
-    return out if result_dtype is f32 else out.to(result_dtype)
+    result = dtype if dtype.is_float or int_result is None else int_result
+    return out if result is f32 else out.to(result)
 
 
 def FLOAT(fn, args):
     """Floating point inputs; float16/bfloat16 are computed in float32 and the result cast back."""
-    dtype = _first(args).dtype
-    if dtype is f32:
-        return apply_function(fn, args)
-    if not dtype.is_float:
-        raise DTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
-                         "use .float() first")
-    return _in_f32(fn, args, dtype)
+    return _in_f32(fn, args, lambda dt: dt.is_float)
 
 
 def NUMERIC(fn, args):
     """Float or int32 inputs, computed in float32 (int32 exact below 2**24), cast back to the input's dtype."""
-    dtype = _first(args).dtype
-    if dtype is f32:
-        return apply_function(fn, args)
-    if not dtype.is_float and dtype is not i32:
-        raise DTypeError(f"{fn.__name__.lower()}: unsupported dtype {dtype.name}")
-    return _in_f32(fn, args, dtype)
+    return _in_f32(fn, args, lambda dt: dt.is_float or dt is i32)
 
 
 def TRUE_DIVIDE(fn, args):
     """As NUMERIC, except that integer inputs give a float32 result (PyTorch's true division)."""
-    dtype = _first(args).dtype
-    if dtype is f32:
-        return apply_function(fn, args)
-    return _in_f32(fn, args, dtype if dtype.is_float else f32)
+    return _in_f32(fn, args, lambda dt: dt.is_float or dt is i32, int_result=f32)
 
 
 def require_float(x, op):

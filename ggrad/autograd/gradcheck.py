@@ -134,35 +134,28 @@ def _numeric_reference(reference, host, inputs, params, weights, eps):
 
 
 def _numeric_func(func, inputs, leaves, weights, eps):
-    """Central differences of the weighted func itself (float32), perturbing one element at a time."""
-    def score(args):
+    """Central differences of the weighted func itself (float32): each leaf (input or parameter) holds the
+    perturbed value for one evaluation, then its own value again."""
+    def score():
         with no_grad():
-            outputs = _as_tuple(func(*args))
+            outputs = _as_tuple(func(*inputs))
         return sum(float(np.sum(o.numpy().astype(np.float64) * w)) for o, w in zip(outputs, weights))
 
     grads = []
     for leaf in leaves:
-        base = leaf.detach().numpy().astype(np.float64)
+        original = leaf.detach()
+        base = original.numpy().astype(np.float64)
         g = np.zeros_like(base)
-        for j in range(base.size):
-            shifted = []
-            for sign in (1.0, -1.0):
-                value = base.copy()
-                value.reshape(-1)[j] += sign * eps
-                moved = tensor(value.astype(np.float32), dtype=leaf.dtype, device=leaf.device)
-                args = tuple(moved if t is leaf else t for t in inputs)
-                shifted.append(score(args) if any(t is leaf for t in inputs) else _score_param(func, inputs,
-                                                                                                 leaf, moved, score))
-            g.reshape(-1)[j] = (shifted[0] - shifted[1]) / (2 * eps)
+        try:
+            for j in range(base.size):
+                scores = []
+                for sign in (1.0, -1.0):
+                    value = base.copy()
+                    value.reshape(-1)[j] += sign * eps
+                    leaf._rebind(tensor(value.astype(np.float32), dtype=leaf.dtype, device=leaf.device))
+                    scores.append(score())
+                g.reshape(-1)[j] = (scores[0] - scores[1]) / (2 * eps)
+        finally:
+            leaf._rebind(original)
         grads.append(g)
     return grads
-
-
-def _score_param(func, inputs, leaf, moved, score):
-    """The score with parameter `leaf` temporarily holding `moved`'s value."""
-    saved = leaf.detach()
-    leaf._rebind(moved)
-    try:
-        return score(inputs)
-    finally:
-        leaf._rebind(saved)

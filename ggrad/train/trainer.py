@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from .. import ggml, nn, optim
-from ..autograd import Tensor, execution, no_grad, ops
+from ..autograd import Tensor, no_grad, ops, realize
 from ..autograd.factory import tensor
 from .callbacks import CallbackList, History
 from .data import array_batches, as_numpy, batch_count, check_positive_int, is_batches, pairs
@@ -280,7 +280,7 @@ class Trainer:
                           "verbose": verbose}
         net = self._net()
         cbs = CallbackList(list(callbacks or []) + [history], self, net)   # last: it sees what the others add
-        execution.realize(self._device())  # materialize the parameters once, before the first step
+        realize(self._device())  # materialize the parameters once, before the first step
         self.stop_training = False
         steps = 0
         cbs.on_train_begin({})
@@ -346,7 +346,7 @@ class Trainer:
                     out = net(self._on_device(xb, device))
                     loss, metrics = self._batch_values(out, self._target_for(yb, out, device))
                     tracker.add(loss, metrics, len(xb))
-                    execution.realize(device)
+                    realize(device)
                     advance(bar, tracker, b == (n_batches or 0) - 1)
         finally:
             net.train(was_training)

@@ -88,13 +88,20 @@ def _peers(comm, timeout):
 
 
 def _alive(pid):
+    """Whether process `pid` on this host still runs (an exited rank its launcher has not reaped yet is a
+    zombie: signal 0 still reaches it, /proc says Z)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _lost(comm, what, timeout, error=None):

@@ -39,6 +39,8 @@ def div(a, b, rounding_mode=None):
     a, b = promote(a, b, "div")
     dtype = a.dtype
     a, b = (a, b) if dtype is f32 else (a.to(f32), b.to(f32))
+    shape = broadcast_shapes(a.shape, b.shape, "div")
+    a, b = expand_to(a, shape), expand_to(b, shape)   # the zero gradients then have the operands' shapes
     rounding = un_trunc if rounding_mode == "trunc" else un_floor
     out = _Rounded.apply(a, b, rounding)
     return out if dtype is f32 else out.to(dtype)

@@ -165,19 +165,26 @@ acos = composite("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) *
 
 
 def _asinh(x):
-    """sign(x) log1p(|x| + x^2 / (sqrt(x^2 + 1) + 1)), the fraction written so that x^2 never overflows."""
+    """sign(x) log1p(|x| + x^2 / (sqrt(x^2 + 1) + 1)) up to 1e18, the fraction written so that x^2 never
+    overflows; sign(x) (log|x| + log 2) beyond."""
     ax = un.abs(x)
-    inv = 1.0 / ax
-    return un.Sgn.apply(x) * _log1p(ax + ax / (un.Sqrt.apply(inv * inv + 1.0) + inv))
+    near = un.Clamp.apply(ax, 0.0, 1e18)
+    inv = 1.0 / near
+    small = _log1p(near + near / (un.Sqrt.apply(inv * inv + 1.0) + inv))
+    return un.Sgn.apply(x) * (small + _beyond(ax, small)) + nan_carrier(x)
+
+
+def _beyond(ax, small):
+    """log(ax) + log 2 - small where ax > 1e18, else 0 (+inf kept)."""
+    far = un.Log.apply(un.Relu.apply(ax - 1e18) + 1e18) + _math.log(2.0)
+    return un.Step.apply(ax - 1e18) * (far - small)
 
 
 def _acosh(x):
     """log1p((x-1) + sqrt((x-1)(x+1))) up to 1e18 (exact near 1), log(x) + log 2 beyond."""
     near = un.Clamp.apply(x, -_F32_MAX, 1e18)
-    far = un.Relu.apply(x - 1e18) + 1e18   # keeps +inf
-    big = un.Step.apply(x - 1e18)
     small = _log1p((near - 1.0) + un.Sqrt.apply((near - 1.0) * (near + 1.0)))
-    return small + big * (un.Log.apply(far) + _math.log(2.0) - small) + nan_carrier(x)
+    return small + _beyond(x, small) + nan_carrier(x)
 
 
 asinh = composite("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")

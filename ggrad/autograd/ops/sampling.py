@@ -12,7 +12,7 @@ import numpy as np
 from ...ggml import f32, i32
 from .. import execution
 from ..dtype_rules import require_float
-from ..factory import generator, tensor
+from ..factory import generator as _host_generator, tensor
 from ..grad_mode import no_grad
 from ..pending import graph_of
 from . import reduce as rd
@@ -23,12 +23,14 @@ from .sorting import topk
 
 
 def _uniform(shape, device, open_at_zero=False):
-    u = generator().random(shape, dtype=np.float32)
+    u = _host_generator().random(shape, dtype=np.float32)
     return tensor(1.0 - u if open_at_zero else u, device=device)   # 1 - [0, 1) is (0, 1]
 
 
 def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
-    """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype."""
+    """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype.
+
+    `generator` is accepted for PyTorch's signature; draws come from ggrad's seeded generator."""
     require_float(input, "bernoulli")
     with no_grad():
         probs = input.detach() if p is None else input.detach() * 0.0 + float(p)
@@ -85,7 +87,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
         if replacement or num_samples == 1:
             out = _inverse_cdf(rows, num_samples)
         else:
-            gumbel = -np.log(-np.log(1.0 - generator().random(rows.shape)))
+            gumbel = -np.log(-np.log(1.0 - _host_generator().random(rows.shape)))
             keys = un.log(rows) + tensor(gumbel.astype(np.float32), device=rows.device)
             out = topk(keys, num_samples, -1).indices
         return out if input.ndim == 2 else out.reshape(num_samples)

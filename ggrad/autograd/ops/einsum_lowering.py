@@ -70,10 +70,10 @@ def _sizes(inputs, operands, equation):
     sizes = {}
     for term, op in zip(inputs, operands):
         for label, n in zip(term, op.shape):
-            have = sizes.get(label, 1)
+            have = sizes.get(label, n)
             if n != have and 1 not in (n, have):
                 raise ShapeError(f"einsum(): label {label!r} of {equation!r} has sizes {have} and {n}")
-            sizes[label] = max(have, n)
+            sizes[label] = n if have == 1 else have
     return sizes
 
 

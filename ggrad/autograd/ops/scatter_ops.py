@@ -16,31 +16,19 @@ from ...ggml.errors import ShapeError
 from ..factory import full, ones, tensor, zeros
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
-from .indexing import GetRows, checked_index, known_values
+from .indexing import GetRows, GetRowsBack, checked_index, known_values
 from .views import Slice, prod, reshape, transpose
 
 _EXACT = 2 ** 24
 
 
-class AddRowsAt(Primitive):
+class AddRowsAt(GetRowsBack):
     """Zeros of `shape` (rows, cols) with row i of `src` added at row index[i]; backward gathers rows."""
     saves = "index"
-
-    @staticmethod
-    def build(ctx, graph, src, index, shape):
-        return ops.get_rows_back(graph.ctx, src, index, graph.shape_only(shape))
 
     @classmethod
     def saved(cls, ctx, args, out):
         return (args[1],)
-
-    @staticmethod
-    def shape(src, index, shape):
-        return shape
-
-    @staticmethod
-    def result_dtype(src, index, shape):
-        return f32
 
     @staticmethod
     def backward(ctx, g):

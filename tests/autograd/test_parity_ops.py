@@ -298,6 +298,13 @@ ARITH = [
     ("pow_zero", lambda x: x ** 0.0, lambda x: x ** 0.0, [np.array([0.0, -2.0, 3.0, np.inf], np.float32)]),
     ("pow_fractional_negative", lambda x: x ** 0.5, lambda x: x ** 0.5, [np.array([-2.0, 4.0, 0.25], np.float32)]),
     ("pow_cube", lambda x: x ** 3, lambda x: x ** 3, [(3, 4)]),
+    ("pow_tensor_edges", torch.pow, ggrad.pow,   # 0**0, negative bases, nan and inf on either side
+     [np.array([0, 0, -2, -2, -8, 2, 3, 0, -1.5, np.inf, np.nan, 2, np.nan, 1, -2, 0.5, -0.5], np.float32),
+      np.array([0, 2, 2, 3, 1 / 3, 0.5, -1, -1, 0, 0, 1, np.nan, 0, np.nan, np.inf, np.inf, -np.inf], np.float32)]),
+    ("pow_tensor_broadcast", lambda x, p: x ** p, lambda x, p: x ** p, [u(3, 4, low=0.2, high=2), (4,)]),
+    ("pow_number_base", lambda p: 2.5 ** p, lambda p: 2.5 ** p, [(3, 4)]),
+    ("pow_negative_number_base", lambda p: (-2.0) ** p, lambda p: (-2.0) ** p,
+     [np.array([2.0, 3.0, 0.5, 0.0], np.float32)]),
     ("norm_fro", torch.norm, ggrad.norm, [(3, 4)]),
     ("norm_dim", lambda x: x.norm(dim=1, keepdim=True), lambda x: x.norm(dim=1, keepdim=True), [x345]),
     ("norm_zero_vector", torch.norm, ggrad.norm, [np.zeros(4, np.float32)]),

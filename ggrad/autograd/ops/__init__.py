@@ -26,7 +26,7 @@ from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log
                    isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
                           softsign, tanhshrink, glu, prelu)
-from .arith import div, floor_divide, remainder, fmod, clamp
+from .arith import div, floor_divide, remainder, fmod, clamp, pow
 from .scan import cumsum, cumprod, logcumsumexp
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot

@@ -1,5 +1,7 @@
 """Arithmetic with PyTorch's extra arguments: div with rounding_mode, floor_divide, remainder, fmod,
-and clamp with tensor bounds (and PyTorch's answer when min > max: max everywhere).
+clamp with tensor bounds (and PyTorch's answer when min > max: max everywhere), and pow with a tensor
+exponent at PyTorch's edges (0 ** 0 = 1, a negative base to an integer power is real, to a fractional
+one nan).
 
 Difference from PyTorch: clamp with tensor bounds gives +-3.4e38 (float32's largest) for an infinite x
 clamped by an infinite bound on the same side (PyTorch: +-inf).
@@ -154,3 +156,53 @@ class _Constant(Function):
     @staticmethod
     def backward(ctx, g):
         return g * 0.0, None
+
+
+def pow(x, p):  # noqa: A001 (PyTorch's name)
+    """x ** p; with a tensor exponent, exp(p log|x|) with the sign of an integer power of a negative x."""
+    if not isinstance(p, Tensor):
+        return bi.pow(x, p)
+    if not isinstance(x, Tensor):
+        x = bi.tensor(float(x), device=p.device)
+    x, p = promote(x, p, "pow")
+    if not x.dtype.is_float:
+        x, p = x.to(f32), p.to(f32)
+    shape = broadcast_shapes(x.shape, p.shape, "pow")
+    return _TensorPow.apply(expand_to(x, shape), expand_to(p, shape))
+
+
+def _pow_value(x, p):
+    finite_p = _finite(p)   # nan -> the largest float (its nan comes back below), so that 1 ** nan = 1
+    magnitude = un.Exp.apply(_finite(un.Log.apply(un.abs(x))) * finite_p)   # log 0 kept finite: 0 ** 0 = 1
+    negative = un.Step.apply(-x)
+    whole = 1.0 - un.Step.apply(un.abs(finite_p - mt.RoundAway.apply(finite_p)))
+    bounded = un.Clamp.apply(p, -2.0 ** 24, 2.0 ** 24)
+    odd = whole * (bounded - mt.Floor.apply(bounded * 0.5) * 2.0)
+    nan_x = mt.isnan(x) * un.Step.apply(un.abs(p))            # nan ** p is nan, but nan ** 0 is 1
+    nan_p = mt.isnan(p) * un.Step.apply(un.abs(x - 1.0))       # x ** nan is nan, but 1 ** nan is 1
+    nan_there = un.Sqrt.apply(-(negative * (1.0 - whole) + nan_x + nan_p)) * 0.0   # nan where any, else 0
+    return magnitude * (1.0 - negative * odd * 2.0) + nan_there
+
+
+class _TensorPow(Function):
+    """x ** p for tensors of one shape; gradients as PyTorch: p x^(p-1) (0 where p == 0) and
+    x^p log x (0 where x == 0 and p >= 0)."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        out = _pow_value(x, p)
+        ctx.save_for_backward(x, p, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, p, out = ctx.saved_tensors
+        gx = gp = None
+        if ctx.needs_input_grad[0]:
+            zero_p = 1.0 - un.Step.apply(un.abs(p))
+            safe_p = p + zero_p
+            gx = g * safe_p * _pow_value(x, safe_p - 1.0) * (1.0 - zero_p)
+        if ctx.needs_input_grad[1]:
+            zero_x = (1.0 - un.Step.apply(un.abs(x))) * (1.0 - un.Step.apply(-p))   # x == 0 and p >= 0
+            gp = g * out * un.Log.apply(x + zero_x)
+        return gx, gp

@@ -261,7 +261,7 @@ def minimum(a, b):
 
 
 def logsumexp(x, dim, keepdim=False):
-    m = amax(x, dim, keepdim=True).detach()
+    m = un.Clamp.apply(amax(x, dim, keepdim=True).detach(), -un._F32_MAX, un._F32_MAX)   # rows of -inf give -inf
     out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
         out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))

@@ -201,6 +201,19 @@ def test_shape_ops(name, torch_fn, ggrad_fn, inputs):
     helper_test_op(torch_fn, ggrad_fn, inputs, grad_atol=1e-5)
 
 
+RESAMPLE = [dict(scale_factor=2), dict(size=(3, 11)), dict(size=(8, 4), mode="nearest-exact"),
+            dict(scale_factor=1.7, mode="bilinear"), dict(size=(9, 3), mode="bilinear", align_corners=True),
+            dict(scale_factor=(0.6, 2.5), mode="bilinear"), dict(scale_factor=0.5, mode="linear"),
+            dict(size=11, mode="linear", align_corners=True), dict(scale_factor=3)]
+
+
+@pytest.mark.parametrize("kwargs", RESAMPLE, ids=[str(k) for k in RESAMPLE])
+def test_interpolate(kwargs):
+    shape = (2, 3, 6) if kwargs.get("mode") == "linear" or kwargs.get("scale_factor") == 3 else (2, 3, 5, 7)
+    helper_test_op(lambda x: TF.interpolate(x, **kwargs), lambda x: GF.interpolate(x, **kwargs), [shape],
+                   grad_atol=1e-5)
+
+
 def test_one_hot():
     labels = ints(5, 3, 4)
     for classes in (-1, 7):

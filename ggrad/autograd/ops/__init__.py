@@ -5,7 +5,7 @@ reduce, views (reshape, permute, slices), joins (cat, split), indexing, linalg, 
 PyTorch's wider op set: math (rounding, trigonometry, erf, float tests), activations, arith (div with
 rounding_mode, clamp with tensor bounds), scan (cumsum, cumprod), sorting, shape_ops (flip, roll,
 repeat, tril/triu, pad, one_hot), scatter_ops, sampling (bernoulli, multinomial), vector_norms,
-einsum_lowering.
+einsum_lowering, resample (interpolate).
 """
 
 from .unary import (neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, elu, gelu, silu, softplus,
@@ -34,10 +34,11 @@ from .scatter_ops import scatter, scatter_add, index_add
 from .sampling import bernoulli, multinomial
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
+from .resample import interpolate
 
 clip = clamp
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "einsum_lowering")]
+            "einsum_lowering", "resample")]

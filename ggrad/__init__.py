@@ -15,7 +15,8 @@ from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled,
 from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
-                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed)
+                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
+                               linspace, logspace, randperm)
 from .autograd.execution import realize
 from .autograd.profiler import profile
 

@@ -163,3 +163,29 @@ def bernoulli_mask(shape, keep, scale=1.0, device=None):
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
     keep_mask = generator().random(shape, dtype=np.float32) < keep
     return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """`steps` values from start to end, evenly spaced: the first half counted from start, the second
+    back from end, as PyTorch computes them for float32."""
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    i = np.arange(steps, dtype=np.float64)
+    start32, end32 = np.float32(start), np.float32(end)
+    step = np.float64((end32 - start32) / np.float32(steps - 1)) if steps > 1 else 0.0   # a float32 step
+    # each value rounded once from the exact start + step * i (as a fused multiply-add)
+    values = np.where(i < steps // 2, np.float64(start32) + step * i, np.float64(end32) - step * (steps - 1 - i))
+    if steps == 1:
+        values = np.array([start32], dtype=np.float64)
+    return tensor(values, dtype or ggml.f32, device, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    values = np.power(float(base), linspace(start, end, steps, ggml.f32).numpy().astype(np.float64))
+    return tensor(values, dtype or ggml.f32, device, requires_grad)
+
+
+def randperm(n, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 from the seeded generator, int32 (PyTorch: int64)."""
+    return tensor(generator().permutation(int(n)), dtype or ggml.i32, device, requires_grad)

@@ -184,6 +184,19 @@ for _name in ("add", "sub", "mul", "div", "pow", "clamp", "exp", "log", "sqrt", 
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.mul), ("__itruediv__", ops.div)):
     _METHODS[_op] = _inplace(_fn, _op)
+# PyTorch's wider op set (ops/math.py, activations.py, arith.py, scan.py, sorting.py, shape_ops.py, ...)
+for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p", "log2", "log10", "exp2", "tan",
+              "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
+              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
+              "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk", "flip",
+              "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tril", "triu", "scatter", "scatter_add",
+              "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "logsumexp",
+              "div", "clamp", "clip"):
+    _METHODS[_name] = getattr(ops, _name)
+for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "scatter_add", "index_add", "nan_to_num",
+              "clamp", "clip", "div", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
+    _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
+_METHODS["divide"] = _METHODS["div"]
 _METHODS["__eq__"] = object.__eq__
 _METHODS["__ne__"] = object.__ne__
 

@@ -6,7 +6,8 @@ from ..autograd import Parameter
 from .module import Module
 from .containers import ModuleList, ModuleDict
 from .linear import Identity, Linear, Flatten
-from .activation import ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax
+from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
+                         Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink)
 from .normalization import LayerNorm, RMSNorm, Dropout
 from .sparse import Embedding
 from .conv import Conv1d, Conv2d, MaxPool2d, AvgPool2d

@@ -1,8 +1,11 @@
-"""Activation layers: ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax.
+"""Activation layers: ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, and
+SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink.
 
 `inplace=` is accepted for PyTorch compatibility and ignored: ggrad never overwrites an input.
 """
 
+from ..autograd import Parameter
+from ..autograd.factory import full
 from . import functional as F
 from .module import Module
 
@@ -127,11 +130,22 @@ class ELU(Module):
 class Softplus(Module):
     """Smooth approximation of ReLU.
 
-    y = log(1 + exp(x))
+    y = log(1 + exp(beta x)) / beta, or x where beta x > threshold
+
+    Args:
+        beta (float, default 1.0): sharpness.
+        threshold (float, default 20.0): above it (in beta x) the layer is linear.
     """
 
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
     def forward(self, x):
-        return F.softplus(x)
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Softmax(Module):
@@ -172,3 +186,113 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+def _stateless(name, fn, formula):
+    """A layer with no arguments: y = fn(x)."""
+    def forward(self, x):
+        return fn(x)
+
+    def __init__(self, inplace=False):
+        Module.__init__(self)
+
+    doc = f"{name}.\n\n    {formula}\n\n    Args:\n        inplace (bool, default False): accepted and ignored.\n    "
+    return type(name, (Module,), {"__init__": __init__, "forward": forward, "__doc__": doc,
+                                  "__module__": __name__})
+
+
+SELU = _stateless("SELU", F.selu, "y = 1.0507 * (x if x > 0 else 1.6733 (exp(x) - 1))")
+Mish = _stateless("Mish", F.mish, "y = x tanh(softplus(x))")
+Hardswish = _stateless("Hardswish", F.hardswish, "y = x clamp(x + 3, 0, 6) / 6")
+Hardsigmoid = _stateless("Hardsigmoid", F.hardsigmoid, "y = clamp(x + 3, 0, 6) / 6")
+ReLU6 = _stateless("ReLU6", F.relu6, "y = clamp(x, 0, 6)")
+LogSigmoid = _stateless("LogSigmoid", F.logsigmoid, "y = log(sigmoid(x))")
+Softsign = _stateless("Softsign", F.softsign, "y = x / (1 + |x|)")
+Tanhshrink = _stateless("Tanhshrink", F.tanhshrink, "y = x - tanh(x)")
+
+
+class CELU(Module):
+    """Continuously differentiable ELU.
+
+    y = max(0, x) + min(0, alpha (exp(x / alpha) - 1))
+
+    Args:
+        alpha (float, default 1.0): scale of the negative part.
+        inplace (bool, default False): accepted and ignored.
+    """
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.celu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class Hardtanh(Module):
+    """Clamp to [min_val, max_val] (gradient 1 strictly inside).
+
+    y = clamp(x, min_val, max_val)
+
+    Args:
+        min_val (float, default -1.0): lower bound.
+        max_val (float, default 1.0): upper bound.
+        inplace (bool, default False): accepted and ignored.
+    """
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class GLU(Module):
+    """Gated linear unit: the first half of x times the sigmoid of the second, along `dim`.
+
+    y = a * sigmoid(b), (a, b) = x.chunk(2, dim)
+
+    Args:
+        dim (int, default -1): the dimension halved.
+    """
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.glu(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned slope (one, or one per channel along dim 1).
+
+    y = x if x > 0 else weight * x
+
+    Args:
+        num_parameters (int, default 1): 1 or the number of channels.
+        init (float, default 0.25): the slope's initial value.
+    """
+
+    def __init__(self, num_parameters=1, init=0.25):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(full((num_parameters,), float(init)))
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

@@ -16,6 +16,8 @@ from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu,
                             softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
                             max_pool2d, avg_pool2d, cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
                             smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
+from ..autograd.ops import (selu, celu, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,  # noqa: F401
+                            softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate)
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm
 from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
@@ -23,7 +25,9 @@ from ..ggml.errors import ShapeError
 __all__ = ["linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
            "max_pool2d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
-           "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy"]
+           "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
+           "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
+           "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate"]
 
 # Masked scores get this additive bias: finite, so a fully masked row gives uniform weights, not NaN.
 MASKED = -1e30

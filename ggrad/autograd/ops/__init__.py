@@ -1,7 +1,11 @@
 """The differentiable operations of ggrad, as functions (`ggrad.exp(x)`) and as Tensor methods.
 
 Modules by kind: unary (math, activations), binary (arithmetic, pow, masked selection), broadcast,
-reduce, views (reshape, permute, slices), joins (cat, split), indexing, linalg, nn, loss.
+reduce, views (reshape, permute, slices), joins (cat, split), indexing, linalg, nn, loss; and for
+PyTorch's wider op set: math (rounding, trigonometry, erf, float tests), activations, arith (div with
+rounding_mode, clamp with tensor bounds), scan (cumsum, cumprod), sorting, shape_ops (flip, roll,
+repeat, tril/triu, pad, one_hot), scatter_ops, sampling (bernoulli, multinomial), vector_norms,
+einsum_lowering, resample (interpolate).
 """
 
 from .unary import (neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, elu, gelu, silu, softplus,
@@ -18,7 +22,24 @@ from .nn import (softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropou
                  avg_pool2d)
 from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
+from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log10, exp2, tan, sinh, cosh, atan,
+                   asin, acos, asinh, acosh, atanh, arctan, arcsin, arccos, arcsinh, arccosh, arctanh, erf, erfc,
+                   isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
+from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
+                          softsign, tanhshrink, glu, prelu)
+from .arith import div, floor_divide, remainder, fmod, clamp, pow
+from .scan import cumsum, cumprod, logcumsumexp
+from .sorting import sort, argsort, msort, topk
+from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot
+from .scatter_ops import scatter, scatter_add, index_add
+from .sampling import bernoulli, multinomial
+from .vector_norms import norm, vector_norm
+from .einsum_lowering import einsum
+from .resample import interpolate
+
+clip = clamp
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
-           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss",
-            "quant")]
+           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
+            "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
+            "einsum_lowering", "resample", "quant")]

@@ -132,12 +132,14 @@ class PowScalar(Function):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
+        if ctx.p == 0:
+            return g * 0.0, None   # x ** 0 is 1 everywhere, 0 ** 0 included
         return g * _pow_value(x, ctx.p - 1) * ctx.p, None
 
 
 def _pow_value(x, p):
     if p == 0:
-        return x * 0.0 + 1.0
+        return un.Clamp.apply(x, 1.0, 1.0)   # 1 for every x, inf and nan too (PyTorch's 0 ** 0 = 1)
     if p == 1:
         return x * 1.0
     if p == 2:
@@ -149,6 +151,8 @@ def _pow_value(x, p):
     magnitude = un.Exp.apply(un.Log.apply(un.Abs.apply(x)) * float(p))
     if float(p).is_integer() and int(p) % 2 == 1:
         return magnitude * un.Sgn.apply(x)
+    if not float(p).is_integer():   # a negative base to a fractional power is nan: sqrt(sign(x)) * 0
+        return magnitude + un.Sqrt.apply(un.Sgn.apply(x)) * 0.0
     return magnitude
 
 

@@ -171,7 +171,7 @@ def gather(x, dim, index):
     rows = vw.prod(x.shape[:-1])
     n, k = x.shape[-1], index.shape[-1]
     base = vw.reshape(arange(rows, device=x.device) * n, rows, 1)
-    flat_index = vw.reshape(index.to(f32) + base.to(f32), rows * k).to(i32)
+    flat_index = vw.reshape(vw.reshape(index.to(f32), rows, k) + base.to(f32), rows * k).to(i32)
     picked = GetRows.apply(vw.reshape(x, rows * n, 1), flat_index)
     return vw.reshape(picked, index.shape).to(x.dtype) if x.dtype is not f32 else vw.reshape(picked, index.shape)
 

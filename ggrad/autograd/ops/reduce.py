@@ -7,9 +7,13 @@ Sums over any set of dimensions are GGML's `repeat_back` (a sum into a broadcast
 import builtins
 from collections import namedtuple
 
+import numpy as np
+
 from ...ggml import f32, i32, ops
 from .. import lowering
 from ..dtype_rules import as_float32, require_float
+from ..factory import tensor
+from ..grad_mode import no_grad
 from ..pending import ne_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
@@ -204,15 +208,23 @@ def argmax(x, dim=None, keepdim=False):
     src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
         flat = src.reshape(1, x.numel())
-        out = ArgmaxRows.apply(flat).reshape(())
+        out = ArgmaxRows.apply(_first_max_key(flat)).reshape(())
         return out.reshape((1,) * x.ndim) if keepdim else out
     d = normalize_dims(dim, x.ndim)[0]
     moved, _ = _move_last(src, d)
     rows = moved.reshape(-1, x.shape[d])
-    out = ArgmaxRows.apply(rows).reshape(moved.shape[:-1])
+    out = ArgmaxRows.apply(_first_max_key(rows)).reshape(moved.shape[:-1])
     if keepdim:
         out = out.unsqueeze(d)
     return out
+
+
+def _first_max_key(rows):
+    """Rows whose one maximum sits at the first maximum of `rows`: GGML's argmax takes the last of ties,
+    PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left."""
+    with no_grad():
+        hit = 1.0 - un.Step.apply(RowMax.apply(rows) - rows)
+        return hit * tensor(np.arange(rows.shape[-1], 0, -1, dtype=np.float32), device=rows.device)
 
 
 def argmin(x, dim=None, keepdim=False):
@@ -225,7 +237,7 @@ def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
         return maximum(x, dim)
     if dim is None:
         return amax(x)
-    return values_indices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+    return _picked(x, dim, keepdim, argmax(x, dim, keepdim))
 
 
 def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
@@ -233,7 +245,19 @@ def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
         return minimum(x, dim)
     if dim is None:
         return amin(x)
-    return values_indices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return _picked(x, dim, keepdim, argmin(x, dim, keepdim))
+
+
+def _picked(x, dim, keepdim, index):
+    """(values, indices) of max/min along dim: the values gathered at the indices, so that the gradient
+    goes to the one entry picked (PyTorch's; amax/amin share it among ties)."""
+    from .indexing import gather   # indexing imports this module
+    if x.ndim == 0:
+        return values_indices(x * 1, index)
+    d = normalize_dims(dim, x.ndim)[0]
+    kept = index if keepdim else index.unsqueeze(d)
+    values = gather(x, d, kept)
+    return values_indices(values if keepdim else values.squeeze(d), index)
 
 
 def maximum(a, b):
@@ -246,7 +270,7 @@ def minimum(a, b):
 
 
 def logsumexp(x, dim, keepdim=False):
-    m = amax(x, dim, keepdim=True).detach()
+    m = un.Clamp.apply(amax(x, dim, keepdim=True).detach(), -un._F32_MAX, un._F32_MAX)   # rows of -inf give -inf
     out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
         out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))

@@ -1,0 +1,208 @@
+"""Arithmetic with PyTorch's extra arguments: div with rounding_mode, floor_divide, remainder, fmod,
+clamp with tensor bounds (and PyTorch's answer when min > max: max everywhere), and pow with a tensor
+exponent at PyTorch's edges (0 ** 0 = 1, a negative base to an integer power is real, to a fractional
+one nan).
+
+Difference from PyTorch: clamp with tensor bounds gives +-3.4e38 (float32's largest) for an infinite x
+clamped by an infinite bound on the same side (PyTorch: +-inf).
+
+Integer operands are computed in float32 (exact below 2**24) and keep their dtype where PyTorch's does.
+"""
+
+from ...ggml import f32
+from ..dtype_rules import promote
+from ..function import Function
+from ..tensor import Tensor
+from . import binary as bi
+from . import math as mt
+from . import unary as un
+from .broadcast import broadcast_shapes, expand_to, reduce_to
+
+
+class _Rounded(Function):
+    """round(a / b) by `rounding` (trunc or floor); gradient 0 to both, as PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, b, rounding):
+        return rounding(a / b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0.0, g * 0.0, None
+
+
+def div(a, b, rounding_mode=None):
+    """a / b; rounding_mode "trunc" rounds towards zero, "floor" down (integers stay integers)."""
+    if rounding_mode is None:
+        return bi.div(a, b)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"{rounding_mode!r}")
+    a, b = promote(a, b, "div")
+    dtype = a.dtype
+    a, b = (a, b) if dtype is f32 else (a.to(f32), b.to(f32))
+    shape = broadcast_shapes(a.shape, b.shape, "div")
+    a, b = expand_to(a, shape), expand_to(b, shape)   # the zero gradients then have the operands' shapes
+    rounding = un_trunc if rounding_mode == "trunc" else un_floor
+    out = _Rounded.apply(a, b, rounding)
+    return out if dtype is f32 else out.to(dtype)
+
+
+def un_trunc(x):
+    return mt.Trunc.apply(x)
+
+
+def un_floor(x):
+    return mt.Floor.apply(x)
+
+
+def floor_divide(a, b):
+    return div(a, b, rounding_mode="floor")
+
+
+def remainder(a, b):
+    """a - floor(a / b) * b: the sign of b, as Python's %."""
+    return _modulo(a, b, un_floor)
+
+
+def fmod(a, b):
+    """a - trunc(a / b) * b: the sign of a, as C's fmod."""
+    return _modulo(a, b, un_trunc)
+
+
+def _modulo(a, b, rounding):
+    a, b = promote(a, b, "remainder")
+    dtype = a.dtype
+    a, b = (a, b) if dtype is f32 else (a.to(f32), b.to(f32))
+    out = a - rounding(a / b).detach() * b
+    return out if dtype is f32 else out.to(dtype)
+
+
+class ClampTensor(Function):
+    """min(max(x, lo), hi) with tensor bounds; gradients as PyTorch: x where lo <= x <= hi, lo where
+    x < lo <= hi, hi where max(x, lo) > hi."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        ctx.save_for_backward(x, lo, hi)
+        m = _finite(x) if lo is None else _maximum(_finite(x), _finite(lo))
+        out = m if hi is None else _minimum(m, _finite(hi))
+        return out + mt.nan_carrier(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, lo, hi = ctx.saved_tensors
+        inside = 1.0
+        if lo is not None:
+            inside = 1.0 - un.Step.apply(lo - x)
+        if hi is not None:
+            inside = inside * (1.0 - un.Step.apply(x - hi))
+        gx = g * inside
+        glo = ghi = None
+        if lo is not None and ctx.needs_input_grad[1]:
+            below = un.Step.apply(lo - x)
+            if hi is not None:
+                below = below * (1.0 - un.Step.apply(lo - hi))
+            glo = reduce_to(g * below, lo.shape)
+        if hi is not None and ctx.needs_input_grad[2]:
+            over = un.Step.apply((x if lo is None else _maximum(x, lo)) - hi)
+            ghi = reduce_to(g * over, hi.shape)
+        return gx, glo, ghi
+
+
+def _finite(t):
+    """t with +-inf as the largest finite float32 (so that the 0/1 selections below stay exact)."""
+    return un.Clamp.apply(t, -un._F32_MAX, un._F32_MAX)
+
+
+def _maximum(a, b):
+    """Elementwise max, exact for finite a and b (a + relu(b - a) would round): b where b > a, else a."""
+    take_b = un.Step.apply(b - a)
+    return a * (1.0 - take_b) + b * take_b
+
+
+def _minimum(a, b):
+    take_b = un.Step.apply(a - b)
+    return a * (1.0 - take_b) + b * take_b
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
+    """min(max(x, min), max), bounds numbers or tensors; min > max gives max, as PyTorch."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        bounds = [b if b is None or isinstance(b, Tensor) else bi.tensor(float(b), device=x.device)
+                  for b in (min, max)]
+        shape = x.shape
+        for b in bounds:
+            if b is not None:
+                shape = broadcast_shapes(shape, b.shape, "clamp")
+        src = expand_to(x if x.dtype.is_float else x.to(f32), shape)
+        lo, hi = (None if b is None else expand_to(b.to(src.dtype), shape) for b in bounds)
+        out = ClampTensor.apply(src, lo, hi)
+        return out if out.dtype is x.dtype or x.dtype.is_float else out.to(x.dtype)
+    if min is not None and max is not None and float(min) > float(max):
+        return _Constant.apply(x, float(max))
+    return un.clamp(x, min, max)
+
+
+class _Constant(Function):
+    """Every element `value` (clamp with min > max); gradient 0."""
+
+    @staticmethod
+    def forward(ctx, x, value):
+        return un.Clamp.apply(x, value, value)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0.0, None
+
+
+def pow(x, p):  # noqa: A001 (PyTorch's name)
+    """x ** p; with a tensor exponent, exp(p log|x|) with the sign of an integer power of a negative x."""
+    if not isinstance(p, Tensor):
+        return bi.pow(x, p)
+    if not isinstance(x, Tensor):
+        x = bi.tensor(float(x), device=p.device)
+    x, p = promote(x, p, "pow")
+    if not x.dtype.is_float:
+        x, p = x.to(f32), p.to(f32)
+    shape = broadcast_shapes(x.shape, p.shape, "pow")
+    return _TensorPow.apply(expand_to(x, shape), expand_to(p, shape))
+
+
+def _pow_value(x, p):
+    finite_p = _finite(p)   # nan -> the largest float (its nan comes back below), so that 1 ** nan = 1
+    magnitude = un.Exp.apply(_finite(un.Log.apply(un.abs(x))) * finite_p)   # log 0 kept finite: 0 ** 0 = 1
+    negative = un.Step.apply(-x)
+    whole = 1.0 - un.Step.apply(un.abs(finite_p - mt.RoundAway.apply(finite_p)))
+    bounded = un.Clamp.apply(p, -2.0 ** 24, 2.0 ** 24)
+    odd = whole * (bounded - mt.Floor.apply(bounded * 0.5) * 2.0)
+    nan_x = mt.isnan(x) * un.Step.apply(un.abs(p))            # nan ** p is nan, but nan ** 0 is 1
+    nan_p = mt.isnan(p) * un.Step.apply(un.abs(x - 1.0))       # x ** nan is nan, but 1 ** nan is 1
+    nan_there = un.Sqrt.apply(-(negative * (1.0 - whole) + nan_x + nan_p)) * 0.0   # nan where any, else 0
+    return magnitude * (1.0 - negative * odd * 2.0) + nan_there
+
+
+class _TensorPow(Function):
+    """x ** p for tensors of one shape; gradients as PyTorch: p x^(p-1) (0 where p == 0) and
+    x^p log x (0 where x == 0 and p >= 0)."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        out = _pow_value(x, p)
+        ctx.save_for_backward(x, p, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, p, out = ctx.saved_tensors
+        gx = gp = None
+        if ctx.needs_input_grad[0]:
+            zero_p = 1.0 - un.Step.apply(un.abs(p))
+            safe_p = p + zero_p
+            gx = g * safe_p * _pow_value(x, safe_p - 1.0) * (1.0 - zero_p)
+        if ctx.needs_input_grad[1]:
+            zero_x = (1.0 - un.Step.apply(un.abs(x))) * (1.0 - un.Step.apply(-p))   # x == 0 and p >= 0
+            gp = g * out * un.Log.apply(x + zero_x)
+        return gx, gp

@@ -1,0 +1,283 @@
+"""Elementwise math beyond unary.py: rounding, trigonometric and hyperbolic functions and their inverses,
+erf, expm1/log1p, and the float tests isnan/isinf/isfinite with nan_to_num.
+
+GGML has floor, ceil, round (halves away from zero), trunc, expm1, exp, log, sqrt, sin, cos and tanh; the
+rest are compositions of those. A composition is a `composite`: its forward runs under no_grad and only
+its closed-form gradient is recorded (one node, and PyTorch's gradient at the edges).
+
+Selections between branches multiply by 0/1 masks, so every branch is kept finite (clamped) first, and
+a nan input is carried to the result by adding `tanh(x) * 0` (nan for nan, 0 for every other x, inf too).
+The float tests rest on GGML's clamp sending nan to its upper bound (the CPU's MIN/MAX and CUDA's
+fminf/fmaxf both do).
+
+Differences from PyTorch: isnan, isinf, isposinf, isneginf and isfinite return float32 0/1 tensors (PyTorch:
+bool); log1p, asinh and atanh lose accuracy at infinite inputs (nan, not inf); atan is a polynomial good
+to 5e-9 before float32 rounding.
+"""
+
+import math as _math
+
+from ...ggml import ops
+from ..dtype_rules import FLOAT
+from ..function import Function
+from ..grad_mode import no_grad
+from ..pending import alias
+from . import unary as un
+from .unary import unary, _zero, _F32_MAX
+
+
+def composite(name, forward, grad, doc):
+    """A Function y = forward(x, *params) built from ops but recorded as one node, whose gradient is
+    g * grad(x, y, *params) (grad may return a Python number)."""
+    def fwd(ctx, x, *params):
+        y = forward(x, *params)
+        ctx.params = params
+        ctx.save_for_backward(x, alias(y))
+        return y
+
+    def bwd(ctx, g):
+        x, y = ctx.saved_tensors
+        return (g * grad(x, y, *ctx.params),) + (None,) * len(ctx.params)
+
+    fn = type(name, (Function,), {"forward": staticmethod(fwd), "backward": staticmethod(bwd), "__doc__": doc,
+                                  "__module__": __name__})
+    def op(x, *params):
+        return FLOAT(fn, (x,) + params)
+    op.__name__ = op.__qualname__ = name.lower()
+    op.__doc__ = doc
+    return op
+
+
+Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
+Ceil = unary("Ceil", ops.ceil, _zero, "input", "y = ceil(x) (gradient 0)")
+Trunc = unary("Trunc", ops.trunc, _zero, "input", "y = trunc(x), towards zero (gradient 0)")
+RoundAway = unary("RoundAway", ops.round, _zero, "input", "y = round(x), halves away from zero (GGML's)")
+Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1")
+
+
+def nan_carrier(x):
+    """0 where x is a number (infinities included), nan where x is nan."""
+    return un.Tanh.apply(x) * 0.0
+
+
+def _integer_passthrough(fn):
+    def op(x):
+        return x * 1 if not x.dtype.is_float else fn.apply(x)
+    op.__name__ = fn.__name__.lower()
+    op.__doc__ = fn.__doc__
+    return op
+
+
+floor = _integer_passthrough(Floor)
+ceil = _integer_passthrough(Ceil)
+trunc = _integer_passthrough(Trunc)
+fix = trunc
+
+
+def _round_half_even(x):
+    r = RoundAway.apply(x)
+    tie = un.Step.apply(1e-12 - un.abs(x - Floor.apply(x) - 0.5))   # 1 at exact halves (nan, inf: 0)
+    bounded = un.Clamp.apply(r, -2.0 ** 24, 2.0 ** 24)
+    odd = bounded - Floor.apply(bounded * 0.5) * 2.0
+    return r - un.Sgn.apply(x) * tie * odd   # a half rounded away to an odd integer moves back by one
+
+
+_round = composite("Round", _round_half_even, lambda x, y: 0.0, "y = round(x), halves to even (gradient 0)")
+
+
+def round(x, decimals=0):  # noqa: A001 (PyTorch's name)
+    """Round to `decimals` places, halves to even, as PyTorch."""
+    if not x.dtype.is_float:
+        return x * 1
+    if decimals == 0:
+        return _round(x)
+    scale = 10.0 ** decimals
+    return _round(x * scale) * (1.0 / scale)
+
+
+def frac(x):
+    """x - trunc(x)."""
+    return x - trunc(x)
+
+
+# ---- exponentials and logarithms -------------------------------------------------------------------
+expm1 = composite("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
+
+
+def _log1p(x):
+    """log(1 + x) accurately for small x: log(u) * x / (u - 1) with u = 1 + x (x itself where u == 1);
+    the ratio x / (u - 1) is taken of x clamped to 1e30, where it is 1."""
+    u = x + 1.0
+    bounded = un.Clamp.apply(x, -1.0, 1e30)
+    d = (bounded + 1.0) - 1.0
+    at_one = 1.0 - un.Step.apply(un.abs(d))
+    return un.Log.apply(u) * (bounded / (d + at_one)) + at_one * bounded
+
+
+log1p = composite("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
+
+
+def log2(x):
+    return un.log(x) * (1.0 / _math.log(2.0))
+
+
+def log10(x):
+    return un.log(x) * (1.0 / _math.log(10.0))
+
+
+def exp2(x):
+    return un.exp(x * _math.log(2.0))
+
+
+# ---- trigonometric and hyperbolic ----------------------------------------------------------------
+tan = composite("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
+sinh = composite("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
+                 lambda x, y: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5, "y = sinh x")
+cosh = composite("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
+                 lambda x, y: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5, "y = cosh x")
+
+# atan(u) = u + u^3 (c0 + c1 u^2 + c2 u^4 + c3 u^6) on |u| <= tan(pi/8): a least-squares fit at 2000
+# Chebyshev nodes (max error 5.4e-9, below float32's rounding there)
+_ATAN_COEFFS = (-0.333327268, 0.199710362, -0.138171089, 0.0788242842)
+_TAN_PI_8 = _math.tan(_math.pi / 8)
+
+
+def _atan(x):
+    ax = un.abs(x)
+    t = un.Clamp.apply(ax, 0.0, 1.0) / un.Clamp.apply(ax, 1.0, _F32_MAX)   # |x| or 1/|x|, in [0, 1]
+    outer = un.Step.apply(ax - 1.0)
+    upper = un.Step.apply(t - _TAN_PI_8)
+    u = t + upper * ((t - 1.0) / (t + 1.0) - t)   # atan(t) = pi/4 + atan((t-1)/(t+1)) above tan(pi/8)
+    u2 = u * u
+    poly = _ATAN_COEFFS[-1]
+    for c in reversed(_ATAN_COEFFS[:-1]):
+        poly = u2 * poly + c
+    a = u + u * u2 * poly + upper * (_math.pi / 4)
+    a = a + outer * (_math.pi / 2 - a * 2.0)       # atan(|x|) = pi/2 - atan(1/|x|) beyond 1
+    return un.Sgn.apply(x) * a + nan_carrier(x)
+
+
+atan = composite("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
+asin = composite("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
+                 lambda x, y: 1.0 / un.Sqrt.apply(1.0 - x * x), "y = asin x (nan outside [-1, 1])")
+acos = composite("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
+                 lambda x, y: -1.0 / un.Sqrt.apply(1.0 - x * x), "y = acos x (nan outside [-1, 1])")
+
+
+def _asinh(x):
+    """sign(x) log1p(|x| + x^2 / (sqrt(x^2 + 1) + 1)) up to 1e18, the fraction written so that x^2 never
+    overflows; sign(x) (log|x| + log 2) beyond."""
+    ax = un.abs(x)
+    near = un.Clamp.apply(ax, 0.0, 1e18)
+    inv = 1.0 / near
+    small = _log1p(near + near / (un.Sqrt.apply(inv * inv + 1.0) + inv))
+    return un.Sgn.apply(x) * (small + _beyond(ax, small)) + nan_carrier(x)
+
+
+def _beyond(ax, small):
+    """log(ax) + log 2 - small where ax > 1e18, else 0 (+inf kept)."""
+    far = un.Log.apply(un.Relu.apply(ax - 1e18) + 1e18) + _math.log(2.0)
+    return un.Step.apply(ax - 1e18) * (far - small)
+
+
+def _acosh(x):
+    """log1p((x-1) + sqrt((x-1)(x+1))) up to 1e18 (exact near 1), log(x) + log 2 beyond."""
+    near = un.Clamp.apply(x, -_F32_MAX, 1e18)
+    small = _log1p((near - 1.0) + un.Sqrt.apply((near - 1.0) * (near + 1.0)))
+    return small + _beyond(x, small) + nan_carrier(x)
+
+
+asinh = composite("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
+acosh = composite("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
+atanh = composite("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
+                  "y = atanh x (nan outside [-1, 1])")
+arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan, asin, acos, asinh, acosh, atanh
+
+
+# ---- erf -----------------------------------------------------------------------------------------
+_TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
+
+
+def _erf(x):
+    """Near 0 its Taylor series (to z^9, error < 4e-7 relative below 0.5); elsewhere from GGML's exact
+    gelu, erf(z) = 2 gelu(sqrt2 z) / (sqrt2 z) - 1, with z kept inside [-6, 6] (erf is +-1 beyond)."""
+    z = un.Clamp.apply(x, -6.0, 6.0)
+    near = un.Step.apply(0.5 - un.abs(z))
+    z2 = z * z
+    series = z * ((((z2 * (1.0 / 216) - 1.0 / 42) * z2 + 0.1) * z2 - 1.0 / 3) * z2 + 1.0) * _TWO_OVER_SQRT_PI
+    arg = z * _math.sqrt(2.0) + near   # never 0 where the gelu branch is used
+    far = un.Gelu.apply(arg) * 2.0 / arg - 1.0
+    return far + near * (series - far) + nan_carrier(x)
+
+
+erf = composite("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
+erfc = composite("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
+                 "y = 1 - erf x (absolute, not relative, accuracy in the tail)")
+
+
+# ---- float tests ---------------------------------------------------------------------------------
+def _tests(x):
+    """(not finite, >= 1 or nan, <= -1 or nan) as 0/1 floats: clamp sends nan to its upper bound."""
+    return un.Clamp.apply(x - x, 0.0, 1.0), un.Clamp.apply(x, 0.0, 1.0), un.Clamp.apply(-x, 0.0, 1.0)
+
+
+def _float_test(fn):
+    def op(x):
+        with no_grad():
+            if not x.dtype.is_float:   # integers are finite
+                return x.float() * 0.0 + (1.0 if fn.__name__ == "isfinite" else 0.0)
+            return fn(*_tests(x.float()))
+    op.__name__ = fn.__name__
+    op.__doc__ = fn.__doc__
+    return op
+
+
+@_float_test
+def isfinite(bad, pos, neg):
+    """1.0 where x is finite, else 0.0 (PyTorch: bool)."""
+    return 1.0 - bad
+
+
+@_float_test
+def isnan(bad, pos, neg):
+    """1.0 where x is nan, else 0.0 (PyTorch: bool)."""
+    return bad * pos * neg
+
+
+@_float_test
+def isinf(bad, pos, neg):
+    """1.0 where x is +-inf, else 0.0 (PyTorch: bool)."""
+    return bad - bad * pos * neg
+
+
+@_float_test
+def isposinf(bad, pos, neg):
+    """1.0 where x is +inf, else 0.0 (PyTorch: bool)."""
+    return (bad - bad * pos * neg) * pos
+
+
+@_float_test
+def isneginf(bad, pos, neg):
+    """1.0 where x is -inf, else 0.0 (PyTorch: bool)."""
+    return (bad - bad * pos * neg) * neg
+
+
+def _nan_to_num(x, nan, posinf, neginf):
+    bad, pos, neg = _tests(x)
+    is_nan = bad * pos * neg
+    is_inf = bad - is_nan
+    finite = un.Clamp.apply(x, -_F32_MAX, _F32_MAX) * (1.0 - bad)
+    return finite + is_nan * nan + is_inf * pos * posinf + is_inf * neg * neginf
+
+
+_nan_to_num_fn = composite("NanToNum", _nan_to_num, lambda x, y, *values: 1.0 - _tests(x)[0],
+                           "nan, +inf and -inf replaced by numbers; gradient 1 where x is finite, else 0")
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """x with nan, +inf and -inf replaced (by default by 0 and the largest finite values of float32)."""
+    if not x.dtype.is_float:
+        return x * 1
+    posinf = _F32_MAX if posinf is None else max(min(float(posinf), _F32_MAX), -_F32_MAX)
+    neginf = -_F32_MAX if neginf is None else max(min(float(neginf), _F32_MAX), -_F32_MAX)
+    return _nan_to_num_fn(x, float(nan), posinf, neginf)

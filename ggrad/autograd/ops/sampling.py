@@ -1,0 +1,103 @@
+"""Random sampling from tensors: bernoulli and multinomial, on the device of their input.
+
+Uniform numbers come from the seeded host generator (factory.py); the comparisons that turn them into
+samples run on the device, so sampling in a generation loop adds no round trip. Invalid probabilities
+are found by the graph's compute, which raises RuntimeError as PyTorch does.
+
+Differences from PyTorch: multinomial returns int32 (PyTorch: int64); the random streams differ.
+"""
+
+import numpy as np
+
+from ...ggml import f32, i32
+from .. import execution
+from ..dtype_rules import require_float
+from ..factory import generator as _host_generator, tensor
+from ..grad_mode import no_grad
+from ..pending import graph_of
+from . import reduce as rd
+from . import unary as un
+from .indexing import count_outside, known_values
+from .scan import cumsum
+from .sorting import topk
+
+
+def _uniform(shape, device, open_at_zero=False):
+    u = _host_generator().random(shape, dtype=np.float32)
+    return tensor(1.0 - u if open_at_zero else u, device=device)   # 1 - [0, 1) is (0, 1]
+
+
+def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
+    """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype.
+
+    `generator` is accepted for PyTorch's signature; draws come from ggrad's seeded generator."""
+    require_float(input, "bernoulli")
+    with no_grad():
+        probs = input.detach() if p is None else input.detach() * 0.0 + float(p)
+        if p is not None and not 0.0 <= float(p) <= 1.0:
+            raise RuntimeError(f"bernoulli: expects p to be in [0, 1], but got p={p}")
+        probs = probs.to(f32) if probs.dtype is not f32 else probs
+        _check(probs, lambda t: count_outside(t, 0.0, 1.0), "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
+        out = un.Step.apply(probs - _uniform(input.shape, input.device))
+        return out if out.dtype is input.dtype else out.to(input.dtype)
+
+
+def _check(values, count, message):
+    """RuntimeError(message) when count(values) > 0: at once for host values, else by the compute."""
+    host = known_values(values)
+    if host is not None:
+        if np.isnan(host).any() or float(count(tensor(host.astype(np.float32))).item()) > 0:
+            raise RuntimeError(message)
+        return
+    with execution.lock_of(values.device):
+        graph_of(values).check(count(values), RuntimeError(message))
+
+
+def _bad_probs(t):
+    """How many entries are negative, infinite or nan (inf and nan have clamp(x - x) = 1)."""
+    not_finite = un.Clamp.apply(t - t, 0.0, 1.0)
+    return rd.SumAll.apply(un.Step.apply(-t) + not_finite)
+
+
+def _empty_rows(t):
+    return rd.SumAll.apply(un.Step.apply(-rd.sum(t, -1)) + (1.0 - un.Step.apply(rd.sum(t, -1))))
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):  # noqa: A002
+    """Indices drawn from the rows of `input` (non-negative weights, any scale), int32.
+
+    With replacement (or one sample): the first index whose cumulative weight exceeds u * total.
+    Without: the num_samples largest of log(weight) + Gumbel noise, which draws in the order that
+    sampling one at a time without replacement would.
+    """
+    require_float(input, "multinomial")
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {input.shape}")
+    n = input.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples, got {num_samples}")
+    if not replacement and num_samples > n:
+        raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
+                           f"replacement ({num_samples} > {n})")
+    with no_grad():
+        w = input.detach().to(f32) if input.dtype is not f32 else input.detach()
+        _check(w, _bad_probs, "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        _check(w, _empty_rows, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+        rows = w if w.ndim == 2 else w.reshape(1, n)
+        if replacement or num_samples == 1:
+            out = _inverse_cdf(rows, num_samples)
+        else:
+            gumbel = -np.log(-np.log(1.0 - _host_generator().random(rows.shape)))
+            keys = un.log(rows) + tensor(gumbel.astype(np.float32), device=rows.device)
+            out = topk(keys, num_samples, -1).indices
+        return out if input.ndim == 2 else out.reshape(num_samples)
+
+
+def _inverse_cdf(rows, num_samples):
+    r, n = rows.shape
+    cdf = cumsum(rows, -1)                                   # (r, n); its last column is the total
+    total = cdf[:, n - 1:n]                                  # (r, 1)
+    u = _uniform((r, num_samples, 1), rows.device, open_at_zero=True)
+    target = u * total.reshape(r, 1, 1)                      # (r, s, 1), in (0, total]
+    below = un.Step.apply(target - cdf.reshape(r, 1, n))     # cdf_j < target
+    return rd.sum(below, -1).to(i32)                          # how many lie below: the index drawn

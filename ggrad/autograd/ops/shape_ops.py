@@ -1,0 +1,274 @@
+"""Rearranging ops: flip, roll, repeat, repeat_interleave, tril/triu, F.pad and one_hot.
+
+flip and the reflect/replicate/circular pads pick entries by host-made index lists (GGML get_rows, whose
+backward get_rows_back adds the gradient of every copy); roll is GGML's roll; repeat tiles (GGML repeat,
+backward repeat_back); tril/triu are GGML's diag_mask_zero, shifted by a slice and a pad for negative
+diagonals, so infinities outside the triangle become 0 as in PyTorch (a 0/1 mask would make nan).
+
+Differences from PyTorch: one_hot returns int32 (PyTorch: int64).
+"""
+
+import numpy as np
+
+from ...ggml import f32, i32, ops
+from ...ggml.errors import ShapeError
+from ..factory import arange, tensor, zeros
+from .. import execution
+from ..grad_mode import no_grad
+from ..pending import graph_of
+from ..primitive import Primitive
+from ..tensor import Tensor, _axis
+from .broadcast import Expand
+from . import unary as un
+from .indexing import count_outside, index_select, known_values
+from .views import PadTo, Slice, narrow, reshape
+
+
+def _dims(dims, ndim, op):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    out = [_axis(d, ndim) for d in dims]
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{op}: dims {dims} has a repeated dimension")
+    return out
+
+
+def flip(x, dims):
+    """x with the order of entries reversed along each of `dims`."""
+    for d in _dims(dims, x.ndim, "flip"):
+        if x.shape[d] > 1:
+            x = index_select(x, d, arange(x.shape[d] - 1, -1, -1, device=x.device))
+    return x
+
+
+def fliplr(x):
+    return flip(x, 1)
+
+
+def flipud(x):
+    return flip(x, 0)
+
+
+class Roll(Primitive):
+    """x rotated by `shifts` (numpy order, each in (-n, n)) along its dimensions; backward rolls back."""
+    dtypes = None
+
+    @staticmethod
+    def build(ctx, graph, x, shifts):
+        ctx.shifts = shifts
+        padded = [0] * (4 - len(shifts)) + list(shifts)
+        return ops.roll(graph.ctx, x, *reversed(padded))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, tuple(-s for s in ctx.shifts)), None
+
+
+def roll(x, shifts, dims=None):
+    """Entries shifted by `shifts` along `dims`, wrapping around (the flattened tensor when dims is None)."""
+    if dims is None:
+        return reshape(roll(reshape(x, x.numel()), shifts, 0), x.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts ({len(shifts)}) and dims ({len(dims)}) must have the same length")
+    per_dim = [0] * x.ndim
+    for s, d in zip(shifts, dims):
+        d = _axis(d, x.ndim)
+        if x.shape[d]:
+            per_dim[d] = (per_dim[d] + int(s)) % x.shape[d]
+    if not any(per_dim) or x.numel() == 0:
+        return x * 1
+    src = x if x.dtype is f32 else x.to(f32)
+    out = Roll.apply(src, tuple(per_dim))
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+def repeat(x, *sizes):
+    """x tiled `sizes[i]` times along dimension i (leading new dimensions for extra sizes)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"repeat: number of repeat dims {len(sizes)} can not be smaller than the number of "
+                           f"tensor dims {x.ndim} (shape {x.shape})")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"repeat: repeats {sizes} must be non-negative")
+    src = (1,) * (len(sizes) - x.ndim) + x.shape
+    shape = tuple(n * s for n, s in zip(src, sizes))
+    if len(shape) > 4:
+        raise ShapeError(f"repeat: result shape {shape} has more than GGML's 4 dimensions")
+    base = reshape(x, src)
+    if 0 in shape:
+        return zeros(shape, dtype=x.dtype, device=x.device)
+    return base * 1 if shape == src else Expand.apply(base, shape)
+
+
+def repeat_interleave(x, repeats, dim=None):
+    """Each entry repeated `repeats` times along `dim` (the flattened tensor when dim is None)."""
+    if dim is None:
+        x, dim = reshape(x, x.numel()), 0
+    d = _axis(dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(repeats, int) or (isinstance(repeats, Tensor) and repeats.ndim == 0):
+        r = int(repeats)
+        if r < 0:
+            raise RuntimeError(f"repeat_interleave: repeats must be non-negative, got {r}")
+        if x.ndim >= 4:
+            index = np.repeat(np.arange(n), r)
+            return index_select(x, d, index)
+        spread = Expand.apply(reshape(x, x.shape[:d + 1] + (1,) + x.shape[d + 1:]),
+                              x.shape[:d + 1] + (r,) + x.shape[d + 1:]) if r else None
+        if spread is None:
+            return narrow(x, d, 0, 0) * 1
+        return reshape(spread, x.shape[:d] + (n * r,) + x.shape[d + 1:])
+    counts = known_values(repeats) if isinstance(repeats, Tensor) else np.asarray(repeats)
+    if counts is None:
+        counts = repeats.numpy()
+    counts = np.asarray(counts).astype(np.int64).reshape(-1)
+    if counts.size != n and counts.size != 1:
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim {d} "
+                           f"({n}), got {counts.size}")
+    if (counts < 0).any():
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    return index_select(x, d, np.repeat(np.arange(n), counts if counts.size == n else int(counts[0])))
+
+
+# ---- triangles -----------------------------------------------------------------------------------
+class TrilMask(Primitive):
+    """Zeros above diagonal k >= 0 of the last two dimensions (GGML diag_mask_zero); self-adjoint."""
+
+    @staticmethod
+    def build(ctx, graph, x, k):
+        ctx.k = k
+        return ops.diag_mask_zero(graph.ctx, x, k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return TrilMask.apply(g, ctx.k), None
+
+
+def _matrix_check(x, op):
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {x.shape}")
+
+
+def tril(x, diagonal=0):
+    """Entries on and below the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
+    _matrix_check(x, "tril")
+    rows, cols = x.shape[-2:]
+    k = int(diagonal)
+    if k >= cols - 1:
+        return x * 1
+    src = x if x.dtype is f32 else x.to(f32)
+    if k <= -rows:   # nothing kept: zeros that still pass (zero) gradients
+        out = PadTo.apply(narrow(src, -2, rows, 0), (0,) * (x.ndim - 2) + (rows, 0), x.shape)
+    elif k >= 0:
+        out = TrilMask.apply(src, k)
+    else:   # rows from -k on keep a triangle shifted down: cut them out, mask, pad zeros back on top
+        starts = (0,) * (x.ndim - 2) + (-k, 0)
+        lower = TrilMask.apply(Slice.apply(src, starts, x.shape), 0)
+        out = PadTo.apply(lower, starts, x.shape)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+def triu(x, diagonal=0):
+    """Entries on and above the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
+    _matrix_check(x, "triu")
+    return tril(x.transpose(-1, -2), -int(diagonal)).transpose(-1, -2)
+
+
+# ---- padding -------------------------------------------------------------------------------------
+def _pad_index(n, before, after, mode):
+    """Host indices into a dimension of size n that give its padded version."""
+    positions = np.arange(-before, n + after)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        p = np.mod(positions, period) if period else np.zeros_like(positions)
+        return np.where(p >= n, period - p, p)
+    if mode == "replicate":
+        return np.clip(positions, 0, n - 1)
+    return np.mod(positions, n)   # circular
+
+
+def pad(x, pad, mode="constant", value=None):
+    """F.pad: `pad` lists (before, after) pairs from the last dimension backwards.
+
+    Modes: "constant" (filled with `value`, default 0), "reflect", "replicate" and "circular".
+    Negative amounts crop.
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim ({2 * x.ndim}) "
+                         f"for input of shape {x.shape}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not one of constant, reflect, replicate, circular")
+    if mode != "constant" and value:
+        raise ValueError(f"pad: padding mode {mode!r} doesn't take in value argument")
+    amounts = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        amounts[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    for d, (before, after) in enumerate(amounts):   # negative amounts crop first
+        if before < 0 or after < 0:
+            x = narrow(x, d, max(-before, 0), x.shape[d] - max(-before, 0) - max(-after, 0))
+    amounts = [(max(b, 0), max(a, 0)) for b, a in amounts]
+    if mode == "constant":
+        return _pad_constant(x, amounts, 0.0 if value is None else float(value))
+    for d, (before, after) in enumerate(amounts):
+        if not before and not after:
+            continue
+        n = x.shape[d]
+        if mode == "reflect" and (before >= n or after >= n):
+            raise RuntimeError(f"pad: padding ({before}, {after}) should be less than the input dimension "
+                               f"{d} of size {n} (shape {x.shape}) for reflect padding")
+        if mode == "circular" and (before > n or after > n):
+            raise RuntimeError(f"pad: padding ({before}, {after}) is larger than the input dimension {d} of "
+                               f"size {n} (shape {x.shape}) for circular padding")
+        if n == 0:
+            raise RuntimeError(f"pad: cannot {mode}-pad an empty dimension {d} (shape {x.shape})")
+        x = index_select(x, d, _pad_index(n, before, after, mode))
+    return x
+
+
+def _pad_constant(x, amounts, value):
+    shape = tuple(n + b + a for n, (b, a) in zip(x.shape, amounts))
+    if shape == x.shape:
+        return x * 1
+    starts = tuple(b for b, _ in amounts)
+    src = x if x.dtype is f32 else x.to(f32)
+    out = PadTo.apply(src, starts, shape) if x.numel() else zeros(shape, device=x.device)
+    if value != 0.0:   # the value where there was no input, added to exact zeros (inf stays inf)
+        fill = np.full(shape, value, dtype=np.float32)
+        fill[tuple(slice(b, b + n) for (b, _), n in zip(amounts, x.shape))] = 0.0
+        out = out + tensor(fill, device=x.device)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
+
+
+# ---- one_hot -------------------------------------------------------------------------------------
+def one_hot(x, num_classes=-1):
+    """(..., num_classes) int32 tensor with 1 at each entry's class (PyTorch: int64).
+
+    num_classes=-1 reads the values (one more than the largest); otherwise values computed on the
+    device are checked by the graph's compute, host values at once.
+    """
+    if x.dtype.is_float:
+        raise RuntimeError("one_hot is only applicable to index tensor (got a float tensor)")
+    values = known_values(x)
+    if values is None and num_classes < 0:
+        values = x.numpy()
+    if values is not None:
+        if values.size and values.min() < 0:
+            raise RuntimeError("one_hot: Class values must be non-negative.")
+        if num_classes < 0:
+            num_classes = int(values.max()) + 1 if values.size else 0
+        if values.size and values.max() >= num_classes:
+            raise RuntimeError("one_hot: Class values must be smaller than num_classes.")
+    if x.ndim >= 4:
+        raise ShapeError(f"one_hot: result of shape {x.shape + (num_classes,)} has more than 4 dimensions")
+    with no_grad(), execution.lock_of(x.device):
+        labels = x.to(f32)
+        if values is None:
+            graph_of(x).check(count_outside(labels, 0.0, num_classes - 1.0),
+                              RuntimeError(f"one_hot: a class value computed on the device is negative or not "
+                                           f"smaller than num_classes ({num_classes})"))
+        diff = labels.unsqueeze(-1) - arange(num_classes, device=x.device).to(f32)
+        return (1.0 - un.Step.apply(un.abs(diff))).to(i32)

@@ -27,8 +27,8 @@ def no_gc():
 
 
 def _return_freed_heap():
-    """Ask glibc to hand freed heap pages back: after a long test run its mmap threshold can have risen
-    past 128 MiB, so a freed block stays resident (but reusable) until trimmed. Memory never freed stays."""
+    """Ask glibc to hand freed heap pages back: late in a long test run it kept a freed 128 MiB block
+    resident (reusable, so not a leak) until trimmed. Memory that was never freed stays resident."""
     try:
         ctypes.CDLL(None).malloc_trim(0)
     except AttributeError:  # not glibc

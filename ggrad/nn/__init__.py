@@ -10,7 +10,7 @@ from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softpl
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink)
 from .normalization import LayerNorm, RMSNorm, Dropout
 from .sparse import Embedding
-from .conv import Conv1d, Conv2d, MaxPool2d, AvgPool2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
 from .kv_cache import KVCache, LayerKVCache

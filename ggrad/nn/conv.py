@@ -1,4 +1,5 @@
-"""Convolution and pooling layers: `Conv1d`, `Conv2d`, `MaxPool2d`, `AvgPool2d`."""
+"""Convolution and pooling layers: `Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d`, `MaxPool2d`,
+`AvgPool2d`."""
 
 import math
 
@@ -18,18 +19,24 @@ def _ntuple(value, n, name, layer):
 
 
 class _ConvNd(Module):
-    """What Conv1d and Conv2d share: parameters, init, checks and repr."""
+    """What the convolutions share: parameters, init, checks and repr."""
 
     n = 0
+    transposed = False
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                 dtype):
         super().__init__()
         layer = type(self).__name__
-        for name, value in (("in_channels", in_channels), ("out_channels", out_channels)):
+        for name, value in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{layer}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                             f"divisible by groups ({groups})")
         self.in_channels = in_channels
         self.out_channels = out_channels
+        self.groups = groups
         self.kernel_size = _ntuple(kernel_size, self.n, "kernel_size", layer)
         self.stride = _ntuple(stride, self.n, "stride", layer)
         self.dilation = _ntuple(dilation, self.n, "dilation", layer)
@@ -37,7 +44,11 @@ class _ConvNd(Module):
         if any(v <= 0 for v in self.kernel_size + self.stride + self.dilation):
             raise ValueError(f"{layer}: kernel_size, stride and dilation must be positive, got "
                              f"{self.kernel_size}, {self.stride}, {self.dilation}")
-        self.weight = Parameter(empty((out_channels, in_channels) + self.kernel_size, dtype=dtype, device=device))
+        if self.transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
@@ -47,13 +58,12 @@ class _ConvNd(Module):
     def _resolve_padding(self, padding, layer):
         if padding == "valid":
             return (0,) * self.n
-        if padding == "same":
+        if padding == "same" and not self.transposed:
             if any(s != 1 for s in self.stride):
                 raise ValueError(f"{layer}: padding='same' is not supported for strided convolutions")
             totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
             if any(t % 2 for t in totals):
-                raise ValueError(f"{layer}: padding='same' needs an even dilation * (kernel_size - 1) here "
-                                 f"(GGML pads both sides equally); got kernel_size={self.kernel_size}")
+                return "same"   # uneven: F pads the extra zero on the right, as PyTorch
             return tuple(t // 2 for t in totals)
         pads = _ntuple(padding, self.n, "padding", layer)
         if any(p < 0 for p in pads):
@@ -63,7 +73,7 @@ class _ConvNd(Module):
     def reset_parameters(self):
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = self.in_channels * math.prod(self.kernel_size)
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
             bound = 1.0 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
@@ -79,6 +89,8 @@ class _ConvNd(Module):
         if x.shape[1] != self.in_channels:
             raise ShapeError(f"{self._describe()}: expected input with {self.in_channels} channels, got "
                              f"{x.shape[1]} channels in input of shape {tuple(x.shape[1:] if unbatched else x.shape)}")
+        if self.padding == "same" or self.transposed:
+            return x, unbatched
         for i in range(self.n):
             size = x.shape[2 + i] + 2 * self.padding[i]
             reach = self.dilation[i] * (self.kernel_size[i] - 1) + 1
@@ -92,10 +104,12 @@ class _ConvNd(Module):
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if any(self.padding):
+        if self.padding == "same" or any(self.padding):
             s += f", padding={self.padding}"
         if any(d != 1 for d in self.dilation):
             s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
@@ -113,22 +127,24 @@ class Conv1d(_ConvNd):
         stride (int, default 1): step between windows.
         padding (int, 'valid' or 'same', default 0): zeros added on both sides.
         dilation (int, default 1): spacing between kernel taps.
+        groups (int, default 1): channel groups convolved separately (C_in and C_out divisible by it).
         bias (bool, default True): learn a per-channel bias.
         device, dtype (optional): where the parameters live and their dtype.
 
     Shape: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out), L_out = (L + 2p - d (k - 1) - 1) // s + 1.
-    Init: weight, bias ~ U(-1/sqrt(C_in k), 1/sqrt(C_in k)), as PyTorch.
+    Init: weight, bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C_in / groups * k, as PyTorch.
     """
 
     n = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
-                 device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype)
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                         dtype)
 
     def forward(self, x):
         x, unbatched = self._check_input(x)
-        y = F.conv1d(x, self.weight, self.bias, self.stride[0], self.padding[0], self.dilation[0])
+        y = F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         return y.squeeze(0) if unbatched else y
 
 
@@ -144,23 +160,93 @@ class Conv2d(_ConvNd):
         stride (int or (int, int), default 1): step between windows.
         padding (int, (int, int), 'valid' or 'same', default 0): zeros added on both sides.
         dilation (int or (int, int), default 1): spacing between kernel taps.
+        groups (int, default 1): channel groups convolved separately (C_in and C_out divisible by it).
         bias (bool, default True): learn a per-channel bias.
         device, dtype (optional): where the parameters live and their dtype.
 
     Shape: (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out).
-    Init: weight, bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C_in * kh * kw, as PyTorch.
+    Init: weight, bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C_in / groups * kh * kw, as PyTorch.
     """
 
     n = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
-                 device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, bias, device, dtype)
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                         dtype)
 
     def forward(self, x):
         x, unbatched = self._check_input(x)
-        y = F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        y = F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         return y.squeeze(0) if unbatched else y
+
+
+class _ConvTransposeNd(_ConvNd):
+    """The adjoint of a convolution: each input pixel scatters weight * value into a window of the output."""
+
+    transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                 dilation, device, dtype):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                         dtype)
+        self.output_padding = _ntuple(output_padding, self.n, "output_padding", type(self).__name__)
+
+    def _output_padding(self, x, output_size):
+        """PyTorch's rule: the output_padding that gives `output_size` (one of the sizes the stride allows)."""
+        if output_size is None:
+            return self.output_padding
+        size = tuple(output_size)[-self.n:]
+        if len(size) != self.n:
+            raise ValueError(f"{self._describe()}: output_size must have {self.n} or more entries, got {output_size}")
+        extra = []
+        for i in range(self.n):
+            smallest = ((x.shape[2 + i] - 1) * self.stride[i] - 2 * self.padding[i]
+                        + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            if not smallest <= size[i] < smallest + self.stride[i]:
+                raise ValueError(f"{self._describe()}: requested an output size of {size}, but valid sizes range "
+                                 f"from {smallest} to {smallest + self.stride[i] - 1} in dim {i} (input {x.shape})")
+            extra.append(size[i] - smallest)
+        return tuple(extra)
+
+    def forward(self, x, output_size=None):
+        x, unbatched = self._check_input(x)
+        conv = F.conv_transpose2d if self.n == 2 else F.conv_transpose1d
+        y = conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
+                 self.groups, self.dilation)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        return s + (f", output_padding={self.output_padding}" if any(self.output_padding) else "")
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over (N, C_in, L): L_out = (L - 1) s - 2p + d (k - 1) + output_padding + 1.
+
+    Weight (C_in, C_out / groups, k); init as PyTorch (fan_in = C_out / groups * k).
+    """
+
+    n = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, device, dtype)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over (N, C_in, H, W); each spatial dim as ConvTranspose1d's.
+
+    Weight (C_in, C_out / groups, kh, kw); init as PyTorch (fan_in = C_out / groups * kh * kw).
+    """
+
+    n = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, device, dtype)
 
 
 class _Pool2d(Module):

@@ -17,7 +17,8 @@ from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu,
                             max_pool2d, avg_pool2d, cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
                             smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
 from ..autograd.ops import (selu, celu, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,  # noqa: F401
-                            softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate)
+                            softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate, conv_transpose1d,
+                            conv_transpose2d)
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm
 from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
@@ -27,7 +28,7 @@ __all__ = ["linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "e
            "max_pool2d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
            "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
            "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
-           "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate"]
+           "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate", "conv_transpose1d", "conv_transpose2d"]
 
 # Masked scores get this additive bias: finite, so a fully masked row gives uniform weights, not NaN.
 MASKED = -1e30

@@ -1,7 +1,7 @@
 """The differentiable operations of ggrad, as functions (`ggrad.exp(x)`) and as Tensor methods.
 
 Modules by kind: unary (math, activations), binary (arithmetic, pow, masked selection), broadcast,
-reduce, views (reshape, permute, slices), joins (cat, split), indexing, linalg, nn, loss; and for
+reduce, views (reshape, permute, slices), joins (cat, split), indexing, linalg, nn, conv, loss; and for
 PyTorch's wider op set: math (rounding, trigonometry, erf, float tests), activations, arith (div with
 rounding_mode, clamp with tensor bounds), scan (cumsum, cumprod), sorting, shape_ops (flip, roll,
 repeat, tril/triu, pad, one_hot), scatter_ops, sampling (bernoulli, multinomial), vector_norms,
@@ -18,8 +18,8 @@ from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem
 from .linalg import matmul, linear
 from .quant import quantize, dequantize
-from .nn import (softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, conv1d, conv2d, max_pool2d,
-                 avg_pool2d)
+from .nn import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
 from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log10, exp2, tan, sinh, cosh, atan,
@@ -42,4 +42,4 @@ clip = clamp
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "einsum_lowering", "resample", "quant")]
+            "einsum_lowering", "resample", "quant", "conv")]

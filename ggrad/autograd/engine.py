@@ -1,6 +1,6 @@
 """The backward pass: walk the recorded graph in reverse topological order, emitting gradient nodes."""
 
-from . import grad_mode
+from . import autocast_hook, grad_mode
 from . import tensor as _tensor  # a module reference: tensor.py imports this module
 from .factory import ones_like, zeros
 from .function import FREED_GRAPH
@@ -49,7 +49,7 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
     if tensor.grad_fn is None:
         accumulate_leaf(tensor, gradient.detach())
         return
-    with grad_mode.set_grad_enabled(create_graph):
+    with grad_mode.set_grad_enabled(create_graph), autocast_hook.suspended():   # rules run as written
         _run(tensor.grad_fn, tensor._output_nr, gradient, retain_graph)
 
 

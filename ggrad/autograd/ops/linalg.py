@@ -9,6 +9,7 @@ a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms, with and without llamafile), and CUDA 
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from .. import lowering
+from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
@@ -89,6 +90,8 @@ def matmul_nt(x, w):
     batch = broadcast_shapes(x.shape[:-2], w.shape[:-2], "matmul")
     if x.shape[:-2] != batch:
         x = mv.expand(x, batch + x.shape[-2:])
+    if x.dtype is w.dtype and x.dtype.name in ("f16", "bf16"):
+        return MatMulNT.apply(x, w).to(x.dtype)   # GGML takes b in a's dot-product type; accumulates in f32
     if x.dtype is not f32:
         x = x.to(f32)
     if w.dtype.name not in ("f32", "f16"):
@@ -96,6 +99,7 @@ def matmul_nt(x, w):
     return MatMulNT.apply(x, w)
 
 
+@autocast_op("matmul")
 def matmul(a, b):
     """a @ b with PyTorch's rules for 1-D operands and broadcast batch dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
@@ -118,6 +122,7 @@ def matmul(a, b):
     return out
 
 
+@autocast_op("linear")
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, weight of shape (out_features, in_features)."""
     if x.shape[-1:] != weight.shape[-1:]:

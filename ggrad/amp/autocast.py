@@ -16,8 +16,9 @@ PyTorch's list also has sum, prod and cumsum; here they keep their input's dtype
 composites are built on sum, and would change dtype with it). Every other op runs in its inputs' dtypes; mixed float dtypes meet in float32 (ggrad's promotion).
 The casts are differentiable: the gradient is cast back to the input's dtype, so float32 parameters
 (master weights) get float32 gradients. A cast of a leaf that requires grad (a parameter) is cached
-for the rest of the outermost autocast region (one cast per weight per step), and redone after the
-weight changes (an optimizer step bumps its version). Ops nested inside a hooked op run as written.
+for the rest of the outermost autocast region while it is pending (one cast per weight per step): a
+graph computed since (an optimizer step, a read) or a new value of the weight makes it cast again.
+Ops nested inside a hooked op run as written.
 Backward rules run outside the policy (autograd suspends it).
 """
 
@@ -73,6 +74,8 @@ class _Policy:
 
     def __call__(self, name, fn, args, kwargs):
         kind, n_cast = TABLE[name]
+        if not any(isinstance(a, Tensor) and _device_type(a.device) == self.device_type for a in args):
+            return fn(*args, **kwargs)   # another device type's op
         if kind == BANNED:
             raise RuntimeError(_BANNED_MESSAGE.format(op=name))
         target = self.dtype if kind == LOWER else f32
@@ -89,15 +92,14 @@ class _Policy:
         return _in_dtype(out, target)
 
     def cast(self, value, dtype):
-        """`value` in `dtype` if it is a floating point Tensor of this device type; anything else as it is."""
+        """`value` in `dtype` if it is a floating point Tensor; anything else as it is."""
         if not isinstance(value, Tensor) or not value.dtype.is_float or value.dtype is dtype:
-            return value
-        if _device_type(value.device) != self.device_type:
             return value
         if self.cache is None or not (value.requires_grad and value.grad_fn is None):
             return value.to(dtype)
         hit = self.cache.get(id(value))
-        if hit is not None and hit[0] is value and hit[1] == value._version and hit[2] is dtype:
+        if hit is not None and hit[0] is value and hit[1] == value._version and hit[2] is dtype \
+                and hit[3]._pending is not None:   # computed since: an optimizer may have updated the weight
             return hit[3]
         out = value.to(dtype)
         self.cache[id(value)] = (value, value._version, dtype, out)

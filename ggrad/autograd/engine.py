@@ -62,6 +62,7 @@ def _run(root, root_nr, gradient, retain_graph):
         grads = pending.pop(id(node), None)
         if grads is None:
             continue
+        grads = [_as_output_dtype(g, out) for g, out in zip(grads, node.outputs)]
         _retain(node, grads)
         if node.n_outputs > 1 and any(g is None for g in grads):
             grads = [g if g is not None else zeros(shape, dtype=dtype, device=device)
@@ -83,6 +84,13 @@ def _run(root, root_nr, gradient, retain_graph):
                 accumulate_leaf(edge, grad.detach() if not grad_mode.is_grad_enabled() else grad)
         if not retain_graph:
             node.ctx._free()
+
+
+def _as_output_dtype(grad, output):
+    """A gradient in its tensor's dtype (as PyTorch's): a float32 product's gradient of a float16 tensor
+    is cast to float16, so that every rule sees gradients of its outputs' dtypes."""
+    dtype = output[1]
+    return grad if grad is None or grad.dtype is dtype or not dtype.is_float else grad.to(dtype)
 
 
 def _retain(node, grads):

@@ -50,12 +50,11 @@ def _train(device, data, dtype, steps=40):
 
 @pytest.mark.parametrize("name", sorted(DTYPES))
 def test_autocast_gpt_step_is_one_split_and_tracks_float32(gpu, corpus, name):  # noqa: F811
-    if gpu.backend_name == "RPC":
-        pytest.skip("an RPC device's backend is another machine's; the split count is about local backends")
     ref = _train(gpu, corpus, None)
     losses = _train(gpu, corpus, DTYPES[name])
-    splits = execution.runtime(gpu).scheduler.n_splits
-    assert splits == 1, f"the autocast {name} step ran in {splits} splits (an op fell back to the CPU)"
+    if gpu.backend_name != "RPC":   # an RPC device's backend is another machine's: its splits say nothing
+        splits = execution.runtime(gpu).scheduler.n_splits
+        assert splits == 1, f"the autocast {name} step ran in {splits} splits (an op fell back to the CPU)"
     assert np.isfinite(losses).all()
     assert abs(losses[-10:].mean() - ref[-10:].mean()) / ref[-10:].mean() < 0.02, (losses[-10:], ref[-10:])
 

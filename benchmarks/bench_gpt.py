@@ -19,20 +19,31 @@ from ggrad.examples.char_gpt import CharGPT  # noqa: E402
 from gpt_torch import W2, batch_data, torch_step_fn  # noqa: E402,F401  (the PyTorch side)
 
 
-def ggrad_step_fn(device="cpu", cfg=W2):
-    """One training step of the `cfg` GPT in ggrad (forward, backward, AdamW: one graph)."""
+AUTOCAST = {"f16": ggrad.float16, "bf16": ggrad.bfloat16}
+
+
+def ggrad_step_fn(device="cpu", cfg=W2, autocast=None):
+    """One training step of the `cfg` GPT in ggrad (forward, backward, AdamW: one graph).
+
+    `autocast` "f16" or "bf16" runs the forward under ggrad.autocast (f16 with a GradScaler, whose
+    inf check adds one read: two graphs a step, as PyTorch's scaler syncs once a step)."""
     ggrad.manual_seed(0)
     dev = ggrad.device(device)
     model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(dev)
     opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
     x_np, y_np = batch_data(cfg)
+    dtype = AUTOCAST.get(autocast)
+    scaler = ggrad.amp.GradScaler(enabled=dtype is ggrad.float16)
+    kind = dev.torch_name.split(":")[0]
 
     def step():
         x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
-        loss = ggrad.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
+        with ggrad.autocast(kind, dtype=dtype or ggrad.float16, enabled=dtype is not None):
+            loss = ggrad.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
         opt.zero_grad()
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss.item()
     return step
 

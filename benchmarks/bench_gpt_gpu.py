@@ -4,11 +4,16 @@ The same model and step as bench_gpt.py (vocab 96, pre-LN GELU blocks, tied embe
 size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its default for matmul), on
 `cuda:0`. Both steps end in `loss.item()`, which waits for the GPU. Prints tokens/s (median of --steps
 steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
-(1 = all on the device; more = some ops fell back to the CPU). PyTorch runs in a subprocess that
+(1 = all on the device; more = some ops fell back to the CPU), and the peak device memory of each:
+ggrad's as the device's free memory before the model minus its least during the steps, PyTorch's as
+its allocator's peak reservation (`torch.cuda.max_memory_reserved`). `--autocast f16|bf16` runs both
+under autocast (ggrad.autocast / torch.autocast; f16 with each one's GradScaler). With `--device cpu`
+PyTorch runs on the CPU too (a check of the script; no memory figures). PyTorch runs in a subprocess that
 loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in one process abort it
 ("free(): invalid pointer", seen on the H200 machine with torch 2.11+cu130 and CUDA 13.0).
 
-    python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big]
+    python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big] [--autocast f16]
+    python benchmarks/bench_gpt_gpu.py --device cpu --threads 2 --steps 5 --configs tiny --autocast bf16
 """
 
 import argparse
@@ -27,20 +32,31 @@ from ggrad.autograd import execution  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 
-def ggrad_step_fn(cfg, device):
-    return bench_gpt.ggrad_step_fn(device, cfg), ggrad.device(device)
+def ggrad_step_fn(cfg, device, autocast=None):
+    return bench_gpt.ggrad_step_fn(device, cfg, autocast), ggrad.device(device)
 
 
-def torch_ms(config, steps):
-    """PyTorch's median step time on cuda:0, measured in a subprocess (nan without torch or CUDA)."""
+def torch_run(config, steps, autocast, device):
+    """PyTorch's median step time and peak MiB, measured in a subprocess (nan without torch or CUDA)."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps})")
+            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps}, {autocast!r}, {device!r})")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
-            return json.loads(line)["ms"]
+            result = json.loads(line)
+            return result["ms"], result["peak_mib"]
     print(f"PyTorch run failed (exit {r.returncode}): {r.stderr.strip()[-500:]}", file=sys.stderr)
-    return float("nan")
+    return float("nan"), float("nan")
+
+
+def timed_with_memory(step, dev, steps):
+    """(median ms, peak MiB used on `dev` since before the model was made, nan on the CPU)."""
+    least = [dev.free_memory]
+
+    def watched():
+        step()
+        least[0] = min(least[0], dev.free_memory)
+    return median_ms(watched, warmup=3, repeats=steps), least
 
 
 def main():
@@ -49,30 +65,38 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--configs", nargs="+", default=["w2"], choices=sorted(CONFIGS))
+    parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
     parser.add_argument("--no-torch", action="store_true")
     args = parser.parse_args()
     ggrad.set_num_threads(args.threads)
+    dev = ggrad.device(args.device)
+    torch_device = "cpu" if dev.is_cpu else "cuda"
     rows = []
     for name in args.configs:
         cfg = CONFIGS[name]
         tokens = cfg["batch"] * cfg["context"]
-        step, dev = ggrad_step_fn(cfg, args.device)
+        dev.backend   # started before the baseline, so that its own context does not count
+        free_before = dev.free_memory
+        step, dev = ggrad_step_fn(cfg, args.device, args.autocast)
         before = ggrad.stats()["computes"]
         step()
         step()
         per_step = (ggrad.stats()["computes"] - before) / 2
-        g_ms = median_ms(step, warmup=3, repeats=args.steps)
+        g_ms, least = timed_with_memory(step, dev, args.steps)
+        g_peak = float("nan") if dev.is_cpu else (free_before - least[0]) / 2 ** 20
         sched = execution.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
-        t_ms = float("nan") if args.no_torch else torch_ms(name, args.steps)
+        t_ms, t_peak = (float("nan"),) * 2 if args.no_torch else torch_run(name, args.steps, args.autocast,
+                                                                           torch_device)
         rows.append({"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
                      "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
                      "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}",
+                     "ggrad peak MiB": f"{g_peak:,.0f}", "torch peak MiB": f"{t_peak:,.0f}",
                      "computes/step": f"{per_step:g}", "sched splits": splits})
         execution.reset_pools()
-    print_table(f"char-GPT training step: ggrad on {args.device} ({ggrad.device(args.device).description}, "
-                f"CPU threads {args.threads}) vs PyTorch cuda:0 eager f32; median of {args.steps}", rows,
-                list(rows[0]))
+    precision = f"autocast {args.autocast}" if args.autocast else "f32"
+    print_table(f"char-GPT training step ({precision}): ggrad on {args.device} ({dev.description}, CPU threads "
+                f"{args.threads}) vs PyTorch {torch_device} eager; median of {args.steps}", rows, list(rows[0]))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ import numpy as np
 
 W2 = dict(vocab=96, d_model=128, layers=4, heads=4, context=64, batch=16, lr=3e-4)
 BIG = dict(vocab=96, d_model=512, layers=8, heads=8, context=256, batch=32, lr=3e-4)   # GPU_BUILD.md's anchor
-CONFIGS = {"w2": W2, "big": BIG}
+TINY = dict(vocab=96, d_model=64, layers=2, heads=2, context=32, batch=8, lr=3e-4)   # a quick check of the scripts
+CONFIGS = {"w2": W2, "big": BIG, "tiny": TINY}
+AUTOCAST = {"f16": "float16", "bf16": "bfloat16"}
 
 
 def batch_data(cfg=W2, seed=0):
@@ -17,8 +19,9 @@ def batch_data(cfg=W2, seed=0):
     return x, y
 
 
-def torch_step_fn(cfg=W2, device="cpu"):
-    """The same step in PyTorch (eager)."""
+def torch_step_fn(cfg=W2, device="cpu", autocast=None):
+    """The same step in PyTorch (eager); `autocast` "f16"/"bf16": the forward under torch.autocast (f16
+    with torch.amp.GradScaler)."""
     import torch
     from torch import nn
 
@@ -57,10 +60,15 @@ def torch_step_fn(cfg=W2, device="cpu"):
     x = torch.from_numpy(x_np).long().to(device)
     y = torch.from_numpy(y_np.reshape(-1)).long().to(device)
 
+    dtype = getattr(torch, AUTOCAST[autocast]) if autocast else torch.float16
+    scaler = torch.amp.GradScaler(device, enabled=autocast == "f16")
+
     def step():
-        loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
+        with torch.autocast(device, dtype=dtype, enabled=autocast is not None):
+            loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
         opt.zero_grad()
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss.item()
     return step

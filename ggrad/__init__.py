@@ -23,6 +23,8 @@ from .autograd.profiler import profile
 from . import nn, optim  # noqa: E402  (they build on everything above)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 
 float = float32  # noqa: A001  (torch.float)

@@ -1,6 +1,6 @@
 """The layer rules of ../shared/DESIGN.md, checked from the import graph of the package (ast, no imports run).
 
-ggml -> autograd -> serialization -> nn, optim -> train -> parallel -> examples: a module may import
+ggml -> autograd -> serialization, amp -> nn, optim -> train -> parallel -> examples: a module may import
 only its own layer and the layers below it; optim and nn do not import each other; outside ggrad.ggml
 nothing names the compiled binding (`ggrad.ggml._lib`, `_ffi`, `ggml.lib`, `ggml.ffi`).
 """
@@ -16,11 +16,12 @@ BELOW = {
     "ggml": set(),
     "autograd": {"ggml"},
     "serialization": {"ggml", "autograd"},
+    "amp": {"ggml", "autograd"},
     "optim": {"ggml", "autograd"},
     "nn": {"ggml", "autograd", "serialization"},
-    "train": {"ggml", "autograd", "serialization", "nn", "optim"},
-    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "train"},
-    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "train", "parallel"},
+    "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp"},
+    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "train"},
+    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "train", "parallel"},
 }
 FILES = sorted(ROOT.rglob("*.py"))
 

@@ -1,6 +1,6 @@
 """The backward pass: walk the recorded graph in reverse topological order, emitting gradient nodes."""
 
-from . import grad_mode
+from . import autocast_hook, grad_mode
 from . import tensor as _tensor  # a module reference: tensor.py imports this module
 from .factory import ones_like, zeros
 from .function import FREED_GRAPH
@@ -49,7 +49,7 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
     if tensor.grad_fn is None:
         accumulate_leaf(tensor, gradient.detach())
         return
-    with grad_mode.set_grad_enabled(create_graph):
+    with grad_mode.set_grad_enabled(create_graph), autocast_hook.suspended():   # rules run as written
         _run(tensor.grad_fn, tensor._output_nr, gradient, retain_graph)
 
 
@@ -62,6 +62,7 @@ def _run(root, root_nr, gradient, retain_graph):
         grads = pending.pop(id(node), None)
         if grads is None:
             continue
+        grads = [_as_output_dtype(g, out) for g, out in zip(grads, node.outputs)]
         _retain(node, grads)
         if node.n_outputs > 1 and any(g is None for g in grads):
             grads = [g if g is not None else zeros(shape, dtype=dtype, device=device)
@@ -83,6 +84,13 @@ def _run(root, root_nr, gradient, retain_graph):
                 accumulate_leaf(edge, grad.detach() if not grad_mode.is_grad_enabled() else grad)
         if not retain_graph:
             node.ctx._free()
+
+
+def _as_output_dtype(grad, output):
+    """A gradient in its tensor's dtype (as PyTorch's): a float32 product's gradient of a float16 tensor
+    is cast to float16, so that every rule sees gradients of its outputs' dtypes."""
+    dtype = output[1]
+    return grad if grad is None or grad.dtype is dtype or not dtype.is_float else grad.to(dtype)
 
 
 def _retain(node, grads):

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
+from ..autograd.autocast_hook import autocast_op
 from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu, elu, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
@@ -135,6 +136,7 @@ def fit_mask(mask, scores_shape, op):
     return mask
 
 
+@autocast_op("attention")
 def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True):
     """softmax(q @ k^T * scale + mask) @ v, with dropout on the weights; returns (output, weights).
 

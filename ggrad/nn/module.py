@@ -288,6 +288,9 @@ class Module:
     def half(self):
         return self.to(ggml.f16)
 
+    def bfloat16(self):
+        return self.to(ggml.bf16)
+
     # ---- state -----------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of every parameter and persistent buffer by dotted name.

@@ -10,6 +10,7 @@ import numbers
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import ShapeError
+from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote
 from ..function import Function
 from ..primitive import Primitive
@@ -221,6 +222,7 @@ def rsqrt(x):
     return reciprocal(un.sqrt(x))
 
 
+@autocast_op("pow")
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     if isinstance(x, Tensor) and _is_number(p):
         if not x.dtype.is_float:

@@ -6,6 +6,7 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
+from ..autocast_hook import autocast_op
 from .. import lowering
 from ..dtype_rules import require_float
 from ..function import Function
@@ -106,6 +107,7 @@ class CrossEntropyLossBack(Primitive):
         return logits.shape
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` (N, C, ...) and class indices (N, ...) or probabilities."""
     _check_reduction(reduction, "cross_entropy")
@@ -153,6 +155,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return total / count if count is not None else total * (1.0 / per_row.shape[0])
 
 
+@autocast_op("nll_loss")
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C) at class indices `target` (N,)."""
     _check_reduction(reduction, "nll_loss")
@@ -175,6 +178,7 @@ def _pair_check(a, b, op):
         broadcast_shapes(a.shape, b.shape, op)
 
 
+@autocast_op("mse_loss")
 def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "mse_loss")
     _pair_check(input, target, "mse_loss")
@@ -182,12 +186,14 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "l1_loss")
     _pair_check(input, target, "l1_loss")
     return _reduce(un.abs(input - target), reduction)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     _check_reduction(reduction, "huber_loss")
@@ -199,11 +205,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(loss, reduction)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """Huber loss divided by beta (PyTorch's smooth L1)."""
     return huber_loss(input, target, reduction, beta) * (1.0 / beta)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
@@ -218,6 +226,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")

@@ -7,6 +7,7 @@ are im2col + mul_mat with `im2col_back`; pooling uses `pool_2d_back`.
 
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
+from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from ..function import Function
 from ..pending import ne_of
@@ -65,6 +66,7 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
     return SoftmaxExt.apply(x, mask, scale, max_bias)
 
 
+@autocast_op("softmax")
 def softmax(x, dim=-1):
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1 or x.ndim == 0:
@@ -88,6 +90,7 @@ class LogSoftmax(Function):
         return g - un.exp(out) * rd.SumRows.apply(g)
 
 
+@autocast_op("log_softmax")
 def log_softmax(x, dim=-1):
     x = as_float32(x, "log_softmax")
     d = _axis(dim, x.ndim)
@@ -139,6 +142,7 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
     return mv.reshape(core.apply(flat, eps), x.shape)
 
 
+@autocast_op("layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     y = _normalize_trailing(LayerNormCore, x, normalized_shape, eps, "layer_norm")
     if weight is not None:
@@ -170,6 +174,7 @@ class RMSNormBack(Primitive):
         return x.shape
 
 
+@autocast_op("rms_norm")
 def rms_norm(x, normalized_shape, weight=None, eps=1e-6):
     y = _normalize_trailing(RMSNormCore, x, normalized_shape, 1e-6 if eps is None else eps, "rms_norm")
     y = y if weight is None else y * weight
@@ -241,6 +246,7 @@ def _pair(v, n, name):
     return v
 
 
+@autocast_op("conv2d")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     """2-D convolution of x (N, C, H, W) with weight (O, C, KH, KW)."""
     if x.ndim != 4 or weight.ndim != 4:
@@ -260,6 +266,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return out
 
 
+@autocast_op("conv1d")
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     """1-D convolution of x (N, C, L) with weight (O, C, K)."""
     if x.ndim != 3 or weight.ndim != 3:

@@ -10,6 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...ggml import f32, i32, ops
+from ..autocast_hook import autocast_op
 from .. import lowering
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
@@ -269,6 +270,7 @@ def minimum(a, b):
     return a - un.relu(a - b)
 
 
+@autocast_op("logsumexp")
 def logsumexp(x, dim, keepdim=False):
     m = un.Clamp.apply(amax(x, dim, keepdim=True).detach(), -un._F32_MAX, un._F32_MAX)   # rows of -inf give -inf
     out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m

@@ -8,6 +8,7 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 import math
 
 from ...ggml import ops
+from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, NUMERIC
 from ..primitive import Primitive
 
@@ -140,7 +141,7 @@ class Cast(Primitive):
 
     @staticmethod
     def backward(ctx, g):
-        return Cast.apply(g, ctx.in_dtype) if ctx.in_dtype.is_float else None, None
+        return cast(g, ctx.in_dtype) if ctx.in_dtype.is_float else None, None
 
 
 # ---- public functions ----------------------------------------------------------------------------
@@ -152,8 +153,8 @@ def _public(fn, name):
     return op
 
 
-exp = _public(Exp, "exp")
-log = _public(Log, "log")
+exp = autocast_op("exp")(_public(Exp, "exp"))
+log = autocast_op("log")(_public(Log, "log"))
 sqrt = _public(Sqrt, "sqrt")
 sin = _public(Sin, "sin")
 cos = _public(Cos, "cos")

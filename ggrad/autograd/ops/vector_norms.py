@@ -6,6 +6,7 @@ sqrt(sum(x^2)) would give nan there).
 
 import math
 
+from ..autocast_hook import autocast_op
 from ..function import Function
 from . import reduce as rd
 from . import unary as un
@@ -57,6 +58,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (P
     return rd.sum(a ** float(ord), dims, keepdim) ** (1.0 / ord)
 
 
+@autocast_op("norm")
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     """PyTorch's torch.norm for vector norms ('fro' is the 2-norm over `dim`); 'nuc' is not supported."""
     if p == "fro":

@@ -1,0 +1,180 @@
+"""`GradScaler`: dynamic loss scaling for float16 training, as PyTorch's `torch.amp.GradScaler`.
+
+    scaler = ggrad.amp.GradScaler()
+    with ggrad.autocast("cuda"):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()     # gradients of loss * scale: small f16 gradients stay representable
+    scaler.step(optimizer)            # unscales, and skips the update when a gradient is inf or nan
+    scaler.update()                   # scale * backoff_factor after a skipped step, * growth_factor after
+                                      # growth_interval steps in a row without one
+
+The inf/nan check is one scalar per device, computed in the same graph as the backward (sum over every
+gradient of g * 0, which is nan exactly when some element is inf or nan). `step` reads it once per
+device (one host sync per step, as PyTorch's) and only then schedules the optimizer's update; a
+skipped step leaves parameters and optimizer state untouched. The scale itself is a host number
+(every decision about it follows that one read), so `get_scale()` costs nothing.
+"""
+
+import math
+
+from ..autograd import grad_mode
+from ..autograd.tensor import Tensor
+from ..ggml import f32
+
+READY, UNSCALED, STEPPED = "ready", "unscaled", "stepped"
+
+
+class GradScaler:
+    """Scale the loss, unscale the gradients, skip steps whose gradients overflowed, adapt the scale.
+
+    Args:
+        device (str, default "cuda"): as PyTorch's first argument (ggrad scales on any device).
+        init_scale (float, default 2.0**16): the first scale.
+        growth_factor (float, default 2.0): multiplies the scale after `growth_interval` good steps.
+        backoff_factor (float, default 0.5): multiplies the scale after a step with inf/nan gradients.
+        growth_interval (int, default 2000): good steps in a row before the scale grows.
+        enabled (bool, default True): False makes every method a pass-through (`step` just steps).
+    """
+
+    def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        if growth_factor <= 1.0:
+            raise ValueError(f"GradScaler: growth_factor should be > 1, got {growth_factor}")
+        if not 0.0 < backoff_factor < 1.0:
+            raise ValueError(f"GradScaler: backoff_factor should be in (0, 1), got {backoff_factor}")
+        if not isinstance(growth_interval, int) or growth_interval <= 0:
+            raise ValueError(f"GradScaler: growth_interval should be a positive integer, got {growth_interval!r}")
+        self.device = device
+        self._enabled = bool(enabled)
+        self._scale = float(init_scale)
+        self._growth_factor = float(growth_factor)
+        self._backoff_factor = float(backoff_factor)
+        self._growth_interval = growth_interval
+        self._growth_tracker = 0
+        self._per_optimizer = {}   # id(optimizer) -> {"stage": ..., "found_inf": [scalar Tensor per device]}
+
+    # ---- the loop ------------------------------------------------------------------------------------
+    def scale(self, outputs):
+        """`outputs` (a Tensor, or a list/tuple of them) multiplied by the current scale."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, Tensor):
+            return outputs * self._scale
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise ValueError("GradScaler.scale: outputs must be a Tensor or an iterable of Tensors")
+
+    def unscale_(self, optimizer):
+        """Divide the optimizer's gradients by the scale in place (before clipping them, say) and
+        schedule the inf/nan check; at most once per optimizer between two `update()` calls."""
+        if not self._enabled:
+            return
+        state = self._state(optimizer)
+        if state["stage"] is UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+        if state["stage"] is STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = 1.0 / self._scale
+        checks = {}
+        with grad_mode.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if p.grad.dtype is not f32:
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    p.grad = p.grad * inv_scale
+                    check = (p.grad * 0.0).sum()   # nan exactly when some element is inf or nan
+                    name = p.device.name
+                    checks[name] = check if name not in checks else checks[name] + check
+        state["found_inf"] = list(checks.values())
+        state["stage"] = UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        """Unscale (unless `unscale_` was called) and step the optimizer, unless a gradient is inf or nan.
+
+        Returns what `optimizer.step` returns, or None for a skipped step."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        state = self._state(optimizer)
+        if state["stage"] is STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] is READY:
+            self.unscale_(optimizer)
+        if not state["found_inf"]:
+            raise RuntimeError("No inf checks were recorded for this optimizer.")
+        found = any(math.isnan(check.item()) for check in state["found_inf"])
+        state["found"] = found
+        state["stage"] = STEPPED
+        return None if found else optimizer.step(*args, **kwargs)
+
+    def update(self, new_scale=None):
+        """Adapt the scale to the steps since the last update (or set it to `new_scale`)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
+        else:
+            stepped = [s for s in self._per_optimizer.values() if "found" in s]
+            if not stepped:
+                raise RuntimeError("No inf checks were recorded prior to update.")
+            if any(s["found"] for s in stepped):
+                self._scale *= self._backoff_factor
+                self._growth_tracker = 0
+            else:
+                self._growth_tracker += 1
+                if self._growth_tracker == self._growth_interval:
+                    self._scale *= self._growth_factor
+                    self._growth_tracker = 0
+        self._per_optimizer = {}
+
+    def _state(self, optimizer):
+        return self._per_optimizer.setdefault(id(optimizer), {"stage": READY, "found_inf": []})
+
+    # ---- reading and setting -------------------------------------------------------------------------
+    def is_enabled(self):
+        return self._enabled
+
+    def get_scale(self):
+        return self._scale if self._enabled else 1.0
+
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = float(new_factor)
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = float(new_factor)
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = int(new_interval)
+
+    def state_dict(self):
+        """PyTorch's keys: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker
+        (empty when disabled)."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state_dict):
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved from a disabled "
+                               "instance of GradScaler.")
+        self._scale = float(state_dict["scale"])
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])

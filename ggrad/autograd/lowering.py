@@ -8,7 +8,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   [8192, 512] gradient vs 4-8 ms otherwise); on CUDA it takes 1.9 ms where a transposed copy and
   sum_rows take 0.05 ms.
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
-  CUDA and Vulkan out_prod (f32 only) needs no copies.
+  CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
+  a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too.
 - GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
@@ -36,7 +37,7 @@ class Lowering:
 
 CPU = Lowering()
 CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", row_max="argmax")
-VULKAN = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", fused_cross_entropy=False, row_max="argmax")
+VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
 

@@ -32,6 +32,7 @@ def test_backends_get_their_choices():
     assert lowering.for_device(cpu) is lowering.CPU
     assert lowering.CUDA.weight_grad == "out_prod" and lowering.CUDA.reduce_leading == "sum_rows"
     assert not lowering.VULKAN.fused_cross_entropy   # no Vulkan kernel in GGML 0.20.2
+    assert lowering.VULKAN.weight_grad == "mul_mat"   # Vulkan's out_prod kernel is slow
 
 
 @pytest.mark.parametrize("shapes", [((6, 5), (5,)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (1, 1, 4)), ((4, 3), (1, 3))])

@@ -1,8 +1,15 @@
-"""ggrad.optim: optimizers (SGD, AdamW), learning-rate schedulers; gradient clipping is in ggrad.nn.utils."""
+"""ggrad.optim: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate schedulers.
+
+Gradient clipping is in ggrad.nn.utils.
+"""
 
 from .optimizer import Optimizer
 from .sgd import SGD, sgd
 from .adamw import AdamW, adamw
+from .adam import Adam
+from .rmsprop import RMSprop, rmsprop
+from .adagrad import Adagrad, adagrad
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "AdamW", "sgd", "adamw", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "sgd", "adamw", "rmsprop", "adagrad",
+           "lr_scheduler"]

@@ -72,10 +72,13 @@ class AdamW(Optimizer):
             max_exp_avg_sqs.append(state.get("max_exp_avg_sq"))
             steps.append(state["step"])
         beta1, beta2 = group["betas"]
+        self._adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1, beta2)
+        return params
+
+    def _adam(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1, beta2):
         adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
               beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
               maximize=group["maximize"])
-        return params
 
 
 def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,

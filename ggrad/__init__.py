@@ -19,11 +19,13 @@ from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, ara
                                linspace, logspace, randperm)
 from .autograd.execution import realize
 from .autograd.profiler import profile
+from .autograd.generator import Generator
 
 from . import nn, optim  # noqa: E402  (they build on everything above)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
 from . import amp  # noqa: E402
+from . import utils  # noqa: E402  (ggrad.utils.data: Dataset, DataLoader)
 from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 

@@ -1,6 +1,6 @@
 """The layer rules of ../shared/DESIGN.md, checked from the import graph of the package (ast, no imports run).
 
-ggml -> autograd -> serialization, amp -> nn, optim -> train -> parallel -> examples: a module may import
+ggml -> autograd -> serialization, amp, utils -> nn, optim -> train -> parallel -> examples: a module may import
 only its own layer and the layers below it; optim and nn do not import each other; outside ggrad.ggml
 nothing names the compiled binding (`ggrad.ggml._lib`, `_ffi`, `ggml.lib`, `ggml.ffi`).
 """
@@ -17,11 +17,12 @@ BELOW = {
     "autograd": {"ggml"},
     "serialization": {"ggml", "autograd"},
     "amp": {"ggml", "autograd"},
+    "utils": {"ggml", "autograd"},
     "optim": {"ggml", "autograd"},
     "nn": {"ggml", "autograd", "serialization"},
-    "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp"},
-    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "train"},
-    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "train", "parallel"},
+    "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils"},
+    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train"},
+    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "parallel"},
 }
 FILES = sorted(ROOT.rglob("*.py"))
 

@@ -1,0 +1,37 @@
+"""`ggrad.Generator`: a seeded source of random numbers a caller owns (PyTorch's `torch.Generator`).
+
+Draws come from numpy's PCG64 on the host, like the global generator behind `manual_seed`; a
+Generator is for code that wants its own reproducible stream (a DataLoader's shuffle order).
+"""
+
+import numbers
+
+import numpy as np
+
+
+class Generator:
+    """A random-number generator with its own seed; starts from a seed drawn from fresh entropy."""
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self.seed()
+
+    def manual_seed(self, seed):
+        """Restart the stream from `seed` (an int); returns self, as PyTorch's."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
+        self._initial_seed = int(seed) % (1 << 64)
+        self.numpy = np.random.Generator(np.random.PCG64(self._initial_seed))
+        return self
+
+    def seed(self):
+        """Reseed from fresh entropy and return the new seed."""
+        self.manual_seed(int(np.random.SeedSequence().generate_state(1, np.uint64)[0]))
+        return self._initial_seed
+
+    def initial_seed(self):
+        """The seed the current stream started from."""
+        return self._initial_seed
+
+    def __repr__(self):
+        return f"<ggrad.Generator initial_seed={self._initial_seed}>"

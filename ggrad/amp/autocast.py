@@ -53,10 +53,6 @@ _BANNED_MESSAGE = ("{op} and torch.nn.BCELoss are unsafe to autocast. Many model
                    "binary_cross_entropy_with_logits or BCEWithLogitsLoss, which are safe to autocast.")
 
 
-def _device_type(device):
-    return device.torch_name.split(":")[0]
-
-
 def _in_dtype(out, dtype):
     """A product's result in the autocast dtype, as PyTorch gives it."""
     if isinstance(out, Tensor) and out.dtype.is_float and out.dtype is not dtype:
@@ -74,7 +70,7 @@ class _Policy:
 
     def __call__(self, name, fn, args, kwargs):
         kind, n_cast = TABLE[name]
-        if not any(isinstance(a, Tensor) and _device_type(a.device) == self.device_type for a in args):
+        if not any(isinstance(a, Tensor) and a.device.type == self.device_type for a in args):
             return fn(*args, **kwargs)   # another device type's op
         if kind == BANNED:
             raise RuntimeError(_BANNED_MESSAGE.format(op=name))

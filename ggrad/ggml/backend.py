@@ -30,7 +30,8 @@ class Device:
     Attributes:
         name: GGML's device name (`"CPU"`, `"CUDA0"`).
         description: what the backend says of it.
-        type: `"cpu"`, `"gpu"` or `"accel"`.
+        type: PyTorch's device type: `"cpu"`, `"cuda"`, `"vulkan"`, `"rpc"` (the backend, lower case).
+        kind: GGML's device type: `"cpu"`, `"gpu"` or `"accel"`.
         backend_name: the registry it belongs to (`"CPU"`, `"CUDA"`, `"Vulkan"`, `"RPC"`).
         index: its position among that registry's devices.
         relay: for an RPC device, the `rpc.client.Relay` in front of its server (else None).
@@ -40,7 +41,8 @@ class Device:
         self.ptr = ptr
         self.name = ffi.string(lib.ggml_backend_dev_name(ptr)).decode()
         self.description = ffi.string(lib.ggml_backend_dev_description(ptr)).decode()
-        self.type = _TYPE_NAMES.get(lib.ggml_backend_dev_type(ptr), "accel")
+        self.kind = _TYPE_NAMES.get(lib.ggml_backend_dev_type(ptr), "accel")
+        self.type = "cpu" if self.kind == "cpu" else backend_name.lower()
         self.backend_name = backend_name
         self.index = index
         self.relay = None
@@ -48,7 +50,7 @@ class Device:
 
     @property
     def is_cpu(self):
-        return self.type == "cpu"
+        return self.kind == "cpu"
 
     def memory(self):
         """(free, total) bytes, as the backend reports them."""
@@ -100,10 +102,13 @@ class Device:
 
     def __repr__(self):
         free, total = self.memory()
-        return (f"Device({self.torch_name!r}, ggml={self.name!r}, type={self.type!r}, "
+        return (f"Device({self.torch_name!r}, ggml={self.name!r}, kind={self.kind!r}, "
                 f"description={self.description!r}, memory={free >> 20}/{total >> 20} MiB)")
 
-    def __eq__(self, other):
+    def __str__(self):
+        return self.torch_name
+
+    def __eq__(self, other):   # as torch.device: a Device never equals a string
         return isinstance(other, Device) and other.name == self.name
 
     def __hash__(self):
@@ -154,7 +159,7 @@ def device(name=None):
             if (kind == "cpu" and dev.is_cpu) or (dev.backend_name.lower() == kind and dev.index == index):
                 return dev
         if kind == "gpu":
-            gpus = [d for d in _devices.values() if d.type == "gpu"]
+            gpus = [d for d in _devices.values() if d.kind == "gpu"]
             if index < len(gpus):
                 return gpus[index]
     known = ", ".join(f"{d.torch_name} ({d.name})" for d in _devices.values())

@@ -41,7 +41,7 @@ def split_sizes(n, parts):
 
 def default_devices():
     """Every local GPU, else the CPU (RPC servers' devices only when named)."""
-    gpus = [d for d in ggml.devices() if d.type == "gpu" and d.backend_name != "RPC"]
+    gpus = [d for d in ggml.devices() if d.kind == "gpu" and d.backend_name != "RPC"]
     return gpus or [ggml.device("cpu")]
 
 

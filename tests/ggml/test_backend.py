@@ -49,7 +49,7 @@ def test_devices_match_registry():
 
 def test_repr_and_pickle():
     cpu = gg.cpu()
-    assert repr(cpu).startswith("Device('cpu', ggml='CPU', type='cpu'")
+    assert repr(cpu).startswith("Device('cpu', ggml='CPU', kind='cpu'")
     assert "MiB" in repr(cpu)
     assert pickle.loads(pickle.dumps(cpu)) is cpu
 
@@ -210,7 +210,7 @@ def test_scheduler_cpu_add(rng):
 
 # ---------------------------------------------------------------- GPUs (CUDA, Vulkan), when built
 
-GPUS = [d for d in gg.devices() if d.type == "gpu" and d.backend_name != "RPC"]
+GPUS = [d for d in gg.devices() if d.kind == "gpu" and d.backend_name != "RPC"]
 
 
 @pytest.fixture(params=GPUS or [None], ids=[d.torch_name for d in GPUS] or ["no-gpu"])
@@ -251,3 +251,13 @@ def test_gpu_round_trip_and_compute(gpu, rng):
     # largest error of these length-64 dot products was 0.0067
     np.testing.assert_allclose(gg.get_data(y, y.shape), xx @ xw.T, rtol=1e-2, atol=3e-2)
     del inputs
+
+
+def test_device_type_str_and_equality_as_torch():
+    torch = pytest.importorskip("torch")
+    cpu = gg.device("cpu")
+    assert (cpu.type, str(cpu)) == (torch.device("cpu").type, str(torch.device("cpu")))
+    assert (cpu == "cpu") == (torch.device("cpu") == "cpu")   # a device never equals a string
+    assert cpu == gg.device("cpu") and len({cpu, gg.device("cpu")}) == 1
+    for d in gg.devices():
+        assert d.type == d.torch_name.split(":")[0] and str(d) == d.torch_name

@@ -1,6 +1,6 @@
 """ggrad on every GPU device of the installed GGML: ops agree with the CPU, training runs as one graph.
 
-Parametrized over `[d for d in ggrad.devices() if d.type == "gpu"]` (CUDA0, Vulkan0, ...); with none,
+Parametrized over `[d for d in ggrad.devices() if d.kind == "gpu"]` (CUDA0, Vulkan0, ...); with none,
 every test is skipped with the reason. Point `GGRAD_GGML_LIB_DIR` at a GGML build with CUDA or Vulkan
 to run them without reinstalling. `GGRAD_TEST_RPC=host:port` adds a running GGML RPC server's device
 (GGML reports RPC devices as GPUs: device memory that is not host memory), which exercises the same
@@ -21,13 +21,13 @@ def _gpu_devices():
     endpoint = os.environ.get("GGRAD_TEST_RPC")
     if endpoint:
         ggrad.ggml.rpc_add_server(endpoint)
-    return [d for d in ggrad.devices() if d.type == "gpu"]
+    return [d for d in ggrad.devices() if d.kind == "gpu"]
 
 
 def _device_params():
     gpus = _gpu_devices()
     if not gpus:
-        reason = ("no GPU device in this GGML build (ggrad.devices() lists no device of type 'gpu'); "
+        reason = ("no GPU device in this GGML build (ggrad.devices() lists no device of kind 'gpu'); "
                   "build GGML with -DGGML_CUDA=ON or -DGGML_VULKAN=ON and point GGRAD_GGML_LIB_DIR at it")
         return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-gpu")]
     return [pytest.param(d, id=d.torch_name) for d in gpus]

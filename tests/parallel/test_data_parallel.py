@@ -135,7 +135,7 @@ def test_dp_train_runs_the_fit_loop_on_the_default_device():
                        verbose=0)
     assert isinstance(history, History) and len(history.history["loss"]) == 2
     assert seen == [(b, 32, True, True) for b in range(3)] * 2
-    assert default_devices() == [d for d in gg.devices() if d.type == "gpu" and d.backend_name != "RPC"] or \
+    assert default_devices() == [d for d in gg.devices() if d.kind == "gpu" and d.backend_name != "RPC"] or \
         default_devices() == [gg.device("cpu")]
     # the same as fit over the same batches on one device: one loop
     reference = _model()

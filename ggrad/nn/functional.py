@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
+from ..autograd.boundary import guard as _guard
 from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu, elu, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
@@ -220,3 +221,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask = mask.masked_fill(blocked, 0.0)   # a finite row: no NaN forward or backward
     out, _ = attend(query, key, value, mask, scale, dropout_p, True, open_rows)
     return out
+
+
+_guard(globals(), __all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch

@@ -10,6 +10,7 @@ A line {"start": i} is flushed before each call, so a call that kills the proces
 
 import inspect
 import json
+import os
 import signal
 import sys
 import warnings
@@ -78,9 +79,18 @@ def targets():
     return out
 
 
-def cases():
-    return [(label, ours, theirs, method, arg_name, build)
-            for label, ours, theirs, method in targets() for arg_name, build in ARGUMENTS]
+def _abort(*args, **kwargs):
+    os.abort()
+
+
+def cases(selftest=False):
+    """Every (target, arguments) pair. `selftest` (GGRAD_FAMILY_SELFTEST=abort in the child): two calls that
+    abort, then a few ordinary ones: the parent's own test that a killed child is reported and the family
+    goes on."""
+    if selftest:
+        return ([("selftest.abort", _abort, lambda *a, **k: None, False, name, build) for name, build in
+                 ARGUMENTS[:2]] + [t + a for t in targets()[:2] for a in ARGUMENTS])
+    return [t + a for t in targets() for a in ARGUMENTS]
 
 
 def _call(fn, method, args, kwargs):
@@ -112,7 +122,7 @@ def main(out_path, start):
     warnings.simplefilter("ignore")
     ggrad.ggml.hooks.set_log_level("none")
     signal.signal(signal.SIGALRM, _timeout)
-    all_cases = cases()
+    all_cases = cases(os.environ.get("GGRAD_FAMILY_SELFTEST") == "abort")
     with open(out_path, "a") as out:
         for i in range(start, len(all_cases)):
             label, ours, theirs, method, arg_name, build = all_cases[i]

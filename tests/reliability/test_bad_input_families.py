@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-import bad_input_family as family  # noqa: E402
+import bad_input_family as family  # noqa: E402  (for its tables; the calls run in the child)
 
 NON_TENSOR = ("none", "str", "list_of_str")
 DIMS = ("dim_out_of_range", "negative_dim_out_of_range", "dim_kw_out_of_range")
@@ -43,12 +43,10 @@ KNOWN = {
 }
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
-    """{(label, args): record} for every call of the family, and the calls that killed the child."""
-    out = tmp_path_factory.mktemp("family") / "family.jsonl"
-    total = len(family.cases())
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def run_family(out, selftest=False):
+    """({(label, args): record} for every call of the family, [the calls that killed the child], total)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GGRAD_FAMILY_SELFTEST="abort" if selftest else "")
+    total = len(family.cases(selftest))
     start, killed = 0, []
     while start < total:
         proc = subprocess.run([sys.executable, str(HERE / "bad_input_family.py"), str(out), str(start)],
@@ -61,6 +59,18 @@ def outcomes(tmp_path_factory):
         start = last["start"] + 1
     done = {(r["label"], r["args"]): r for r in records if "done" in r}
     return done, killed, total
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    return run_family(tmp_path_factory.mktemp("family") / "family.jsonl")
+
+
+def test_a_call_that_aborts_is_reported_and_the_family_goes_on(tmp_path):
+    done, killed, total = run_family(tmp_path / "selftest.jsonl", selftest=True)
+    assert [k[:2] for k in killed] == [("selftest.abort", name) for name, _ in family.ARGUMENTS[:2]]
+    assert all(k[2] != 0 for k in killed)
+    assert len(done) == total - 2 > 0
 
 
 def _raised_like_torch(record):

@@ -23,6 +23,12 @@ sys.path.insert(0, str(HERE))
 import bad_input_family as family  # noqa: E402  (for its tables; the calls run in the child)
 
 NON_TENSOR = ("none", "str", "list_of_str")
+BAD_SECOND = ("none_argument", "str_argument", "list_of_str_argument")
+# Second arguments that ggrad takes where PyTorch refuses them: None as "every dim" or "the default generator",
+# and selu's `inplace` flag (ignored, as every ggrad op is out of place).
+EXTENSIONS = {(f"{owner}.{name}", "none_argument") for owner in ("ggrad", "Tensor")
+              for name in ("bernoulli", "logsumexp", "max", "min", "squeeze")}
+EXTENSIONS |= {("ggrad.selu", args) for args in BAD_SECOND}
 DIMS = ("dim_out_of_range", "negative_dim_out_of_range", "dim_kw_out_of_range")
 # Outcomes that differ from PyTorch's, with the reason.
 KNOWN = {
@@ -96,6 +102,14 @@ def test_a_non_tensor_input_raises_torchs_type(outcomes):
     done = outcomes[0]
     bad = _violations(done, lambda label, args, r: args in NON_TENSOR and r["torch"]["kind"] == "raised"
                       and r["ggrad"]["kind"] != "skip" and not _raised_like_torch(r))
+    assert not bad, "\n".join(bad)
+
+
+def test_none_or_a_str_as_an_operand_is_refused_not_computed(outcomes):
+    """`x * None` was NaN (None became a NaN constant): wherever PyTorch refuses such an argument, so does ggrad."""
+    done = outcomes[0]
+    bad = _violations(done, lambda label, args, r: args in BAD_SECOND and (label, args) not in EXTENSIONS
+                      and r["torch"]["kind"] == "raised" and r["ggrad"]["kind"] == "ok")
     assert not bad, "\n".join(bad)
 
 

@@ -238,8 +238,9 @@ def main(argv=None):
         opt.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         start = int(state["step"])
-        history["train"] = [tuple(p) for p in state["history"]["train"]]
-        history["val"] = [tuple(p) for p in state["history"]["val"]]
+        saved = state.get("history", {})   # checkpoints of earlier versions have none
+        history["train"] = [tuple(p) for p in saved.get("train", [])]
+        history["val"] = [tuple(p) for p in saved.get("val", [])]
         print(f"resumed from {checkpoint} at step {start}")
     print(f"model: {n_params:,} parameters, d_model {args.d_model}, {args.layers} layers, {args.heads} heads, "
           f"context {args.context}, batch {args.batch}")

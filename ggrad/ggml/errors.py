@@ -10,8 +10,9 @@ class ShapeError(GGRADError, ValueError, RuntimeError):
     earlier releases raised ValueError: this is both."""
 
 
-class DTypeError(GGRADError, TypeError):
-    """A tensor type that an op or conversion cannot accept."""
+class DTypeError(GGRADError, TypeError, RuntimeError):
+    """A tensor type that an op or conversion cannot accept (PyTorch raises RuntimeError for most of these,
+    TypeError for some: this is both)."""
 
 
 class DeviceError(GGRADError, ValueError):

@@ -20,6 +20,9 @@ from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, ara
 from .autograd.execution import realize
 from .autograd.profiler import profile
 from .autograd.generator import Generator
+from .autograd import ops as _ops
+from .autograd.boundary import guard as _guard
+_guard(globals(), _ops.__all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch
 
 from . import nn, optim  # noqa: E402  (they build on everything above)
 from .serialization import save, load  # noqa: E402

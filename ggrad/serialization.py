@@ -6,10 +6,13 @@ and the structure around them (nested dicts, lists, tuples, numbers, strings, No
 member `__ggrad__`. Loading never unpickles (`allow_pickle=False`), so a file cannot run code.
 Saving writes a temporary file in the same directory, fsyncs it and renames it over the target
 (`ggml.files.atomic_write`): an interrupted save leaves the previous file intact.
+Before numpy reads a member, its .npy header is checked against the archive's own sizes (`_check_members`),
+so a small hostile file cannot make load allocate or inflate far more than the file holds.
 """
 
 import json
 import os
+import sys
 import zipfile
 
 import numpy as np
@@ -22,6 +25,9 @@ from .ggml.files import atomic_write
 FORMAT = "ggrad.save"
 VERSION = 1
 _META = "__ggrad__"
+# ggrad.save stores members uncompressed; a deflated member may expand at most this much (deflate's own
+# limit is about 1032:1; weights compress far less). Beyond it the file is refused as a decompression bomb.
+MAX_EXPANSION = 100
 
 
 # ---- encoding ----------------------------------------------------------------------------------
@@ -104,6 +110,38 @@ def _member(arrays, name, path):
 
 
 # ---- files -------------------------------------------------------------------------------------
+def _check_members(source, name):
+    """Refuse an archive whose members claim more bytes than they can honestly hold: a member inflating
+    beyond MAX_EXPANSION times its compressed size, or an .npy header whose shape and dtype do not
+    account for exactly the member's declared size. Reads only the headers."""
+    try:
+        archive = zipfile.ZipFile(source)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return   # not a zip archive: np.load says what it is
+    with archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED and \
+                    info.file_size > MAX_EXPANSION * info.compress_size + 4096:
+                raise ValueError(f"ggrad.load: {name} is refused: member {info.filename!r} would inflate "
+                                 f"{info.compress_size} bytes to {info.file_size} (more than {MAX_EXPANSION}x; "
+                                 "ggrad.save never compresses): a decompression bomb or a damaged file")
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(member, max_header_size=10000)
+                header = member.tell()
+            count = 1
+            for n in shape:
+                count *= int(n)
+            if dtype.hasobject or header + count * dtype.itemsize != info.file_size:
+                raise ValueError(f"ggrad.load: {name} is corrupt: member {info.filename!r} declares shape "
+                                 f"{tuple(shape)} of {dtype} ({count * dtype.itemsize} bytes) but holds "
+                                 f"{info.file_size - header}")
+
+
 def _is_gguf(path):
     return not hasattr(path, "write") and not hasattr(path, "read") and os.fspath(path).endswith(".gguf")
 
@@ -139,10 +177,18 @@ def load(path, map_location=None, dequantize=False, metadata=False):
         return serialization_gguf.load(path, map_location, dequantize=dequantize, metadata=metadata)
     name = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
     try:
+        start = path.tell() if hasattr(path, "read") else None
+        try:
+            _check_members(path, name)
+        finally:
+            if start is not None:
+                path.seek(start)
         archive = np.load(path, allow_pickle=False)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, SyntaxError) as e:
+        if isinstance(e, ValueError) and str(e).startswith("ggrad.load:"):
+            raise
         raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (not a readable .npz archive: {e})") from e
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (a bare .npy array, not an archive)")
@@ -153,6 +199,9 @@ def load(path, map_location=None, dequantize=False, metadata=False):
         try:
             structure = json.loads(archive[_META].tobytes().decode("utf-8"))
             arrays = {k: archive[k] for k in archive.files if k != _META}
+        except RecursionError:
+            raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's "
+                             f"recursion limit, {sys.getrecursionlimit()}; ggrad.save never writes that)") from None
         except (OSError, ValueError, EOFError, KeyError, UnicodeDecodeError, zipfile.BadZipFile) as e:
             raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
     if not isinstance(structure, dict) or structure.get("format") != FORMAT or "root" not in structure:
@@ -162,5 +211,8 @@ def load(path, map_location=None, dequantize=False, metadata=False):
                          f"versions up to {VERSION}")
     try:
         return _decode(structure["root"], arrays, map_location, name)
-    except (KeyError, TypeError, RecursionError) as e:
+    except RecursionError:
+        raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's recursion "
+                         f"limit, {sys.getrecursionlimit()})") from None
+    except (KeyError, TypeError) as e:
         raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e

@@ -79,6 +79,9 @@ def promote(a, b, op):
     an int tensor meeting a float one becomes float."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: at least one operand must be a Tensor")
+    for v in (a, b):   # None or a str would become a NaN constant: refuse them, as PyTorch
+        if not isinstance(v, (Tensor, numbers.Number)) and not (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0):
+            raise TypeError(f"{op}: expected a Tensor or a number as operand, got {type(v).__name__} {v!r:.40}")
     if not isinstance(a, Tensor):
         a = full((), a, dtype=scalar_dtype(a, b), device=b.device)
     if not isinstance(b, Tensor):

@@ -131,6 +131,12 @@ def batches(data, batch, context, rng):
     return window[:, :-1], window[:, 1:]
 
 
+def step_seed(seed, step):
+    """The seed of training step `step`: its batch and its dropout masks come from it alone, so a run resumed
+    at any step draws exactly what the uninterrupted run drew there."""
+    return int(np.random.SeedSequence([seed, step]).generate_state(1)[0])
+
+
 def evaluate(model, data, args, device, n_batches=8):
     rng = np.random.default_rng(1)
     model.eval()
@@ -161,8 +167,9 @@ def plot_losses(history, path):
         print("matplotlib is not installed (pip install -e '.[examples]'): no loss-curve PNG written")
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
-    steps, train = zip(*history["train"])
-    ax.plot(steps, train, label="train (batch)", alpha=0.5)
+    if history["train"]:
+        steps, train = zip(*history["train"])
+        ax.plot(steps, train, label="train (batch)", alpha=0.5)
     if history["val"]:
         vs, vl = zip(*history["val"])
         ax.plot(vs, vl, "o-", label="validation")
@@ -186,11 +193,15 @@ def parse_args(argv=None):
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout in the transformer blocks")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--corpus", default=None, help="a text file or a folder of .py files (default: the stdlib)")
     p.add_argument("--out", default="runs/char_gpt", help="folder for the checkpoint and the loss curve")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--stop-after", type=int, default=None,
+                   help="stop after this step and write the checkpoint, as an interruption would (the schedule "
+                        "still spans --steps); --resume continues bitwise as the uninterrupted run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     return p.parse_args(argv)
@@ -207,7 +218,7 @@ def main(argv=None):
     print(f"corpus: {len(train):,} train / {len(val):,} validation characters; "
           f"unigram baseline {baseline:.3f} nats; device {device.torch_name} ({device.description})")
 
-    model = CharGPT(len(VOCAB), args.d_model, args.layers, args.heads, args.context).to(device)
+    model = CharGPT(len(VOCAB), args.d_model, args.layers, args.heads, args.context, args.dropout).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
@@ -227,16 +238,26 @@ def main(argv=None):
         opt.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         start = int(state["step"])
+        saved = state.get("history", {})   # checkpoints of earlier versions have none
+        history["train"] = [tuple(p) for p in saved.get("train", [])]
+        history["val"] = [tuple(p) for p in saved.get("val", [])]
         print(f"resumed from {checkpoint} at step {start}")
     print(f"model: {n_params:,} parameters, d_model {args.d_model}, {args.layers} layers, {args.heads} heads, "
           f"context {args.context}, batch {args.batch}")
 
-    rng = np.random.default_rng(args.seed + start)
+    stop = args.steps if args.stop_after is None else min(args.stop_after, args.steps)
     tokens_per_step = args.batch * args.context
-    bar = tqdm(range(start, args.steps), initial=start, total=args.steps, dynamic_ncols=True, file=sys.stdout)
+    bar = tqdm(range(start, stop), initial=start, total=args.steps, dynamic_ncols=True, file=sys.stdout)
     t0, pending = time.perf_counter(), []
+
+    def save_checkpoint(step):
+        ggrad.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": schedule.state_dict(),
+                    "step": step, "history": {"train": history["train"], "val": history["val"]}}, checkpoint)
+
     for step in bar:
-        x, y = batches(train, args.batch, args.context, rng)
+        seed = step_seed(args.seed, step)
+        ggrad.manual_seed(seed)   # dropout draws from ggrad's generator
+        x, y = batches(train, args.batch, args.context, np.random.default_rng(seed))
         logits = model(ggrad.tensor(x, device=device))
         loss = ggrad.cross_entropy(logits.reshape(-1, len(VOCAB)), ggrad.tensor(y.reshape(-1), device=device))
         opt.zero_grad()
@@ -244,7 +265,7 @@ def main(argv=None):
         opt.step()
         schedule.step()
         pending.append((step + 1, loss))
-        if (step + 1) % 10 == 0 or step + 1 == args.steps:
+        if (step + 1) % 10 == 0 or step + 1 in (args.steps, stop):
             elapsed = time.perf_counter() - t0
             history["train"].extend((s, l.item()) for s, l in pending)
             bar.set_postfix(loss=f"{history['train'][-1][1]:.3f}",
@@ -254,10 +275,14 @@ def main(argv=None):
             v = evaluate(model, val, args, device)
             history["val"].append((step + 1, v))
             bar.write(f"step {step + 1}: validation loss {v:.3f} nats (unigram {baseline:.3f})")
-            ggrad.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "schedule": schedule.state_dict(), "step": step + 1}, checkpoint)
+            save_checkpoint(step + 1)
             t0 = time.perf_counter()
+        elif step + 1 == stop:
+            save_checkpoint(step + 1)
     bar.close()
+    if stop < args.steps:
+        print(f"stopped after step {stop} of {args.steps}; checkpoint {checkpoint} (continue with --resume)")
+        return {"history": history, "unigram": baseline}
     final = history["val"][-1][1] if history["val"] else evaluate(model, val, args, device)
     print(f"final validation loss {final:.3f} nats vs unigram baseline {baseline:.3f} "
           f"({math.exp(final):.2f} vs {math.exp(baseline):.2f} perplexity); checkpoint {checkpoint}")

@@ -5,12 +5,14 @@ class GGRADError(Exception):
     """Base class of every error ggrad raises on purpose."""
 
 
-class ShapeError(GGRADError, ValueError):
-    """Shapes, strides or dimensions that an op cannot accept."""
+class ShapeError(GGRADError, ValueError, RuntimeError):
+    """Shapes, strides or dimensions that an op cannot accept. PyTorch raises RuntimeError for these; ggrad's
+    earlier releases raised ValueError: this is both."""
 
 
-class DTypeError(GGRADError, TypeError):
-    """A tensor type that an op or conversion cannot accept."""
+class DTypeError(GGRADError, TypeError, RuntimeError):
+    """A tensor type that an op or conversion cannot accept (PyTorch raises RuntimeError for most of these,
+    TypeError for some: this is both)."""
 
 
 class DeviceError(GGRADError, ValueError):
@@ -25,8 +27,9 @@ class GGMLError(GGRADError, RuntimeError):
     """GGML reported a failure (allocation, compute, file format)."""
 
 
-class ArgumentError(GGRADError, ValueError):
-    """A scalar or enum argument outside what an op accepts."""
+class ArgumentError(GGRADError, ValueError, RuntimeError):
+    """A scalar or enum argument outside what an op accepts (PyTorch's C++ ops raise RuntimeError, its Python
+    ones ValueError: this is both)."""
 
 
 class FormatError(GGRADError, ValueError):

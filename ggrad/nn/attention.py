@@ -2,7 +2,7 @@
 
 Self-attention makes q, k and v with ONE matmul against a (3E, E) weight; every head is computed at
 once in batched matmuls on (B, H, T, Dh) tensors; all masks are merged into one additive f32 mask
-that GGML's fused soft_max_ext applies together with the 1/sqrt(Dh) scale.
+that GGML's fused soft_max_ext applies (blocked = -inf) together with the 1/sqrt(Dh) scale.
 """
 
 import math
@@ -94,8 +94,9 @@ class MultiHeadAttention(Module):
             key (Tensor, optional): (B, S, kdim); defaults to query.
             value (Tensor, optional): (B, S, vdim); defaults to key.
             attn_mask (Tensor | array, optional): (T, S), (B*H, T, S) or broadcastable to (B, H, T, S).
-                Boolean (bool arrays or int32 Tensors): True/nonzero = NOT allowed to attend. Float: added
-                to the scores.
+                Boolean (bool arrays or int32 Tensors): True/nonzero = NOT allowed to attend (-inf; a
+                row with every key blocked is NaN, as PyTorch). Float: added to the scores (a mask
+                that requires grad gets its gradient).
             key_padding_mask (Tensor | array, optional): (B, S); boolean True = padding (ignored), or float
                 (added).
             is_causal (bool, default False): query i attends only keys j <= i (combined with the masks).
@@ -194,14 +195,14 @@ class MultiHeadAttention(Module):
                 m = m.reshape(b, h, t, s)
             elif m.ndim not in (2, 4) or m.shape[-2:] != (t, s) or \
                     any(have not in (1, want) for have, want in zip(m.shape[:-2], (b, h))):
-                raise ShapeError(f"MultiHeadAttention: attn_mask of shape {tuple(m.shape)} should be (L, S) = "
+                raise F.AttentionMaskError(f"MultiHeadAttention: attn_mask of shape {tuple(m.shape)} should be (L, S) = "
                                  f"{(t, s)}, (N*num_heads, L, S) = {(b * h, t, s)} or broadcastable to "
                                  f"(N, num_heads, L, S) = {(b, h, t, s)}")
             parts.append(m)
         if key_padding_mask is not None:
             m = F.additive_mask(key_padding_mask, True, "MultiHeadAttention key_padding_mask", device)
             if m.shape != (b, s):
-                raise ShapeError(f"MultiHeadAttention: key_padding_mask of shape {tuple(m.shape)} should be "
+                raise F.AttentionMaskError(f"MultiHeadAttention: key_padding_mask of shape {tuple(m.shape)} should be "
                                  f"(N, S) = {(b, s)}")
             parts.append(m.reshape(b, 1, 1, s))
         if is_causal and s > cached + 1:   # else every query sees every key

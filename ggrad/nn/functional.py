@@ -12,6 +12,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
 from ..autograd.autocast_hook import autocast_op
+from ..autograd.boundary import guard as _guard
 from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu, elu, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
@@ -20,7 +21,7 @@ from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu,
 from ..autograd.ops import (selu, celu, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,  # noqa: F401
                             softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate, conv_transpose1d,
                             conv_transpose2d)
-from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm
+from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm, isneginf as _isneginf
 from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
 
@@ -31,8 +32,9 @@ __all__ = ["linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "e
            "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
            "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate", "conv_transpose1d", "conv_transpose2d"]
 
-# Masked scores get this additive bias: finite, so a fully masked row gives uniform weights, not NaN.
+# The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30
+_BLOCKED = float("-inf")
 _F32_EPS = float(np.finfo(np.float32).eps)
 
 
@@ -94,26 +96,44 @@ def causal_mask_host(rows, cols, offset=0):
     return mask
 
 
+class AttentionMaskError(ShapeError, RuntimeError, AssertionError):
+    """An attention mask whose shape does not fit the scores. PyTorch raises RuntimeError or AssertionError
+    depending on the mask, so this is both (and a ShapeError)."""
+
+
 def additive_mask(mask, true_masks, op, device=None):
     """A float32 additive mask Tensor from a boolean or float mask.
 
-    Boolean masks are numpy/list bools or integers, or int32 Tensors: with `true_masks`, nonzero entries
-    are masked out (MultiheadAttention's convention); otherwise nonzero entries take part (sdpa's).
-    Float masks (float Tensors or arrays) are added to the scores as they are.
+    Boolean masks are numpy/list bools or integers, or integer Tensors (ggrad's stand-in for bool
+    Tensors): with `true_masks`, nonzero entries are blocked (MultiheadAttention's convention), otherwise
+    nonzero entries take part (sdpa's). Blocked entries get -inf, so a row with every key blocked is
+    NaN, as in PyTorch. Float masks are added as they are and keep their autograd history.
     """
     if isinstance(mask, Tensor):
         if mask.dtype.is_float:
-            return mask.detach().to(f32)
+            return mask if mask.dtype is f32 else mask.to(f32)
         with no_grad():
-            m = mask.ne(0)
-            return m * MASKED if true_masks else (1.0 - m) * MASKED
+            blocked = mask.ne(0) if true_masks else mask.eq(0)
+            zeros = _tensor(np.zeros(mask.shape, dtype=np.float32), device=mask.device)
+            return zeros.masked_fill(blocked, _BLOCKED)
     array = np.asarray(mask)
     if array.dtype.kind == "f":
         return _tensor(array.astype(np.float32), device=device)
     if array.dtype.kind not in "biu":
         raise TypeError(f"{op}: a mask must be boolean, integer or float, got numpy dtype {array.dtype}")
-    masked = array.astype(bool) if true_masks else ~array.astype(bool)
-    return _tensor(np.where(masked, np.float32(MASKED), np.float32(0.0)), device=device)
+    blocked = array.astype(bool) if true_masks else ~array.astype(bool)
+    return _tensor(np.where(blocked, np.float32(_BLOCKED), np.float32(0.0)), device=device)
+
+
+def _may_block_rows(mask):
+    """False when `mask` (sdpa's convention) is known on the host to leave every row at least one key."""
+    if isinstance(mask, Tensor):
+        return True
+    array = np.asarray(mask)
+    if array.ndim == 0:
+        return True
+    blocked = np.isneginf(array) if array.dtype.kind == "f" else ~array.astype(bool)
+    return bool(blocked.all(axis=-1).any())
 
 
 def fit_mask(mask, scores_shape, op):
@@ -127,7 +147,7 @@ def fit_mask(mask, scores_shape, op):
         for have, want in zip(reversed(shape), reversed(scores_shape)):
             ok = ok and have in (1, want)
     if not ok:
-        raise ShapeError(f"{op}: attention mask of shape {tuple(mask.shape)} cannot be broadcast to the attention "
+        raise AttentionMaskError(f"{op}: attention mask of shape {tuple(mask.shape)} cannot be broadcast to the attention "
                          f"scores of shape {tuple(scores_shape)} (batch..., L={rows}, S={cols})")
     if shape != tuple(mask.shape):
         mask = mask.reshape(shape)
@@ -137,16 +157,23 @@ def fit_mask(mask, scores_shape, op):
 
 
 @autocast_op("attention")
-def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True):
+def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_rows=None):
     """softmax(q @ k^T * scale + mask) @ v, with dropout on the weights; returns (output, weights).
 
     q (..., L, E), k (..., S, E), v (..., S, Ev); `mask` an additive f32 Tensor already fitted to
-    (..., L, S) by `fit_mask`. The softmax is one fused GGML soft_max_ext.
+    (..., L, S) by `fit_mask`. The softmax is one fused GGML soft_max_ext; a mask that requires grad is
+    added before it instead, so its gradient flows. `open_rows` (..., L, 1), 1 where a row may attend
+    and 0 where it may not, zeroes the weights of fully blocked rows (sdpa's rule).
     """
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     scores = q @ k.transpose(-1, -2)
-    weights = softmax_ext(scores, mask, scale=scale)
+    if mask is not None and mask.requires_grad:
+        weights = softmax_ext(scores * scale + mask)
+    else:
+        weights = softmax_ext(scores, mask, scale=scale)
+    if open_rows is not None:
+        weights = weights * open_rows
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, True)
     return weights @ v, weights
@@ -161,7 +188,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key (Tensor): (..., S, E).
         value (Tensor): (..., S, Ev).
         attn_mask (Tensor | array, optional): broadcastable to (..., L, S). Boolean (bool arrays or
-            int32 Tensors): True/nonzero = takes part in attention. Float: added to the scores.
+            int32 Tensors): True/nonzero = takes part in attention. Float: added to the scores (a mask that
+            requires grad gets its gradient). A row with no key allowed gives zeros, as PyTorch.
         dropout_p (float, default 0.0): dropout on the attention weights (applied whenever > 0, as in PyTorch).
         is_causal (bool, default False): query i attends keys j <= i; cannot be combined with attn_mask.
         scale (float, optional): defaults to 1 / sqrt(E).
@@ -182,12 +210,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
     batch = tuple(max(a, b) for a, b in zip(query.shape[:-2], key.shape[:-2]))
     scores_shape = batch + (query.shape[-2], key.shape[-2])
-    mask = None
+    mask = open_rows = None
     if is_causal:
         mask = _tensor(causal_mask_host(query.shape[-2], key.shape[-2]), device=query.device)
     elif attn_mask is not None:
         mask = additive_mask(attn_mask, False, "scaled_dot_product_attention", query.device)
     if mask is not None:
         mask = fit_mask(mask, scores_shape, "scaled_dot_product_attention")
-    out, _ = attend(query, key, value, mask, scale, dropout_p, True)
+    if attn_mask is not None and _may_block_rows(attn_mask):
+        with no_grad():
+            blocked = _isneginf(mask).sum(-1, keepdim=True).eq(mask.shape[-1])
+        open_rows = 1.0 - blocked
+        mask = mask.masked_fill(blocked, 0.0)   # a finite row: no NaN forward or backward
+    out, _ = attend(query, key, value, mask, scale, dropout_p, True, open_rows)
     return out
+
+
+_guard(globals(), __all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch

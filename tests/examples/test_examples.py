@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_example(name, *args, timeout=300):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))   # this tree's ggrad
     out = subprocess.run([sys.executable, str(ROOT / "examples" / name), *args], capture_output=True, text=True,
                          timeout=timeout, env=env, cwd=ROOT)
     assert out.returncode == 0, f"{name} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -39,6 +39,31 @@ def test_char_gpt_short_run_trains_saves_and_resumes(tmp_path):
     assert (tmp_path / "checkpoint.gguf").exists()
     resumed = run_example("char_gpt.py", "--steps", "30", "--resume", *common)
     assert "resumed from" in resumed and "at step 20" in resumed
+
+
+def test_char_gpt_resume_is_bitwise_the_uninterrupted_run(tmp_path):
+    """N steps in one run, and k steps then --resume for the rest, give bitwise the same weights, optimizer
+    state and per-step losses (the batches and the dropout masks are drawn from the step's own seed)."""
+    import ggrad
+    from ggrad.examples import char_gpt
+    common = ["--corpus", str(Path(char_gpt.__file__)), "--d-model", "16", "--layers", "1", "--heads", "2",
+              "--context", "8", "--batch", "4", "--dropout", "0.2", "--eval-every", "3", "--sample", "0",
+              "--steps", "7"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    run_example("char_gpt.py", *common, "--out", str(whole))
+    stopped = run_example("char_gpt.py", *common, "--stop-after", "4", "--out", str(parts))
+    assert "stopped after step 4 of 7" in stopped
+    resumed = run_example("char_gpt.py", *common, "--resume", "--out", str(parts))
+    assert "at step 4" in resumed and "final validation loss" in resumed
+    a, b = (ggrad.load(d / "checkpoint.gguf") for d in (whole, parts))
+    assert a["step"] == b["step"] == 7
+    for name, value in a["model"].items():
+        assert np.array_equal(value.numpy(), b["model"][name].numpy()), name
+    assert len(a["history"]["train"]) == 7 and a["history"] == b["history"]
+    other = tmp_path / "other"   # the test can fail: another seed trains to other weights
+    run_example("char_gpt.py", *common, "--seed", "1", "--out", str(other))
+    c = ggrad.load(other / "checkpoint.gguf")
+    assert not np.array_equal(c["model"]["tok.weight"].numpy(), a["model"]["tok.weight"].numpy())
 
 
 def test_char_gpt_learns_below_unigram():

@@ -10,6 +10,7 @@ Integer operands are computed in float32 (exact below 2**24) and keep their dtyp
 """
 
 from ...ggml import f32
+from ...ggml.errors import ArgumentError
 from ..dtype_rules import promote
 from ..function import Function
 from ..tensor import Tensor
@@ -128,8 +129,10 @@ def _minimum(a, b):
 
 def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
     """min(max(x, min), max), bounds numbers or tensors; min > max gives max, as PyTorch."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"clamp(): argument 'input' must be a Tensor, not {type(x).__name__}")
     if min is None and max is None:
-        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+        raise ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds = [b if b is None or isinstance(b, Tensor) else bi.tensor(float(b), device=x.device)
                   for b in (min, max)]

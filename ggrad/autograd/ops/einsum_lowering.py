@@ -18,6 +18,8 @@ _ELLIPSIS_LABELS = "0123456789"   # stand-ins for the dimensions an ellipsis cov
 
 
 def _parse(equation, operands):
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the first argument must be the equation (a str), got {type(equation).__name__}")
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")

@@ -152,7 +152,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     total = rd.sum(per_row)
     if reduction == "sum":
         return total
-    return total / count if count is not None else total * (1.0 / per_row.shape[0])
+    rows = per_row.shape[0]
+    return total / count if count is not None else total * (1.0 / rows if rows else float("nan"))  # torch: nan
 
 
 @autocast_op("nll_loss")

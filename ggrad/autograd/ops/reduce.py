@@ -172,12 +172,12 @@ def _move_last(x, d):
 
 
 def _nonempty_reduction(x, dim, op):
-    """PyTorch's IndexError for a maximum over nothing."""
+    """PyTorch's errors for a maximum over nothing: RuntimeError without a dim, IndexError along an empty one."""
+    if dim is None and x.numel() == 0:
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
     for d in normalize_dims(dim, x.ndim) if x.ndim else ():
         if x.shape[d] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
-    if dim is None and x.numel() == 0:
-        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
 
 
 def amax(x, dim=None, keepdim=False):

@@ -11,7 +11,8 @@ from . import ggml
 from .ggml import (Device, devices, device, set_num_threads, get_num_threads, GGRADError, ShapeError, DTypeError,
                    DeviceError, GGMLError, ArgumentError)
 from .ggml import f32 as float32, f16 as float16, bf16 as bfloat16, i32 as int32
-from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled, is_grad_enabled)
+from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+                       is_inference_mode_enabled)
 from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
@@ -20,6 +21,7 @@ from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, ara
 from .autograd.execution import realize
 from .autograd.profiler import profile
 from .autograd.generator import Generator
+
 from .autograd import ops as _ops
 from .autograd.boundary import guard as _guard
 _guard(globals(), _ops.__all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch
@@ -47,3 +49,13 @@ def stats():
 def reset_stats():
     from .autograd.execution import stats as _stats
     _stats.reset()
+
+
+def is_tensor(obj):
+    """Whether `obj` is a ggrad Tensor (PyTorch's torch.is_tensor)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):  # noqa: A002 (PyTorch's name)
+    """The number of elements of `input` (PyTorch's torch.numel)."""
+    return input.numel()

@@ -6,7 +6,8 @@ from .function import Function, FunctionCtx, Node
 from .gradcheck import gradcheck, GradcheckError
 from .primitive import Primitive
 from .parameter import Parameter
-from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+                        is_inference_mode_enabled)
 from .execution import stats, realize
 from .engine import backward
 from . import ops, factory

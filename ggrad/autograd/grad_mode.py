@@ -1,4 +1,5 @@
-"""Whether operations record a graph for backward: `no_grad()`, `enable_grad()`, `set_grad_enabled()`.
+"""Whether operations record a graph for backward: `no_grad()`, `enable_grad()`, `set_grad_enabled()`,
+`inference_mode()`.
 
 The switch lives in a ContextVar, so threads and async tasks each see their own setting.
 """
@@ -62,3 +63,39 @@ class no_grad(_Switch):
 class enable_grad(_Switch):
     """Re-enable gradient recording inside a `no_grad` block."""
     mode = True
+
+
+_inference = contextvars.ContextVar("ggrad_inference_mode", default=False)
+
+
+def is_inference_mode_enabled():
+    return _inference.get()
+
+
+class inference_mode:
+    """PyTorch's inference_mode(mode=True): no gradient recording inside (a context manager or decorator).
+
+    ggrad records no extra version or view bookkeeping that inference mode could skip, so it is no_grad
+    plus the flag `is_inference_mode_enabled()`. As PyTorch's, `inference_mode(False)` turns both back:
+    inference off and gradients on, even inside no_grad.
+    """
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._tokens = (_inference.set(self.mode), _enabled.set(not self.mode))
+        return self
+
+    def __exit__(self, *exc):
+        _enabled.reset(self._tokens[1])
+        _inference.reset(self._tokens[0])
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+        return wrapper

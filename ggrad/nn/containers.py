@@ -1,4 +1,4 @@
-"""Containers that register the modules they hold: `ModuleList` and `ModuleDict`.
+"""Containers that register what they hold: `ModuleList`, `ModuleDict`, `ParameterList`, `ParameterDict`.
 
 (`Sequential`, which also runs its modules in order, lives in `sequential.py`.)
 """
@@ -6,7 +6,16 @@
 import operator
 from collections import OrderedDict
 
+from ..autograd import Parameter, Tensor
 from .module import Module
+
+
+def _position(idx, n, container):
+    """A list index (negative ones wrap) checked against the length `n`."""
+    idx = operator.index(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range for a {container} of length {n}")
+    return idx % n
 
 
 class ModuleList(Module):
@@ -22,11 +31,7 @@ class ModuleList(Module):
             self.extend(modules)
 
     def _index(self, idx):
-        idx = operator.index(idx)
-        n = len(self)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range for a ModuleList of length {n}")
-        return idx % n
+        return _position(idx, len(self), "ModuleList")
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -134,3 +139,112 @@ class ModuleDict(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward(): look up its modules and call them")
+
+
+def _as_parameter(value):
+    """A Parameter as the containers store it: Parameters as given, other Tensors wrapped (as PyTorch)."""
+    if isinstance(value, Parameter) or value is None:
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value)
+    raise TypeError(f"cannot assign {type(value).__name__} as a parameter (a Tensor or None is required)")
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under their indices ('0', '1', ...); Tensors are made Parameters.
+
+    Args:
+        values (iterable of Tensor, optional): initial contents.
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self._parameters.values())[idx])
+        return self._parameters[str(_position(idx, len(self), "ParameterList"))]
+
+    def __setitem__(self, idx, param):
+        self.register_parameter(str(_position(idx, len(self), "ParameterList")), _as_parameter(param))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
+                         for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters, registered under their keys; Tensors are made Parameters.
+
+    Args:
+        parameters (mapping or iterable of (str, Tensor) pairs, optional): initial contents.
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, param):
+        self.register_parameter(key, _as_parameter(param))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def pop(self, key):
+        return self._parameters.pop(key)
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def update(self, parameters):
+        pairs = parameters.items() if isinstance(parameters, (dict, ParameterDict)) else parameters
+        for entry in pairs:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise TypeError(f"ParameterDict.update: expected (name, Tensor) pairs, got {entry!r}")
+            self[entry[0]] = entry[1]
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
+                         for k, p in self.items())

@@ -40,3 +40,10 @@ def stats():
 def reset_stats():
     from .autograd.execution import stats as _stats
     _stats.reset()
+
+
+def set_graph_cache(enabled):
+    """Reuse the graph, nodes and memory plan of a step whose recorded trace repeats (on by default;
+    `GGRAD_GRAPH_CACHE=0` turns it off at start). Results are the same either way."""
+    from .autograd.execution import set_graph_cache as _set
+    _set(enabled)

@@ -29,17 +29,25 @@ class Stats:
         self.reset()
 
     def reset(self):
+        self.reset_peaks()
         self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.persisted = 0
         self.cache_hits = self.cache_misses = 0
         self.compute_seconds = 0.0   # wall time inside GGML's graph compute (the rest of a step is host work)
 
     def as_dict(self):
-        return {k: getattr(self, k) for k in self.__slots__}
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["memory"] = {name: rt.memory() for name, rt in list(_runtimes.items())}
+        return out
+
+    def reset_peaks(self):
+        for rt in list(_runtimes.values()):
+            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes()
 
     def __repr__(self):
         return f"Stats({self.as_dict()})"
 
 
+_runtimes = {}   # device name -> Runtime
 stats = Stats()
 _runtimes_lock = threading.Lock()
 eval_hook = None   # set by ggrad.profile(): called per computed node
@@ -56,17 +64,22 @@ class BufferPool:
     def __init__(self, device):
         self.device = device
         self.free = {}
-        self.bytes = 0
+        self.bytes = 0       # in free buffers kept for reuse
+        self.in_use = 0      # in buffers handed out: every computed tensor still held, and cached uploads
         self.limit = _POOL_BYTES   # kept here: a Block may die at interpreter exit, after the module's globals
 
     def take(self, size):
         bucket = self.free.get(size)
         if bucket:
             self.bytes -= size
-            return bucket.pop()
-        return ggml.Buffer(self.device.buffer_type, size, managed=False)
+            buffer = bucket.pop()
+        else:
+            buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)
+        self.in_use += buffer.size
+        return buffer
 
     def give(self, buffer):
+        self.in_use -= buffer.size
         if self.bytes + buffer.size > self.limit:
             buffer.free()
             return
@@ -114,6 +127,18 @@ class Runtime:
         self.graph = _pending.PendingGraph(device, self.cache)
         self.scheduler = None
         self.pool = BufferPool(device)
+        self.peak = 0              # the most device memory a compute has used (see memory())
+
+    def compute_buffer_bytes(self):
+        return self.scheduler.buffer_size() if self.scheduler is not None else 0
+
+    def memory(self):
+        """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
+        tensors (parameters, optimizer state, gradients, held results, cached uploads), free buffers kept
+        for reuse, and the peak of compute buffer + persistent tensors over the computes since
+        `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
+        return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use,
+                "pooled": self.pool.bytes, "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
 
     def scheduler_for(self, graph_size):
         if self.scheduler is None or self.scheduler.graph_size < graph_size:
@@ -122,7 +147,6 @@ class Runtime:
         return self.scheduler
 
 
-_runtimes = {}
 
 
 def runtime(device):
@@ -286,6 +310,7 @@ def _reuse(rt, entry, pending, alive):
 
 
 def _run(rt, sched, graph, pending, scratch, eval_callback):
+    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size())   # held results are placed by now
     for node, raw in pending.uploads:
         node.write(raw)
         stats.bytes_uploaded += raw.nbytes

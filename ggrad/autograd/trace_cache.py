@@ -93,13 +93,10 @@ class Trace:
         self.keys, self.nodes, self.replays = [], [], []
         self.origins = {}         # id(node) -> index of the event that made it
 
-    def origin(self, node):
-        index = self.origins.get(id(node))
-        return node if index is None else index
-
     def event(self, graph, key, nodes, build, ctx=None):
         """The node of `build()` for this event, or the cached one when the key matches."""
-        full = (key, tuple([self.origin(n) for n in nodes]))
+        origins = self.origins
+        full = (key, tuple([origins.get(id(n), n) for n in nodes]))   # an event's index, or the node itself
         pos = self.pos
         entry = self.entry
         if entry is None and pos == 0 and self.cache:

@@ -11,7 +11,7 @@ import threading
 import time
 
 from .. import ggml
-from ..ggml._lib import ffi
+from ..ggml import placement
 from . import pending as _pending  # a module reference: pending.py imports this module
 from . import trace_cache
 
@@ -259,11 +259,11 @@ def _plan(rt, pending, alive, cacheable):
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
             buffer.place(node)
             scratch.append(Block(buffer, rt.pool))
-    planned = trace_cache.unallocated(pending.contexts) if cacheable else None
+    planned = placement.unplaced(pending.contexts) if cacheable else None
     sched = rt.scheduler_for(graph.size)
     sched.alloc(graph)
     if planned is not None:
-        planned = [p for p in planned if p.data != ffi.NULL]
+        planned = placement.placed(planned)
     return graph, sched, scratch, blocks, planned, view_conts, moved
 
 
@@ -288,21 +288,16 @@ def _reuse(rt, entry, pending, alive):
     blocks = {}
     for node in entry.outputs:
         p = node.ptr
-        p.data = ffi.NULL
-        p.buffer = ffi.NULL
+        placement.unplace((p,))
         buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
         buffer.place(node)
         blocks[p] = buffer
     if rt.planned_for is not entry or rt.scheduler is None:
-        for p in entry.planned:
-            p.data = ffi.NULL
-            p.buffer = ffi.NULL
+        placement.unplace(entry.planned)
         rt.scheduler_for(entry.graph.size).alloc(entry.graph)
         rt.planned_for = entry
     else:   # views of held results follow them into their new buffers
-        for p in entry.output_views:
-            p.data = ffi.cast("char *", p.view_src.data) + p.view_offs
-            p.buffer = p.view_src.buffer
+        placement.follow_sources(entry.output_views)
     if entry in rt.cache and rt.cache[0] is not entry:
         rt.cache.remove(entry)
         rt.cache.insert(0, entry)

@@ -17,7 +17,7 @@ results) hands the replayed nodes back to the pending graph as ordinary unalloca
 
 import os
 
-from ..ggml._lib import ffi
+from ..ggml import placement
 
 ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
 MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
@@ -67,15 +67,9 @@ class Entry:
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
-        for p in self.planned:
-            p.data = ffi.NULL
-            p.buffer = ffi.NULL
-        for node in self.outputs:
-            node.ptr.data = ffi.NULL
-            node.ptr.buffer = ffi.NULL
-        for node in self.uploads:
-            node.ptr.data = ffi.NULL
-            node.ptr.buffer = ffi.NULL
+        placement.unplace(self.planned)
+        placement.unplace([node.ptr for node in self.outputs])
+        placement.unplace([node.ptr for node in self.uploads])
         self.scratch = ()
 
 
@@ -184,21 +178,7 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.scratch = scratch
     entry.planned = planned
     entry.externals = [k for key in trace.keys for k in key[1] if k.__class__ is not int]   # keeps their ids
-    output_ptrs = {node.ptr for node in outputs}
-    entry.output_views = [p for p in planned if p.view_src != ffi.NULL and p.view_src in output_ptrs]
+    entry.output_views = placement.views_of(planned, [node.ptr for node in outputs])
     cache.insert(0, entry)
     del cache[MAX_ENTRIES:]
     return entry
-
-
-def unallocated(contexts):
-    """Pointers of the tensors of `contexts` that have no memory yet (what the scheduler will plan)."""
-    from ..ggml._lib import lib
-    out = []
-    for c in contexts:
-        p = lib.ggml_get_first_tensor(c.ptr)
-        while p != ffi.NULL:
-            if p.data == ffi.NULL:
-                out.append(p)
-            p = lib.ggml_get_next_tensor(c.ptr, p)
-    return out

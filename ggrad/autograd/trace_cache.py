@@ -105,7 +105,7 @@ class Trace:
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
-        marks = (len(graph.uploads), len(graph.effects), len(ctx.__dict__) if ctx is not None else 0)
+        marks = (len(graph.uploads), len(graph.effects))
         before = dict(ctx.__dict__) if ctx is not None else None
         self.depth += 1
         try:

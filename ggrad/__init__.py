@@ -59,3 +59,10 @@ def is_tensor(obj):
 def numel(input):  # noqa: A002 (PyTorch's name)
     """The number of elements of `input` (PyTorch's torch.numel)."""
     return input.numel()
+
+
+def set_graph_cache(enabled):
+    """Reuse the graph, nodes and memory plan of a step whose recorded trace repeats (on by default;
+    `GGRAD_GRAPH_CACHE=0` turns it off at start). Results are the same either way."""
+    from .autograd.execution import set_graph_cache as _set
+    _set(enabled)

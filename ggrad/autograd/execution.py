@@ -8,9 +8,12 @@ in a pooled backend buffer); everything else is scratch that the scheduler plans
 
 import os
 import threading
+import time
 
 from .. import ggml
+from ..ggml import placement
 from . import pending as _pending  # a module reference: pending.py imports this module
+from . import trace_cache
 
 EAGER = os.environ.get("GGRAD_EAGER", "") not in ("", "0")
 _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
@@ -19,21 +22,32 @@ _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
 class Stats:
     """Public counters: graph computes, nodes computed, bytes moved. `ggrad.stats()` returns them."""
 
-    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "persisted")
+    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "persisted", "cache_hits", "cache_misses",
+                 "compute_seconds")
 
     def __init__(self):
         self.reset()
 
     def reset(self):
+        self.reset_peaks()
         self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.persisted = 0
+        self.cache_hits = self.cache_misses = 0
+        self.compute_seconds = 0.0   # wall time inside GGML's graph compute (the rest of a step is host work)
 
     def as_dict(self):
-        return {k: getattr(self, k) for k in self.__slots__}
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["memory"] = {name: rt.memory() for name, rt in list(_runtimes.items())}
+        return out
+
+    def reset_peaks(self):
+        for rt in list(_runtimes.values()):
+            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes()
 
     def __repr__(self):
         return f"Stats({self.as_dict()})"
 
 
+_runtimes = {}   # device name -> Runtime
 stats = Stats()
 _runtimes_lock = threading.Lock()
 eval_hook = None   # set by ggrad.profile(): called per computed node
@@ -50,17 +64,23 @@ class BufferPool:
     def __init__(self, device):
         self.device = device
         self.free = {}
-        self.bytes = 0
+        self.bytes = 0       # in free buffers kept for reuse
+        self.in_use = 0      # in buffers handed out: every computed tensor still held, and cached uploads
+        self.limit = _POOL_BYTES   # kept here: a Block may die at interpreter exit, after the module's globals
 
     def take(self, size):
         bucket = self.free.get(size)
         if bucket:
             self.bytes -= size
-            return bucket.pop()
-        return ggml.Buffer(self.device.buffer_type, size, managed=False)
+            buffer = bucket.pop()
+        else:
+            buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)
+        self.in_use += buffer.size
+        return buffer
 
     def give(self, buffer):
-        if self.bytes + buffer.size > _POOL_BYTES:
+        self.in_use -= buffer.size
+        if self.bytes + buffer.size > self.limit:
             buffer.free()
             return
         self.free.setdefault(buffer.size, []).append(buffer)
@@ -102,9 +122,23 @@ class Runtime:
         # half-built graph and the device's scheduler and thread pool are never entered twice at once.
         # Devices have a lock each, so their graphs still compute at the same time (dp_train).
         self.lock = threading.RLock()
-        self.graph = _pending.PendingGraph(device)
+        self.cache = []            # trace_cache Entries of this device, most recently used first
+        self.planned_for = None    # the Entry whose graph the scheduler's memory is laid out for
+        self.graph = _pending.PendingGraph(device, self.cache)
         self.scheduler = None
         self.pool = BufferPool(device)
+        self.peak = 0              # the most device memory a compute has used (see memory())
+
+    def compute_buffer_bytes(self):
+        return self.scheduler.buffer_size() if self.scheduler is not None else 0
+
+    def memory(self):
+        """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
+        tensors (parameters, optimizer state, gradients, held results, cached uploads), free buffers kept
+        for reuse, and the peak of compute buffer + persistent tensors over the computes since
+        `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
+        return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use,
+                "pooled": self.pool.bytes, "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
 
     def scheduler_for(self, graph_size):
         if self.scheduler is None or self.scheduler.graph_size < graph_size:
@@ -113,7 +147,6 @@ class Runtime:
         return self.scheduler
 
 
-_runtimes = {}
 
 
 def runtime(device):
@@ -155,7 +188,7 @@ def _realize(target, eval_callback):
     if graph.is_empty():
         return
     if rt.graph is graph:
-        rt.graph = _pending.PendingGraph(graph.device)
+        rt.graph = _pending.PendingGraph(graph.device, rt.cache)
     alive, seen = [], set()
     for ref in graph.tensors:
         t = ref()
@@ -169,12 +202,41 @@ def _realize(target, eval_callback):
 
 def _compute(rt, pending, alive, eval_callback):
     ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
+    trace, pending.trace = pending.trace, None   # nodes made from here on are the compute's own
+    if trace is not None and trace.entry is not None:   # replaying a cached trace
+        blocks = _reuse(rt, trace.entry, pending, alive) if trace.pos == len(trace.entry.keys) else None
+        if blocks is not None:
+            stats.cache_hits += 1
+            entry = trace.entry
+            graph, sched, scratch = entry.graph, rt.scheduler, entry.scratch
+            _run(rt, sched, graph, pending, scratch, eval_callback)
+            return _finish(rt, pending, graph, alive, blocks)
+        trace.diverge(pending)   # a prefix of it, or other held results or updates
+    graph, sched, scratch, blocks, planned, view_conts, moved = _plan(rt, pending, alive, trace is not None)
+    _run(rt, sched, graph, pending, scratch, eval_callback)
+    if trace is not None:
+        stats.cache_misses += 1
+        rt.planned_for = None
+        if trace.pure and not moved and sched.n_splits <= 1:
+            outputs = list({id(t._node): t._node for t in alive}.values())
+            rt.planned_for = trace_cache.remember(rt.cache, trace, pending, graph, outputs, view_conts, scratch,
+                                                  planned)
+    else:
+        rt.planned_for = None
+    _finish(rt, pending, graph, alive, blocks)
+
+
+def _plan(rt, pending, alive, cacheable):
+    """Build the GGML graph of `pending` and place it in memory: held results in pooled buffers, host
+    data in device memory, the rest planned by the scheduler (and listed, when `cacheable`)."""
     # A held view would point into scratch memory: give it its own contiguous copy.
+    view_conts = {}
     for t in alive:
         if t._node.is_view:
-            t._node = ggml.ops.cont(pending.ctx, t._node)
-    if not rt.device.is_cpu:
-        _route_unsupported(rt.device, pending, alive)
+            view = t._node
+            t._node = view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view)
+            view_conts[id(view)] = t._node
+    moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
     graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
     for t in alive:
         t._node.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
@@ -197,15 +259,66 @@ def _compute(rt, pending, alive, eval_callback):
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
             buffer.place(node)
             scratch.append(Block(buffer, rt.pool))
+    planned = placement.unplaced(pending.contexts) if cacheable else None
     sched = rt.scheduler_for(graph.size)
     sched.alloc(graph)
+    if planned is not None:
+        planned = placement.placed(planned)
+    return graph, sched, scratch, blocks, planned, view_conts, moved
+
+
+def _reuse(rt, entry, pending, alive):
+    """Get a cached entry's graph ready to compute again (held results in fresh buffers), or None when
+    this step holds other results or schedules other updates than the entry computed."""
+    outputs = {}
+    for t in alive:
+        node = t._node
+        if node.is_view:
+            node = entry.view_conts.get(id(node))
+            if node is None:
+                return None
+        outputs[id(node)] = node
+    if len(outputs) != len(entry.outputs) or any(id(n) not in outputs for n in entry.outputs):
+        return None
+    if [id(e) for e in pending.effects] != entry.effects:
+        return None
+    for t in alive:
+        if t._node.is_view:
+            t._node = entry.view_conts[id(t._node)]
+    blocks = {}
+    for node in entry.outputs:
+        p = node.ptr
+        placement.unplace((p,))
+        buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
+        buffer.place(node)
+        blocks[p] = buffer
+    if rt.planned_for is not entry or rt.scheduler is None:
+        placement.unplace(entry.planned)
+        rt.scheduler_for(entry.graph.size).alloc(entry.graph)
+        rt.planned_for = entry
+    else:   # views of held results follow them into their new buffers
+        placement.follow_sources(entry.output_views)
+    if entry in rt.cache and rt.cache[0] is not entry:
+        rt.cache.remove(entry)
+        rt.cache.insert(0, entry)
+    return blocks
+
+
+def _run(rt, sched, graph, pending, scratch, eval_callback):
+    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size())   # held results are placed by now
     for node, raw in pending.uploads:
         node.write(raw)
         stats.bytes_uploaded += raw.nbytes
     if graph.n_nodes:   # a graph of uploads only has nothing to compute (RPC rejects empty graphs)
+        start = time.perf_counter()
         sched.compute(graph, eval_callback or eval_hook)
+        stats.compute_seconds += time.perf_counter() - start
     if _captured is not None:
         _captured.append(Replay(sched, graph, pending, scratch))
+
+
+def _finish(rt, pending, graph, alive, blocks):
+    """Count the compute, give the held tensors their memory (re-homed), run the graph's checks."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
@@ -240,6 +353,7 @@ def _route_unsupported(device, pending, alive):
     process when a pre-allocated tensor's op cannot run on the backend of its buffer. Such a result
     (cross_entropy_loss on Vulkan, out_prod of f16, ...) is left as CPU scratch and a `cont` copy, which
     every GPU backend runs, becomes the held tensor. In-place effects cannot be moved: a clear error.
+    Returns whether a result was moved.
     """
     moved = {}
     for t in alive:
@@ -259,6 +373,7 @@ def _route_unsupported(device, pending, alive):
         if not device.supports_op(e):
             raise ggml.DeviceError(f"{device.name} cannot run the in-place update {e.op} ({e.dtype.name}, "
                                    f"ne={list(e.ne)}) on tensors in its memory")
+    return bool(moved)
 
 
 class Replay:
@@ -291,6 +406,16 @@ class capture:
         global _captured
         self.replays.extend(_captured)
         _captured = None
+
+
+def set_graph_cache(enabled):
+    """Turn the graph cache (trace_cache.py) on or off; off also forgets the cached graphs."""
+    trace_cache.ENABLED = bool(enabled)
+    if not enabled:
+        for rt in list(_runtimes.values()):
+            with rt.lock:
+                rt.cache.clear()
+                rt.planned_for = None
 
 
 def reset_pools():

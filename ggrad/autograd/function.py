@@ -126,21 +126,21 @@ class Function:
 def apply_function(fn, args, kwargs=None):
     """`fn.apply(*args, **kwargs)`: forward, then the backward Node on every float output."""
     Tensor = _tensor.Tensor
-    needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args])
     ctx = FunctionCtx(needs)
     if fn.primitive:
-        out = fn.forward(ctx, *args, **(kwargs or {}))
+        out = fn.forward(ctx, *args, **kwargs) if kwargs else fn.forward(ctx, *args)
     else:
         with grad_mode.no_grad():
             out = fn.forward(ctx, *args, **(kwargs or {}))
-    if not (any(needs) and grad_mode.is_grad_enabled()):
+    if True not in needs or not grad_mode.is_grad_enabled():
         return out
     outputs = out if isinstance(out, tuple) else (out,)
     for o in outputs:
         if not isinstance(o, Tensor):
             raise TypeError(f"{fn.__name__}.forward must return Tensors, got {type(o).__name__}")
-    edges = tuple(_edge(a) if need else None for a, need in zip(args, needs))
-    node = Node(fn, ctx, edges, tuple((o.shape, o.dtype, o.device) for o in outputs))
+    edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
+    node = Node(fn, ctx, edges, tuple([(o.shape, o.dtype, o.device) for o in outputs]))
     for i, o in enumerate(outputs):
         if o.dtype.is_float:
             o.grad_fn = node

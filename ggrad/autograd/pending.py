@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import ggml
 from ..ggml.errors import DeviceError, ShapeError
-from . import execution
+from . import execution, trace_cache
 from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
 
 _CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more contexts when needed
@@ -33,9 +33,10 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks")
+    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks",
+                 "trace")
 
-    def __init__(self, device):
+    def __init__(self, device, cache=None):
         self.device = device
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
@@ -43,6 +44,8 @@ class PendingGraph:
         self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
         self.keep = []      # (Block, GTensor) of computed inputs, alive until the compute has read them
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
+        # the events recorded so far, against the device's graph cache (None: the cache is off)
+        self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
         self._new_context()
 
     def _new_context(self):
@@ -55,7 +58,10 @@ class PendingGraph:
         """The GGML context to build the next node in (a fresh one when the current is nearly full).
 
         Its fill is read every 8th time: a builder makes at most a few tensors per call, far below the
-        room of 64 tensors kept free."""
+        room of 64 tensors kept free. Outside an event it ends the replay of a cached trace."""
+        trace = self.trace
+        if trace is not None and not trace.depth:
+            trace.untraced(self)
         self._until_check -= 1
         if self._until_check < 0:
             c = self._ctx
@@ -66,6 +72,14 @@ class PendingGraph:
 
     def n_tensors(self):
         return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
+
+    def event(self, key, nodes, build, ctx=None):
+        """`build()`, the GGML node of one event of the trace (see trace_cache.py): `key` holds what else
+        than the input `nodes` decides the result; `ctx` is the Function's ctx that build may set."""
+        trace = self.trace
+        if trace is None or trace.depth:
+            return build()
+        return trace.event(self, key, nodes, build, ctx)
 
     def is_empty(self):
         return not self.tensors and not self.effects
@@ -87,9 +101,11 @@ class PendingGraph:
         g = self.node(t)
         if g.is_packed:
             return g
-        if g.is_contiguous and not g.is_transposed:
-            return ggml.ops.reshape_4d(self.ctx, g, *g.ne)
-        return ggml.ops.cont(self.ctx, g)
+        return self.event(_CONTIGUOUS, (g,), lambda: _contiguous(self.ctx, g))
+
+    def new_leaf(self, dtype, ne):
+        """A new leaf node of `dtype` and GGML dimensions `ne` (for host data: `upload` it)."""
+        return self.event((_LEAF, dtype, tuple(ne)), (), lambda: self.ctx.new_tensor(dtype, ne))
 
     def shape_only(self, shape, dtype=ggml.f32):
         """A metadata-only node whose shape GGML reads (repeat_back, get_rows_back); never computed."""
@@ -128,6 +144,16 @@ class PendingGraph:
         self.effects.append(node)
 
 
+_CONTIGUOUS = ("contiguous",)
+_LEAF = "leaf"
+
+
+def _contiguous(ctx, g):
+    if g.is_contiguous and not g.is_transposed:
+        return ggml.ops.reshape_4d(ctx, g, *g.ne)
+    return ggml.ops.cont(ctx, g)
+
+
 def graph_of(*tensors):
     """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
     compute for a tensor whose graph failed its checks)."""
@@ -150,7 +176,7 @@ def leaf_bytes(device, raw, dtype, shape):
     """A Tensor on `device` of `dtype` and numpy-order `shape` holding the GGML-layout bytes `raw` (uint8)."""
     with execution.lock_of(device):   # looked up under the lock: another thread may be computing it
         graph = execution.pending_graph(device)
-        node = graph.ctx.new_tensor(dtype, ne_of(shape))
+        node = graph.new_leaf(dtype, ne_of(shape))
         if raw.nbytes != node.nbytes:
             raise ShapeError(f"{raw.nbytes} bytes do not hold a {dtype.name} tensor of shape {tuple(shape)} "
                              f"({node.nbytes} bytes)")

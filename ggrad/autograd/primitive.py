@@ -31,6 +31,8 @@ from .factory import zeros
 from .function import Function, apply_function
 from .pending import alias, graph_of, leaf
 from .tensor import Tensor
+from .trace_cache import primitive_key
+from ..ggml import GTensor
 
 
 class Primitive(Function):
@@ -82,7 +84,12 @@ class Primitive(Function):
         else:
             take = graph.node if cls.views else graph.contiguous
             inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
-            out = graph.emit(cls.build(ctx, graph, *inputs), shape, cls.result_dtype(*args))
+            if graph.trace is None:
+                node = cls.build(ctx, graph, *inputs)
+            else:   # one event of the graph cache's trace
+                node = graph.event(primitive_key(cls, shapes, args), [g for g in inputs if g.__class__ is GTensor],
+                                   lambda: cls.build(ctx, graph, *inputs), ctx)
+            out = graph.emit(node, shape, cls.result_dtype(*args))
         if cls.saves is not None:
             ctx.save_for_backward(*cls.saved(ctx, args, out))
             if "output" in cls.saves:

@@ -16,6 +16,9 @@ from . import execution
 from .pending import graph_of
 
 
+_ADAMW, _SGD, _ASSIGN = ("opt_step_adamw",), ("opt_step_sgd",), ("assign",)   # graph-cache event keys
+
+
 def _as_leaf(param):
     """GGML updates only leaf tensors in place: compute a parameter whose value is still a pending op."""
     if param._pending is not None and not param._node.is_leaf:
@@ -43,7 +46,7 @@ class Hyperparameters:
 
     def node(self, graph):
         if self._graph is not graph:
-            self._node = graph.ctx.new_tensor(ggml.f32, (self.values.size,))
+            self._node = graph.new_leaf(ggml.f32, (self.values.size,))
             graph.upload(self._node, self.values)
             self._graph = graph
         return self._node
@@ -68,8 +71,8 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
         graph = graph_of(param, grad, exp_avg, exp_avg_sq)
         target = graph.node(param)
         target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-        graph.effect(ops.opt_step_adamw(graph.ctx, target, graph.contiguous(grad), graph.node(exp_avg),
-                                        graph.node(exp_avg_sq), hparams.node(graph)))
+        nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq), hparams.node(graph))
+        graph.effect(graph.event(_ADAMW, nodes, lambda: ops.opt_step_adamw(graph.ctx, *nodes)))
 
 
 def sgd_(param, grad, hparams):
@@ -81,7 +84,8 @@ def sgd_(param, grad, hparams):
         graph = graph_of(param, grad)
         target = graph.node(param)
         target.set_param()
-        graph.effect(ops.opt_step_sgd(graph.ctx, target, graph.contiguous(grad), hparams.node(graph)))
+        nodes = (target, graph.contiguous(grad), hparams.node(graph))
+        graph.effect(graph.event(_SGD, nodes, lambda: ops.opt_step_sgd(graph.ctx, *nodes)))
 
 
 def assign_(target, value):
@@ -92,7 +96,8 @@ def assign_(target, value):
     value = value.to(target.dtype)
     with execution.lock_of(target.device):
         graph = graph_of(target, value)
-        graph.effect(ops.cpy(graph.ctx, graph.contiguous(value), graph.node(target)))
+        nodes = (graph.contiguous(value), graph.node(target))
+        graph.effect(graph.event(_ASSIGN, nodes, lambda: ops.cpy(graph.ctx, *nodes)))
 
 
 @contextlib.contextmanager

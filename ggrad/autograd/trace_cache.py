@@ -1,0 +1,184 @@
+"""The graph cache: a step whose recorded trace repeats reuses the GGML nodes, graph and allocation of
+an earlier step instead of building them again.
+
+Every GGML node of a pending graph is made inside an *event* (`PendingGraph.event`): a Primitive's
+build, a contiguous copy, a host leaf, an optimizer update. An event's key is what decides the nodes it
+makes: the op and its non-tensor arguments, and for each input node where it comes from (the index of
+the event of this trace that made it, or the computed tensor itself). While a step records, each key is
+compared with the same position of a cached trace (an `Entry`); while they agree the event returns the
+cached node and builds nothing. At the compute, a trace that replayed an entry to its end with the same
+held results and updates runs the entry's graph again: only new host data is uploaded and held results
+get fresh memory. Any difference (another key, an op that makes nodes outside an event, other held
+results) hands the replayed nodes back to the pending graph as ordinary unallocated nodes
+(`Trace.diverge`) and the step builds and plans as without the cache: define-by-run semantics hold.
+
+`ggrad.set_graph_cache(False)` (execution.py) turns it off (the A/B switch of the benchmarks); `GGRAD_GRAPH_CACHE=0` too.
+"""
+
+import os
+
+from ..ggml import placement
+
+ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
+MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
+
+
+class _Never:
+    """An argument the cache cannot compare by value: the key holding it matches no other key."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+
+def attr_key(a):
+    """A value that equals another's exactly when the two arguments build the same GGML nodes."""
+    c = a.__class__
+    if c is int or c is str or c is bool or a is None:
+        return (c, a)
+    if c is float:
+        return (c, a.hex())   # -0.0 and nan compare as they build
+    if c is tuple or c is list:
+        return (c, tuple([attr_key(v) for v in a]))
+    if c is slice:
+        return (c, attr_key(a.start), attr_key(a.stop), attr_key(a.step))
+    module = getattr(c, "__module__", "")
+    if module == "numpy" and hasattr(a, "tobytes"):
+        return (c, str(a.dtype), a.shape, a.tobytes())
+    if c.__name__ == "DType" or isinstance(a, type) or callable(a) and hasattr(a, "__code__"):
+        return a   # dtypes, classes and functions: compared by identity
+    return _Never()
+
+
+def primitive_key(cls, shapes, args):
+    """The event key of Primitive `cls` applied to `args` (Tensors of `shapes`)."""
+    return (cls, shapes, tuple([None if hasattr(a, "_node") else attr_key(a) for a in args]))
+
+
+class Entry:
+    """A computed trace kept for reuse: per event its key, result node and side effects; the graph, the
+    held results and updates it computed, and the memory plan around them."""
+
+    __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
+                 "uploads", "scratch", "planned", "output_views", "externals")
+
+    def release(self):
+        """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
+        placement.unplace(self.planned)
+        placement.unplace([node.ptr for node in self.outputs])
+        placement.unplace([node.ptr for node in self.uploads])
+        self.scratch = ()
+
+
+class Trace:
+    """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
+
+    __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins")
+
+    def __init__(self, cache):
+        self.cache = cache        # the device's list of Entries, most recently used first
+        self.entry = None
+        self.pos = 0
+        self.depth = 0            # > 0 inside an event: its nodes belong to it
+        self.pure = True          # False once a node was made outside an event: not cacheable
+        self.keys, self.nodes, self.replays = [], [], []
+        self.origins = {}         # id(node) -> index of the event that made it
+
+    def event(self, graph, key, nodes, build, ctx=None):
+        """The node of `build()` for this event, or the cached one when the key matches."""
+        origins = self.origins
+        full = (key, tuple([origins.get(id(n), n) for n in nodes]))   # an event's index, or the node itself
+        pos = self.pos
+        entry = self.entry
+        if entry is None and pos == 0 and self.cache:
+            entry = self.entry = self._candidate(full)
+        if entry is not None:
+            if pos < len(entry.keys) and entry.keys[pos] == full:
+                node = entry.nodes[pos]
+                replay = entry.replays[pos]
+                if replay is not None:
+                    _apply(replay, graph, ctx)
+                self.origins[id(node)] = pos
+                self.pos = pos + 1
+                return node
+            self.diverge(graph)
+        marks = (len(graph.uploads), len(graph.effects))
+        before = dict(ctx.__dict__) if ctx is not None else None
+        self.depth += 1
+        try:
+            node = build()
+        finally:
+            self.depth -= 1
+        self.keys.append(full)
+        self.nodes.append(node)
+        self.replays.append(_side_effects(graph, marks, ctx, before))
+        self.origins[id(node)] = pos
+        self.pos = pos + 1
+        return node
+
+    def _candidate(self, first_key):
+        for entry in self.cache:
+            if entry.keys and entry.keys[0] == first_key:
+                return entry
+        return None
+
+    def untraced(self, graph):
+        """A node is being made outside any event: stop replaying, and this trace is not cacheable."""
+        if self.entry is not None:
+            self.diverge(graph)
+        self.pure = False
+
+    def diverge(self, graph):
+        """Stop replaying: the nodes replayed so far become ordinary nodes of `graph` (unallocated), the
+        entry leaves the cache, and recording continues from here."""
+        entry = self.entry
+        self.entry = None
+        if entry in self.cache:
+            self.cache.remove(entry)
+        entry.release()
+        graph.contexts[:0] = entry.contexts
+        pos = self.pos
+        self.keys, self.nodes, self.replays = entry.keys[:pos], entry.nodes[:pos], entry.replays[:pos]
+
+
+def _side_effects(graph, marks, ctx, before):
+    """What an event did besides making nodes, to do again when it is replayed: uploads of constants,
+    in-place effects, and attributes it set on the Function's ctx for backward."""
+    uploads = graph.uploads[marks[0]:]
+    effects = graph.effects[marks[1]:]
+    attrs = None
+    if ctx is not None and ctx.__dict__ != before:
+        attrs = {k: v for k, v in ctx.__dict__.items() if k not in before or before[k] is not v}
+    if not uploads and not effects and not attrs:
+        return None
+    return (tuple(uploads), tuple(effects), attrs)
+
+
+def _apply(replay, graph, ctx):
+    uploads, effects, attrs = replay
+    graph.uploads.extend(uploads)
+    graph.effects.extend(effects)
+    if attrs:
+        ctx.__dict__.update(attrs)
+
+
+def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned):
+    """Keep the trace just computed as an Entry (most recently used first, at most MAX_ENTRIES)."""
+    entry = Entry()
+    entry.keys, entry.nodes, entry.replays = trace.keys, trace.nodes, trace.replays
+    entry.contexts = list(pending.contexts)
+    entry.graph = graph
+    entry.outputs = outputs
+    entry.effects = [id(e) for e in pending.effects]
+    entry.view_conts = view_conts
+    entry.uploads = [node for node, _ in pending.uploads]
+    entry.scratch = scratch
+    entry.planned = planned
+    entry.externals = [k for key in trace.keys for k in key[1] if k.__class__ is not int]   # keeps their ids
+    entry.output_views = placement.views_of(planned, [node.ptr for node in outputs])
+    cache.insert(0, entry)
+    del cache[MAX_ENTRIES:]
+    return entry

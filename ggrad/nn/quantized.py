@@ -13,7 +13,7 @@ import warnings
 
 from ..autograd import Parameter
 from ..autograd.ops import quantize
-from ..ggml import as_dtype
+from ..ggml import as_dtype, lib
 from ..ggml.errors import DTypeError, ShapeError
 from .attention import MultiHeadAttention
 from .linear import Linear
@@ -65,25 +65,27 @@ def quantize_(model, dtype, modules=None, imatrix=None):
     if not dt.is_quantized:
         raise DTypeError(f"quantize_: {dt.name} is not a quantized GGML type (e.g. q8_0, q4_0, q5_1, q4_K)")
     imatrix = imatrix or {}
-    chosen = select_modules(model, modules, tuple(QUANTIZABLE), "quantize_")
-    done = {}        # id(old parameter) -> (it, its QuantizedParameter): tied weights stay tied
-    skipped = []
-    for name, module, explicit in chosen:
+    plan, skipped, seen = [], [], set()   # checked in full before anything changes: an error leaves model as it was
+    for name, module, explicit in select_modules(model, modules, tuple(QUANTIZABLE), "quantize_"):
         for attr, param in _weights(module):
             full = f"{name}.{attr}" if name else attr
-            if id(param) not in done:
-                if param.shape[-1] % dt.block_size:
-                    why = (f"{full} ({type(module).__name__}) of shape {param.shape}: rows of "
-                           f"{param.shape[-1]} values are not a whole number of {dt.name} blocks of {dt.block_size}")
-                    if explicit:
-                        raise ShapeError(f"quantize_: cannot quantize {why}")
-                    skipped.append(why)
-                    continue
-                q = QuantizedParameter(quantize(param, dt, imatrix=imatrix.get(full)), requires_grad=False)
-                q.name, q.layer = full, type(module).__name__
-                done[id(param)] = (param, q)
-            if id(param) in done:
-                setattr(module, attr, done[id(param)][1])
+            if param.shape[-1] % dt.block_size:
+                why = (f"{full} ({type(module).__name__}) of shape {param.shape}: rows of "
+                       f"{param.shape[-1]} values are not a whole number of {dt.name} blocks of {dt.block_size}")
+                if explicit:
+                    raise ShapeError(f"quantize_: cannot quantize {why}")
+                skipped.append(why)
+            elif id(param) not in seen:
+                if lib.ggml_quantize_requires_imatrix(dt.value) and full not in imatrix:
+                    raise DTypeError(f"quantize_: {dt.name} needs an importance matrix per weight; imatrix has "
+                                     f"none for {full}")
+                seen.add(id(param))
+                plan.append((full, module, param))
+    done = {}        # id(old parameter) -> (it, its QuantizedParameter): tied weights stay tied
+    for full, module, param in plan:
+        q = QuantizedParameter(quantize(param, dt, imatrix=imatrix.get(full)), requires_grad=False)
+        q.name, q.layer = full, type(module).__name__
+        done[id(param)] = (param, q)
     _retie(model, done)
     if skipped:
         warnings.warn("quantize_: left in float (not quantized): " + "; ".join(skipped), stacklevel=2)
@@ -91,7 +93,7 @@ def quantize_(model, dtype, modules=None, imatrix=None):
 
 
 def _retie(model, done):
-    """Point every other holder of a replaced Parameter (a tied weight outside the chosen layers) at its
+    """Point every holder of a replaced Parameter (tied weights too, inside or outside the chosen layers) at its
     quantized replacement."""
     for module in model.modules():
         for attr, param in module._parameters.items():

@@ -185,3 +185,17 @@ def test_float_values_load_into_a_quantized_model_by_quantizing_them_and_to_keep
     before = to_raw(model.tok.weight).tobytes()
     model.to("cpu").to(ggrad.float16)                 # quantized weights are not floats: kept as they are
     assert model.tok.weight.dtype.name == "q8_0" and to_raw(model.tok.weight).tobytes() == before
+
+
+def test_errors_leave_the_model_unchanged_and_codebook_types_take_an_imatrix_per_weight():
+    model = nn.Sequential(nn.Linear(32, 32), nn.Linear(48, 32))
+    with pytest.raises(ggrad.ShapeError, match=r"cannot quantize 1\.weight"):
+        nn.quantize_(model, "q8_0", modules=["0", "1"])
+    assert not any(p.dtype.is_quantized for p in model.parameters())
+    model = nn.Sequential(nn.Linear(256, 4), nn.Linear(256, 4))
+    with pytest.raises(ggrad.DTypeError, match="iq2_xxs needs an importance matrix per weight; imatrix has none "
+                                               r"for 1\.weight"):
+        nn.quantize_(model, "iq2_xxs", imatrix={"0.weight": np.ones(256, np.float32)})
+    assert not any(p.dtype.is_quantized for p in model.parameters())
+    nn.quantize_(model, "iq2_xxs", imatrix={f"{i}.weight": np.ones(256, np.float32) for i in range(2)})
+    assert [p.dtype.name for p in model.parameters() if p.ndim == 2] == ["iq2_xxs", "iq2_xxs"]

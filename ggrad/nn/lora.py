@@ -21,6 +21,8 @@ from .selection import select_modules
 class LoRALinear(Module):
     """A Linear `base` (frozen) with a trainable rank-`r` update scaled by `alpha / r`.
 
+    y = base(x) + (dropout(x) @ lora_A^T @ lora_B^T) * alpha / r
+
     Args:
         base (Linear): the layer adapted (float or quantized weight); its parameters are frozen.
         r (int, default 8): rank of the update.

@@ -102,6 +102,9 @@ def test_choosing_modules_by_names_type_and_predicate():
     model = nn.quantize_(tiny_gpt(), "q8_0", modules=nn.Linear)
     assert {n for n, p in model.named_parameters() if p.dtype.is_quantized} == {
         "blocks.0.attn.out_proj.weight", "blocks.0.fc1.weight", "blocks.0.fc2.weight"}
+    model = nn.quantize_(tiny_gpt(), "q8_0", modules=(nn.Linear, nn.Embedding))
+    assert [n for n, p in model.named_parameters() if p.ndim == 2 and not p.dtype.is_quantized] == [
+        "blocks.0.attn.in_proj_weight"]
     model = nn.quantize_(tiny_gpt(), "q8_0", modules=lambda name, m: name.endswith("fc2"))
     assert [n for n, p in model.named_parameters() if p.dtype.is_quantized] == ["blocks.0.fc2.weight"]
     with pytest.raises(ValueError, match="no submodule 'blocks.0.fc9'"):

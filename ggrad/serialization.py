@@ -11,6 +11,7 @@ so a small hostile file cannot make load allocate or inflate far more than the f
 """
 
 import json
+import math
 import os
 import sys
 import zipfile
@@ -19,6 +20,8 @@ import numpy as np
 
 from .autograd import Parameter, Tensor
 from .autograd.factory import tensor
+from .autograd.raw import from_raw, to_raw
+from . import ggml
 from . import serialization_gguf
 from .ggml.files import atomic_write
 
@@ -50,7 +53,10 @@ class _Encoder:
         if isinstance(obj, float):
             return {"float": repr(obj)} if not np.isfinite(obj) else obj
         if isinstance(obj, Tensor):
-            node = {"tensor": self._array(obj.detach().numpy()), "dtype": obj.dtype.name}
+            if obj.dtype.is_quantized:   # GGML's blocks as bytes: numpy() would dequantize
+                node = {"tensor": self._array(to_raw(obj)), "dtype": obj.dtype.name, "shape": list(obj.shape)}
+            else:
+                node = {"tensor": self._array(obj.detach().numpy()), "dtype": obj.dtype.name}
             if obj.requires_grad:
                 node["requires_grad"] = True
             if isinstance(obj, Parameter):
@@ -84,7 +90,10 @@ def _decode(node, arrays, device, path):
     if isinstance(node, list) or not isinstance(node, dict) or len(node) == 0:
         raise ValueError(f"ggrad.load: {path} is corrupt (unexpected structure node {node!r:.80})")
     if "tensor" in node:
-        t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
+        if "shape" in node:
+            t = _quantized(_member(arrays, node["tensor"], path), node, device, path)
+        else:
+            t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
         if node.get("parameter"):
             return Parameter(t, requires_grad=bool(node.get("requires_grad")))
         return t.requires_grad_(True) if node.get("requires_grad") else t
@@ -101,6 +110,17 @@ def _decode(node, arrays, device, path):
     if "tuple" in node:
         return tuple(_decode(v, arrays, device, path) for v in node["tuple"])
     raise ValueError(f"ggrad.load: {path} is corrupt (unknown structure node with keys {sorted(node)})")
+
+
+def _quantized(raw, node, device, path):
+    """A quantized tensor from its stored bytes, their count checked against its type and shape."""
+    dtype, shape = ggml.as_dtype(node["dtype"]), tuple(int(s) for s in node["shape"])
+    rows = math.prod(shape[:-1]) if shape else 0
+    if not dtype.is_quantized or not shape or shape[-1] % dtype.block_size or raw.dtype != np.uint8 \
+            or raw.size != rows * (shape[-1] // dtype.block_size) * dtype.type_size:
+        raise ValueError(f"ggrad.load: {path} is corrupt ({raw.size} bytes do not hold a {dtype.name} tensor of "
+                         f"shape {shape})")
+    return from_raw(raw, dtype, shape, device)
 
 
 def _member(arrays, name, path):

@@ -15,6 +15,8 @@ from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
 from .kv_cache import KVCache, LayerKVCache
 from . import generation
+from .quantized import quantize_, QuantizedParameter
+from .lora import LoRALinear, lora_
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
                    BCELoss)
 from .sequential import Sequential

@@ -13,6 +13,8 @@ import numpy as np
 from .. import ggml
 from ..autograd import Tensor, no_grad
 from ..autograd.factory import tensor, zeros_like
+from ..autograd.ops import quantize
+from ..autograd.raw import from_raw, to_raw
 from ..ggml.errors import ShapeError
 from ..autograd import Parameter
 
@@ -261,6 +263,8 @@ class Module:
             want_device = t.device if device is None else device
             if want_dtype is t.dtype and want_device == t.device:
                 return t
+            if t.dtype.is_quantized:   # its blocks bit for bit (numpy() would dequantize)
+                return from_raw(to_raw(t), t.dtype, t.shape, want_device)
             # A fresh leaf (through the host): a parameter whose value is a pending computed node makes
             # the fused optimizer updates abort in GGML.
             return tensor(t.detach().numpy(), dtype=want_dtype, device=want_device)
@@ -434,6 +438,10 @@ def _copy_into(target, value):
     optimizer updates abort in GGML.
     """
     with no_grad():
+        if target.dtype.is_quantized:   # bit for bit from the same type, else quantized from the values
+            if not (isinstance(value, Tensor) and value.dtype is target.dtype):
+                value = quantize(tensor(value.detach().numpy() if isinstance(value, Tensor) else value), target.dtype)
+            return target._rebind(from_raw(to_raw(value), target.dtype, target.shape, target.device))
         host = value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
         src = tensor(host, dtype=target.dtype, device=target.device)
         if tuple(src.shape) != target.shape:

@@ -10,7 +10,7 @@ import numbers
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import ShapeError
-from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote
+from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
@@ -223,8 +223,11 @@ def rsqrt(x):
 
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     if isinstance(x, Tensor) and _is_number(p):
-        if not x.dtype.is_float:
-            return pow(x.to(f32), p).to(x.dtype)
+        if not x.dtype.is_float:   # int ** 0.5 is float, int ** 2 stays int (PyTorch's result_type)
+            dtype = result_type(x, p)
+            if not dtype.is_float and p < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return pow(x.to(f32), p).to(dtype)
         return FLOAT(PowScalar, (x, float(p)))
     if isinstance(p, Tensor) and _is_number(x):
         if x <= 0:

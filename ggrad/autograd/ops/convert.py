@@ -34,6 +34,10 @@ def convert(x, dtype):
     if target.name not in ("f32", "f16", "bf16", "i32"):
         raise ggml.DTypeError(f"to(): conversion to {dtype!r} is not supported (float32, float16, bfloat16, "
                               "int32, int64, bool)")
-    if _storage(x.dtype) is not target:
-        x = un.cast(relabel(x, _storage(x.dtype)) if x.dtype is not _storage(x.dtype) else x, target)
+    source = _storage(x.dtype)
+    if source is not target:
+        x = relabel(x, source) if x.dtype is not source else x
+        if source is not ggml.f32 and target is not ggml.f32:
+            x = un.cast(x, ggml.f32)   # GGML casts int32 only to and from float32
+        x = un.cast(x, target)
     return x if x.dtype is dtype else relabel(x, dtype)

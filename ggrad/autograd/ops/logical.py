@@ -225,7 +225,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         fa, fb = _operands(a, b)
         diff = un.abs(fa - fb)
         within = 1.0 - un.Step.apply(diff - (un.abs(fb) * float(rtol) + float(atol)))
-        within = within * (1.0 - _isnan(diff))   # a nan difference (inf - inf, nan) is not within
+        not_finite = un.Clamp.apply(diff - diff, 0.0, 1.0)   # 1 where diff is inf or nan (clamp sends nan up)
+        within = within * (1.0 - not_finite)          # equal infinities are caught by the equality below
         close = within + _equal01(fa, fb, True) - within * _equal01(fa, fb, True)
         if equal_nan:
             both = _isnan(fa) * _isnan(fb)

@@ -7,7 +7,7 @@ from .. import ggml
 from . import grad_mode, ops
 from .factory import tensor
 from .function import Function
-from .ops import logical
+from .ops import logical, mask_index
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -130,8 +130,17 @@ def _masked_fill_(self, mask, value):
     return _assign(self, ops.masked_fill(self, mask, value), "masked_fill_")
 
 
+def _getitem(self, key):
+    return mask_index.getitem(self, key) if mask_index.is_mask(key) else ops.getitem(self, key)
+
+
 def _setitem(self, key, value):
-    _assign(self, ops.setitem(self, key, value), "__setitem__")
+    new = mask_index.setitem(self, key, value) if mask_index.is_mask(key) else ops.setitem(self, key, value)
+    _assign(self, new, "__setitem__")
+
+
+def _index_put_(self, indices, values, accumulate=False):
+    return _assign(self, mask_index.index_put(self, indices, values, accumulate), "index_put_")
 
 
 def _zero_(self):
@@ -158,7 +167,8 @@ _METHODS = {
     "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
     "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
-    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": ops.getitem,
+    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem, "index_put_": _index_put_, "index_put": mask_index.index_put,
+    "masked_select": lambda self, mask: mask_index.getitem(self, ops.expand(mask, self.shape)),
     "__setitem__": _setitem,
     "__gt__": _compare(logical.gt), "__lt__": _compare(logical.lt), "__ge__": _compare(logical.ge),
     "__le__": _compare(logical.le), "__eq__": _compare(logical.eq), "__ne__": _compare(logical.ne),

@@ -102,3 +102,11 @@ def test_isclose_allclose_equal():
     assert ggrad.equal(ggrad.tensor([1, 2]), ggrad.tensor([1.0, 2.0])) == torch.equal(torch.tensor([1, 2]),
                                                                                        torch.tensor([1.0, 2.0]))
     assert ggrad.equal(ggrad.tensor([1, 2]), ggrad.tensor([1, 2, 3])) is False
+
+
+def test_float_tests_are_bool():
+    x = np.array([1.0, NAN, INF, -INF], dtype=np.float32)
+    for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf"):
+        out = getattr(ggrad, name)(ggrad.tensor(x))
+        assert out.dtype is ggrad.bool
+        np.testing.assert_array_equal(out.numpy(), getattr(torch, name)(torch.tensor(x)).numpy())

@@ -18,6 +18,12 @@ from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the bui
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
                                zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
                                linspace, logspace, randperm)
+from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
+from .autograd.dtype_rules import result_type, promote_types
+from .autograd.ops.logical import (eq, ne, lt, le, gt, ge, greater, less, greater_equal, less_equal, not_equal,
+                                   logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or,
+                                   bitwise_xor, bitwise_not, any, all, count_nonzero, nonzero, argwhere, isclose,
+                                   allclose, equal)  # noqa: A001
 from .autograd.execution import realize
 from .autograd.profiler import profile
 from .autograd.generator import Generator
@@ -37,6 +43,11 @@ from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequenti
 float = float32  # noqa: A001  (torch.float)
 half = float16
 int = int32  # noqa: A001
+long = int64
+
+
+def is_floating_point(t):
+    return t.dtype.is_float
 __version__ = "0.1.0"
 
 

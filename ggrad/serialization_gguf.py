@@ -24,6 +24,7 @@ import numpy as np
 from . import ggml
 from .autograd import Parameter, Tensor
 from .autograd.raw import from_raw, to_raw
+from .autograd.torch_dtypes import resolve
 from .ggml import gguf
 from .ggml.errors import FormatError
 
@@ -215,8 +216,9 @@ class _Reader:
 
     def decode_tensor(self, node):
         shape = tuple(node["shape"])
-        raw = self.tensor_bytes(node, node["tensor"], node["dtype"], shape)
-        dtype = ggml.as_dtype(node["dtype"])
+        dtype = resolve(node["dtype"])
+        stored = getattr(dtype, "storage", dtype)   # ggrad's bool and int64 are held as f32 and i32
+        raw = self.tensor_bytes(node, node["tensor"], stored.name, shape)
         if node.get("requires_grad") and not dtype.is_float:
             raise self.corrupt(f"tensor {node['tensor']!r} of type {dtype.name} is marked as requiring grad")
         if self.dequantize and dtype.is_quantized:

@@ -2,12 +2,13 @@
 
 GGML computes most math in float32 only. A rule is `rule(fn, args) -> result`: it checks the inputs,
 converts them for the compute, applies the op (`apply_function`) and converts the result back.
-`promote` is the rule for two operands of an arithmetic op.
+`promote` is the rule for two operands of an arithmetic op, by PyTorch's `result_type`.
 """
 
 import numbers
 
-from ..ggml import f32, i32
+from ..ggml import f32
+from .torch_dtypes import BOOL, INT64, category, is_integer
 from ..ggml.errors import DTypeError
 from .factory import full
 from .function import apply_function
@@ -41,14 +42,18 @@ def FLOAT(fn, args):
     return _in_f32(fn, args, lambda dt: dt.is_float)
 
 
+def _numeric(dt):
+    return dt.is_float or is_integer(dt) or dt is BOOL
+
+
 def NUMERIC(fn, args):
     """Float or int32 inputs, computed in float32 (int32 exact below 2**24), cast back to the input's dtype."""
-    return _in_f32(fn, args, lambda dt: dt.is_float or dt is i32)
+    return _in_f32(fn, args, _numeric)
 
 
 def TRUE_DIVIDE(fn, args):
     """As NUMERIC, except that integer inputs give a float32 result (PyTorch's true division)."""
-    return _in_f32(fn, args, lambda dt: dt.is_float or dt is i32, int_result=f32)
+    return _in_f32(fn, args, _numeric, int_result=f32)
 
 
 def require_float(x, op):
@@ -62,35 +67,59 @@ def as_float32(x, op, allow_int=False):
     """x in float32 for an op that computes in it (int32 too with `allow_int`); DTypeError otherwise."""
     if x.dtype is f32:
         return x
-    if not (x.dtype.is_float or (allow_int and x.dtype is i32)):
+    if not (x.dtype.is_float or (allow_int and _numeric(x.dtype))):
         raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
     return x.to(f32)
 
 
-def scalar_dtype(number, other):
-    """A Python number takes the other operand's dtype, unless it is a float meeting an int tensor."""
-    if other.dtype.is_float:
-        return other.dtype
-    return i32 if isinstance(number, numbers.Integral) else f32
+def promote_types(a, b):
+    """The dtype two tensor dtypes meet in: the higher category; float16 with bfloat16 is float32,
+    int32 with int64 is int64."""
+    if a is b:
+        return a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        return f32
+    return INT64
+
+
+def result_type(*operands):
+    """PyTorch's torch.result_type: the highest category (bool < int < float) among all operands; its
+    dtype from the tensors with dimensions if one has that category, else from 0-d tensors, else from
+    the Python numbers (weak: int is int64, float float32)."""
+    groups = ([], [], [])
+    for x in operands:
+        if isinstance(x, Tensor):
+            groups[0 if x.ndim else 1].append(x.dtype)
+        elif isinstance(x, bool):
+            groups[2].append(BOOL)
+        elif isinstance(x, numbers.Integral):
+            groups[2].append(INT64)
+        elif isinstance(x, numbers.Real):
+            groups[2].append(f32)
+        else:
+            raise TypeError(f"result_type: unsupported operand of type {type(x).__name__}")
+    top = max(category(d) for group in groups for d in group)
+    for group in groups:
+        found = [d for d in group if category(d) == top]
+        if found:
+            out = found[0]
+            for d in found[1:]:
+                out = promote_types(out, d)
+            return out
+    raise TypeError("result_type: no operands")
 
 
 def promote(a, b, op):
-    """Both operands as Tensors of one dtype: numbers become constants, mixed floats meet in float32,
-    an int tensor meeting a float one becomes float."""
+    """Both operands as Tensors of their result_type (numbers become constants of it)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: at least one operand must be a Tensor")
     for v in (a, b):   # None or a str would become a NaN constant: refuse them, as PyTorch
         if not isinstance(v, (Tensor, numbers.Number)) and not (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0):
             raise TypeError(f"{op}: expected a Tensor or a number as operand, got {type(v).__name__} {v!r:.40}")
-    if not isinstance(a, Tensor):
-        a = full((), a, dtype=scalar_dtype(a, b), device=b.device)
-    if not isinstance(b, Tensor):
-        b = full((), b, dtype=scalar_dtype(b, a), device=a.device)
-    if a.dtype is not b.dtype:
-        if a.dtype.is_float and b.dtype.is_float:
-            a, b = a.to(f32), b.to(f32)
-        elif a.dtype.is_float:
-            b = b.to(a.dtype)
-        elif b.dtype.is_float:
-            a = a.to(b.dtype)
+    dtype = result_type(a, b)
+    device = a.device if isinstance(a, Tensor) else b.device
+    a, b = (x.to(dtype) if isinstance(x, Tensor) else full((), x, dtype=dtype, device=device) for x in (a, b))
     return a, b

@@ -11,6 +11,7 @@ import numpy as np
 from .. import ggml
 from ..ggml.errors import DTypeError
 from . import pending
+from .torch_dtypes import BOOL, INT64, resolve, to_storage
 
 _rng = {"gen": np.random.Generator(np.random.PCG64(0))}
 
@@ -29,22 +30,21 @@ def generator():
 
 def _resolve_dtype(dtype, array):
     if dtype is not None:
-        return ggml.as_dtype(dtype)
+        return resolve(dtype)
     kind = array.dtype.kind
     if kind == "f":
         return ggml.f16 if array.dtype == np.float16 else ggml.f32
-    if kind in "iu":
-        return ggml.i32
+    if kind in "iu":   # as PyTorch: int32 stays int32, Python ints and int64 are int64
+        return ggml.i32 if array.dtype.itemsize <= 4 and array.dtype != np.uint32 else INT64
     if kind == "b":
-        return ggml.f32
+        return BOOL
     raise DTypeError(f"cannot make a tensor from numpy dtype {array.dtype}")
 
 
 def _host_array(array, dtype):
-    if dtype is ggml.i32:
-        if array.dtype.kind in "iu" and array.size and (array.max() > 2**31 - 1 or array.min() < -2**31):
-            raise OverflowError("tensor: integer values do not fit in int32")
-        return array.astype(np.int32, copy=False)
+    stored = to_storage(array, dtype)
+    if stored is not None:
+        return stored
     if dtype.numpy is not None and dtype.name != "bf16":
         return array.astype(dtype.numpy, copy=False)
     return array.astype(np.float32, copy=False)
@@ -81,8 +81,8 @@ def _shape(size):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     size = (size,) if isinstance(size, int) else tuple(size)
     if dtype is None:
-        dtype = ggml.i32 if isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, bool) else ggml.f32
-    dt = ggml.as_dtype(dtype)
+        dtype = BOOL if isinstance(fill_value, bool) else INT64 if isinstance(fill_value, numbers.Integral) else ggml.f32
+    dt = resolve(dtype)
     return tensor(np.full(size, fill_value, dtype=np.float64 if dt.is_float else np.int64), dt, device,
                   requires_grad)
 
@@ -127,7 +127,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     values = np.arange(start, end, step)
     if dtype is None:
-        dtype = ggml.f32 if values.dtype.kind == "f" else ggml.i32
+        dtype = ggml.f32 if values.dtype.kind == "f" else INT64
     return tensor(values, dtype, device, requires_grad)
 
 
@@ -146,7 +146,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
 def randint(low, high=None, size=(), dtype=None, device=None):
     if high is None:
         low, high = 0, low
-    return tensor(generator().integers(low, high, size=tuple(size)), dtype or ggml.i32, device)
+    return tensor(generator().integers(low, high, size=tuple(size)), dtype or INT64, device)
 
 
 def rand_like(t, dtype=None, device=None):
@@ -187,5 +187,5 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 
 def randperm(n, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 from the seeded generator, int32 (PyTorch: int64)."""
-    return tensor(generator().permutation(int(n)), dtype or ggml.i32, device, requires_grad)
+    """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
+    return tensor(generator().permutation(int(n)), dtype or INT64, device, requires_grad)

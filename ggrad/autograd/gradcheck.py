@@ -67,7 +67,8 @@ def gradcheck(func, inputs, *, eps=None, atol=None, rtol=None, raise_exception=T
         else:
             numeric = _numeric_func(func, inputs, leaves, weights, eps)
         for i, (leaf, num) in enumerate(zip(leaves, numeric)):
-            name = f"input {inputs.index(leaf)}" if any(leaf is t for t in inputs) else f"param {i} {leaf.shape}"
+            position = [j for j, t in enumerate(inputs) if t is leaf]   # by identity: == is elementwise
+            name = f"input {position[0]}" if position else f"param {i} {leaf.shape}"
             if leaf.grad is None:
                 raise GradcheckError(f"gradcheck: {name} got no gradient; finite differences say {num}")
             got = leaf.grad.numpy().astype(np.float64)

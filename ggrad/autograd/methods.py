@@ -4,29 +4,28 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from ..ggml.errors import DTypeError
 from . import grad_mode, ops
 from .factory import tensor
 from .function import Function
-from .ops import binary, unary
+from .ops import logical, mask_index
+from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
+from .torch_dtypes import BOOL, INT64
 
 
 def _flip(fn):
     return lambda self, other: fn(other, self)
 
 
-def _compare(test):
-    """Elementwise comparison giving a float 0/1 tensor (no gradient)."""
+def _compare(fn):
+    """`==` and friends: elementwise, a bool tensor; an object that is no number gives NotImplemented
+    (so `t == None` is False, as PyTorch)."""
     def compare(self, other):
-        with grad_mode.no_grad():
-            return test(self.to(ggml.f32) if not self.dtype.is_float else self, other)
+        if not isinstance(other, (Tensor, int, float, bool)) and not hasattr(other, "__float__"):
+            return NotImplemented
+        return fn(self, other)
     return compare
-
-
-def _gt(a, b):
-    return unary.Step.apply(a - b) if isinstance(a, Tensor) else unary.Step.apply(binary.ScaleBias.apply(b, -1.0, a))
 
 
 def _check_inplace(t, op):
@@ -61,17 +60,13 @@ def to(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a):
+        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or a in ("bool", "long", "int64"):
             dtype = a
         else:
             device = a
     out = self
     if dtype is not None:
-        dt = ggml.as_dtype(dtype)
-        if dt is not out.dtype:
-            if dt.name not in ("f32", "f16", "bf16", "i32"):
-                raise DTypeError(f"to(): conversion to {dt.name} is not supported (f32, f16, bf16, i32)")
-            out = unary.cast(out, dt)
+        out = convert(out, dtype)
     if device is not None:
         dev = ggml.device(device)
         if dev != out.device:
@@ -111,6 +106,14 @@ def _type_method(dt):
     return lambda self: to(self, dt)
 
 
+def _type(self, dtype=None):
+    """`.type()` names the dtype as PyTorch does ("torch.FloatTensor"); `.type(dtype)` converts."""
+    if dtype is None:
+        names = {"f32": "Float", "f16": "Half", "bf16": "BFloat16", "i32": "Int", "i64": "Long", "bool": "Bool"}
+        return f"ggrad.{names.get(self.dtype.name, self.dtype.name)}Tensor"
+    return to(self, dtype)
+
+
 def _max(self, dim=None, keepdim=False):
     return ops.max(self, dim, keepdim)
 
@@ -127,8 +130,17 @@ def _masked_fill_(self, mask, value):
     return _assign(self, ops.masked_fill(self, mask, value), "masked_fill_")
 
 
+def _getitem(self, key):
+    return mask_index.getitem(self, key) if mask_index.is_mask(key) else ops.getitem(self, key)
+
+
 def _setitem(self, key, value):
-    _assign(self, ops.setitem(self, key, value), "__setitem__")
+    new = mask_index.setitem(self, key, value) if mask_index.is_mask(key) else ops.setitem(self, key, value)
+    _assign(self, new, "__setitem__")
+
+
+def _index_put_(self, indices, values, accumulate=False):
+    return _assign(self, mask_index.index_put(self, indices, values, accumulate), "index_put_")
 
 
 def _zero_(self):
@@ -155,12 +167,16 @@ _METHODS = {
     "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
     "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
-    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": ops.getitem,
+    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem,
+    "index_put_": _index_put_, "index_put": mask_index.index_put,
+    "masked_select": lambda self, mask: mask_index.getitem(self, ops.expand(mask, self.shape)),
     "__setitem__": _setitem,
-    "__gt__": _compare(_gt), "__lt__": _compare(lambda a, b: _gt(b, a)),
-    "__ge__": _compare(lambda a, b: 1.0 - _gt(b, a)), "__le__": _compare(lambda a, b: 1.0 - _gt(a, b)),
-    "eq": _compare(lambda a, b: 1.0 - unary.Step.apply(unary.abs(a - b))),
-    "ne": _compare(lambda a, b: unary.Step.apply(unary.abs(a - b))),
+    "__gt__": _compare(logical.gt), "__lt__": _compare(logical.lt), "__ge__": _compare(logical.ge),
+    "__le__": _compare(logical.le), "__eq__": _compare(logical.eq), "__ne__": _compare(logical.ne),
+    "__and__": logical.bitwise_and, "__rand__": _flip(logical.bitwise_and), "__or__": logical.bitwise_or,
+    "__ror__": _flip(logical.bitwise_or), "__xor__": logical.bitwise_xor, "__rxor__": _flip(logical.bitwise_xor),
+    "__invert__": logical.bitwise_not, "__mod__": ops.remainder, "__rmod__": _flip(ops.remainder),
+    "__floordiv__": ops.floor_divide, "__rfloordiv__": _flip(ops.floor_divide),
     "add": ops.add, "sub": ops.sub, "mul": ops.mul, "div": ops.div, "pow": ops.pow, "neg": ops.neg,
     "abs": ops.abs, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
     "reciprocal": ops.reciprocal, "sin": ops.sin, "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid,
@@ -175,7 +191,8 @@ _METHODS = {
     "softmax": ops.softmax, "log_softmax": ops.log_softmax,
     "to": to, "detach": detach, "clone": clone, "dequantize": ops.dequantize,
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
-    "int": _type_method(ggml.i32), "cpu": lambda self: to(self, "cpu"),
+    "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
+    "cpu": lambda self: to(self, "cpu"),
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
 }
@@ -197,8 +214,10 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clamp", "clip", "div", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
-_METHODS["__eq__"] = object.__eq__
-_METHODS["__ne__"] = object.__ne__
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
+              "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+              "bitwise_not", "any", "all", "count_nonzero", "nonzero", "argwhere", "isclose", "allclose", "equal"):
+    _METHODS[_name] = getattr(logical, _name)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

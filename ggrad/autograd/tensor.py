@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import ggml
 from . import engine, execution
+from .torch_dtypes import from_storage
 
 
 class Tensor:
@@ -124,12 +125,15 @@ class Tensor:
         return self
 
     def numpy(self):
-        """A numpy copy of the values (float32 for bf16)."""
+        """A numpy copy of the values (float32 for bf16, np.int64 for int64, np.bool_ for bool)."""
         self.realize()
         shape = self.shape
         out = ggml.get_data(self._node, shape if shape else (1,))
         execution.stats.bytes_read += self._node.nbytes
-        return out.reshape(shape)
+        return from_storage(out.reshape(shape), self.dtype)
+
+    def is_floating_point(self):
+        return self.dtype.is_float
 
     def item(self):
         if self.numel() != 1:
@@ -170,11 +174,12 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self):
-        values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
+        values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(",
+                                 formatter={"bool": lambda b: "True" if b else "False"})
         extra = []
         if self.device.torch_name != "cpu":
             extra.append(f"device='{self.device.torch_name}'")
-        if self.dtype is not ggml.f32 and self.dtype is not ggml.i32:
+        if self.dtype.name not in ("f32", "i64", "bool"):   # PyTorch's repr leaves its defaults out
             extra.append(f"dtype=ggrad.{_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)}")
         if self.grad_fn is not None:
             extra.append(f"grad_fn={self.grad_fn!r}")

@@ -2,7 +2,7 @@
 fails when a value, a shape or a gradient (for random output weights) differs.
 
 Rows are (name, torch_fn, ggrad_fn, inputs); inputs are numpy arrays (float32 ones require grad, integer
-ones are indices: int64 for PyTorch, int32 for ggrad) or shapes (uniform in [-2, 2]).
+ones are indices: int64 for both; some built as int32) or shapes (uniform in [-2, 2]).
 """
 
 import math
@@ -219,7 +219,7 @@ def test_one_hot():
     for classes in (-1, 7):
         want = TF.one_hot(torch.tensor(labels), classes).numpy()
         got = GF.one_hot(ggrad.tensor(labels), classes)
-        assert got.dtype is ggrad.int32
+        assert got.dtype is ggrad.int64
         np.testing.assert_array_equal(got.numpy(), want)
     computed = ggrad.tensor(labels) * 1   # values computed on the device: checked by the compute
     np.testing.assert_array_equal(GF.one_hot(computed, 5).numpy(), TF.one_hot(torch.tensor(labels), 5).numpy())
@@ -380,7 +380,7 @@ def test_factories_and_sampling():
     np.testing.assert_array_equal(np.sort(perm), np.arange(50))
     weights = np.array([[0.1, 0.0, 0.6, 0.3], [2.0, 1.0, 0.0, 1.0]], np.float32)
     drawn = ggrad.multinomial(ggrad.tensor(weights), 20000, replacement=True).numpy()
-    assert drawn.shape == (2, 20000) and drawn.dtype == np.int32
+    assert drawn.shape == (2, 20000) and drawn.dtype == np.int64
     for row, w in zip(drawn, weights):
         np.testing.assert_allclose(np.bincount(row, minlength=4) / row.size, w / w.sum(), atol=0.015)
     firsts = np.array([ggrad.multinomial(ggrad.tensor(weights), 3).numpy() for _ in range(400)])

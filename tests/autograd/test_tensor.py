@@ -11,12 +11,12 @@ def test_creation_functions():
     np.testing.assert_array_equal(ggrad.ones(3).numpy(), np.ones(3))
     np.testing.assert_array_equal(ggrad.full((2,), 7.5).numpy(), [7.5, 7.5])
     np.testing.assert_array_equal(ggrad.arange(5).numpy(), np.arange(5))
-    assert ggrad.arange(5).dtype is ggrad.int32 and ggrad.arange(0.0, 1.0, 0.25).dtype is ggrad.float32
+    assert ggrad.arange(5).dtype is ggrad.int64 and ggrad.arange(0.0, 1.0, 0.25).dtype is ggrad.float32
     np.testing.assert_array_equal(ggrad.eye(3).numpy(), np.eye(3))
     assert ggrad.empty(2, 2).shape == (2, 2)
     x = ggrad.tensor([[1, 2], [3, 4]])
-    assert x.dtype is ggrad.int32 and x.tolist() == [[1, 2], [3, 4]]
-    assert ggrad.zeros_like(x).dtype is ggrad.int32 and ggrad.ones_like(x).numpy().sum() == 4
+    assert x.dtype is ggrad.int64 and x.tolist() == [[1, 2], [3, 4]]
+    assert ggrad.zeros_like(x).dtype is ggrad.int64 and ggrad.ones_like(x).numpy().sum() == 4
     assert ggrad.full_like(x, 3.0, dtype=ggrad.float32).numpy().sum() == 12
     assert ggrad.tensor(3.5).shape == () and ggrad.tensor(3.5).item() == 3.5
     assert ggrad.from_numpy(np.ones((2, 2), np.float16)).dtype is ggrad.float16
@@ -61,7 +61,7 @@ def test_to_dtype_and_device():
 
 def test_integer_arithmetic_is_exact():
     a = ggrad.tensor([1, 2, 3])
-    assert (a + a).tolist() == [2, 4, 6] and (a * 3).tolist() == [3, 6, 9] and (a - 5).dtype is ggrad.int32
+    assert (a + a).tolist() == [2, 4, 6] and (a * 3).tolist() == [3, 6, 9] and (a - 5).dtype is ggrad.int64
     assert (-a).tolist() == [-1, -2, -3]
 
 

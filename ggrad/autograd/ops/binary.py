@@ -11,7 +11,7 @@ import numbers
 from ...ggml import f32, i32, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
-from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote
+from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
@@ -225,8 +225,11 @@ def rsqrt(x):
 @autocast_op("pow")
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     if isinstance(x, Tensor) and _is_number(p):
-        if not x.dtype.is_float:
-            return pow(x.to(f32), p).to(x.dtype)
+        if not x.dtype.is_float:   # int ** 0.5 is float, int ** 2 stays int (PyTorch's result_type)
+            dtype = result_type(x, p)
+            if not dtype.is_float and p < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return pow(x.to(f32), p).to(dtype)
         return FLOAT(PowScalar, (x, float(p)))
     if isinstance(p, Tensor) and _is_number(x):
         if x <= 0:
@@ -237,22 +240,25 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
 
 
 # ---- selection by a mask -------------------------------------------------------------------------
-def _as_mask(mask, like):
+def _as_mask(mask, op):
+    """A bool mask Tensor as its float32 0/1 storage; PyTorch's errors for anything else."""
     if not isinstance(mask, Tensor):
-        mask = tensor(mask, dtype=f32, device=like.device)
-    if mask.dtype is not f32:
-        mask = mask.to(f32)
-    return mask.detach() if mask.requires_grad else mask
+        raise TypeError(f"{op}(): the mask must be a bool Tensor, got {type(mask).__name__}")
+    if mask.dtype is not BOOL:
+        raise RuntimeError(f"{op}: expected a boolean mask, but got a mask with dtype {mask.dtype!r}; "
+                           "compare first (mask == 0) or use .bool()")
+    return relabel(mask.detach(), f32)
 
 
 def masked_fill(x, mask, value):
-    """x with `value` wherever `mask` (0/1 or bool-like, broadcastable into x) is nonzero; exact for any
-    value, infinities and nan included, as PyTorch."""
-    m = _as_mask(mask, x)
+    """x with `value` wherever the bool `mask` (broadcastable into x) is True; exact for any value,
+    infinities and nan included, as PyTorch."""
+    m = _as_mask(mask, "masked_fill")
     broadcast_shapes(m.shape, x.shape, "masked_fill")
     if broadcast_shapes(m.shape, x.shape) != x.shape:
         raise ShapeError(f"masked_fill: mask of shape {m.shape} does not broadcast to the input's {x.shape}")
-    return where(m, tensor(float(value), dtype=x.dtype if x.dtype.is_float else f32, device=x.device), x)
+    fill = value.to(x.dtype) if isinstance(value, Tensor) else tensor(value, dtype=x.dtype, device=x.device)
+    return where(mask, fill, x)
 
 
 _EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
@@ -262,7 +268,7 @@ def where(condition, a, b):
     """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
     nan in the branch not taken stays out of the result (and out of its gradient)."""
     ref = a if isinstance(a, Tensor) else b
-    m = _as_mask(condition, ref)
+    m = _as_mask(condition, "where")
     a, b = promote(a, b, "where")
     shape = broadcast_shapes(broadcast_shapes(a.shape, b.shape, "where"), m.shape, "where")
     n = 1
@@ -282,3 +288,5 @@ def where(condition, a, b):
 
 # views, joins and indexing build on the arithmetic above: imported last, so either may be loaded first
 from . import indexing, joins, views  # noqa: E402
+from .convert import relabel  # noqa: E402
+from ..torch_dtypes import BOOL  # noqa: E402

@@ -25,7 +25,7 @@ from ..tensor import _axis
 _FLOATS = ("f32", "f16")
 # target Tensor -> (pending graph, target's node, the latest write's result node): a second write into
 # the same target before a compute is built on the first, so writes land in the order they were made.
-_latest = weakref.WeakKeyDictionary()
+_latest = {}   # id(target) -> (weakref to it, graph, node, written): by identity, as == is elementwise
 
 
 def index_write_(target, dim, index, source):
@@ -55,13 +55,15 @@ def index_write_(target, dim, index, source):
     with execution.lock_of(target.device):
         graph = graph_of(target, source, rows)
         node = graph.node(target)   # keeps target's memory alive until the compute
-        latest = _latest.get(target)
+        entry = _latest.get(id(target))
+        latest = entry[1:] if entry is not None and entry[0]() is target else None
         base = latest[2] if latest is not None and latest[0] is graph and latest[1] is target._node else node
         written = ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d], outer),
                                ops.reshape_3d(graph.ctx, graph.contiguous(source), inner, len(positions), outer),
                                graph.node(rows))
         graph.effect(written)
-        _latest[target] = (graph, node, written)
+        key = id(target)
+        _latest[key] = (weakref.ref(target, lambda _, key=key: _latest.pop(key, None)), graph, node, written)
         return graph.emit(ops.reshape_4d(graph.ctx, written, *node.ne), target.shape, target.dtype)
 
 

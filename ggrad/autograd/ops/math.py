@@ -24,6 +24,8 @@ from ..grad_mode import no_grad
 from ..pending import alias
 from . import unary as un
 from .unary import unary, _zero, _F32_MAX
+from ..torch_dtypes import BOOL
+from .convert import relabel
 
 
 def composite(name, forward, grad, doc):
@@ -225,8 +227,8 @@ def _float_test(fn):
     def op(x):
         with no_grad():
             if not x.dtype.is_float:   # integers are finite
-                return x.float() * 0.0 + (1.0 if fn.__name__ == "isfinite" else 0.0)
-            return fn(*_tests(x.float()))
+                return relabel(x.float() * 0.0 + (1.0 if fn.__name__ == "isfinite" else 0.0), BOOL)
+            return relabel(fn(*_tests(x.float())), BOOL)   # 0/1 floats are ggrad's bool storage
     op.__name__ = fn.__name__
     op.__doc__ = fn.__doc__
     return op
@@ -234,31 +236,31 @@ def _float_test(fn):
 
 @_float_test
 def isfinite(bad, pos, neg):
-    """1.0 where x is finite, else 0.0 (PyTorch: bool)."""
+    """True where x is finite (a bool tensor)."""
     return 1.0 - bad
 
 
 @_float_test
 def isnan(bad, pos, neg):
-    """1.0 where x is nan, else 0.0 (PyTorch: bool)."""
+    """True where x is nan (a bool tensor)."""
     return bad * pos * neg
 
 
 @_float_test
 def isinf(bad, pos, neg):
-    """1.0 where x is +-inf, else 0.0 (PyTorch: bool)."""
+    """True where x is +-inf (a bool tensor)."""
     return bad - bad * pos * neg
 
 
 @_float_test
 def isposinf(bad, pos, neg):
-    """1.0 where x is +inf, else 0.0 (PyTorch: bool)."""
+    """True where x is +inf (a bool tensor)."""
     return (bad - bad * pos * neg) * pos
 
 
 @_float_test
 def isneginf(bad, pos, neg):
-    """1.0 where x is -inf, else 0.0 (PyTorch: bool)."""
+    """True where x is -inf (a bool tensor)."""
     return (bad - bad * pos * neg) * neg
 
 

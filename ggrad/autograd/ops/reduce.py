@@ -9,8 +9,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from ...ggml import f32, i32, ops
+from ...ggml import f32, ops
 from ..autocast_hook import autocast_op
+from ..torch_dtypes import INT64
 from .. import lowering
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
@@ -91,7 +92,9 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
             out = out.reshape(_dropped_shape(x.shape, dims))
     if dtype is not None:
         return out.to(dtype)
-    return out.to(x.dtype) if x.dtype is not f32 and x.dtype.is_float else out
+    if not x.dtype.is_float:
+        return out.to(INT64)   # PyTorch sums integers and bools in int64
+    return out.to(x.dtype) if x.dtype is not f32 else out
 
 
 def mean(x, dim=None, keepdim=False):
@@ -159,7 +162,7 @@ class ArgmaxRows(Primitive):
 
     @staticmethod
     def result_dtype(x):
-        return i32
+        return INT64   # held as GGML's int32
 
 
 def _move_last(x, d):

@@ -9,7 +9,8 @@ Differences from PyTorch: multinomial returns int32 (PyTorch: int64); the random
 
 import numpy as np
 
-from ...ggml import f32, i32
+from ...ggml import f32
+from ..torch_dtypes import INT64
 from .. import execution
 from ..dtype_rules import require_float
 from ..factory import generator as _host_generator, tensor
@@ -100,4 +101,4 @@ def _inverse_cdf(rows, num_samples):
     u = _uniform((r, num_samples, 1), rows.device, open_at_zero=True)
     target = u * total.reshape(r, 1, 1)                      # (r, s, 1), in (0, total]
     below = un.Step.apply(target - cdf.reshape(r, 1, n))     # cdf_j < target
-    return rd.sum(below, -1).to(i32)                          # how many lie below: the index drawn
+    return rd.sum(below, -1).to(INT64)                        # how many lie below: the index drawn

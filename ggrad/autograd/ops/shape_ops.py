@@ -10,7 +10,8 @@ Differences from PyTorch: one_hot returns int32 (PyTorch: int64).
 
 import numpy as np
 
-from ...ggml import f32, i32, ops
+from ...ggml import f32, ops
+from ..torch_dtypes import INT64
 from ...ggml.errors import ShapeError
 from ..factory import arange, tensor, zeros
 from .. import execution
@@ -271,4 +272,4 @@ def one_hot(x, num_classes=-1):
                               RuntimeError(f"one_hot: a class value computed on the device is negative or not "
                                            f"smaller than num_classes ({num_classes})"))
         diff = labels.unsqueeze(-1) - arange(num_classes, device=x.device).to(f32)
-        return (1.0 - un.Step.apply(un.abs(diff))).to(i32)
+        return (1.0 - un.Step.apply(un.abs(diff))).to(INT64)

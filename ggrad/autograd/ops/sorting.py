@@ -15,7 +15,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from ...ggml import f32, i32, ops
+from ...ggml import f32, ops
+from ..torch_dtypes import INT64
 from ...ggml.errors import ShapeError
 from ..dtype_rules import as_float32
 from ..factory import tensor, zeros
@@ -41,7 +42,7 @@ class ArgsortRows(Primitive):
 
     @staticmethod
     def result_dtype(x, order):
-        return i32
+        return INT64   # held as GGML's int32
 
 
 class TopkRows(Primitive):
@@ -57,7 +58,7 @@ class TopkRows(Primitive):
 
     @staticmethod
     def result_dtype(x, k):
-        return i32
+        return INT64   # held as GGML's int32
 
 
 def _moved(x, d, fn):
@@ -70,7 +71,7 @@ def argsort(x, dim=-1, descending=False, stable=False):
     """Indices that sort x along `dim` (int32)."""
     src = as_float32(x, "argsort", allow_int=True)
     if x.ndim == 0:
-        return zeros((), dtype=i32, device=x.device)
+        return zeros((), dtype=INT64, device=x.device)
     order = "desc" if descending else "asc"
     d = _axis(dim, x.ndim)
     if stable and x.shape[d] > _STABLE_MAX:
@@ -118,10 +119,10 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name
                            f"(shape {x.shape})")
     src = as_float32(x, "topk", allow_int=True).detach()
     if x.ndim == 0:
-        return values_indices(x * 1, zeros((), dtype=i32, device=x.device))
+        return values_indices(x * 1, zeros((), dtype=INT64, device=x.device))
     if k == 0:
         shape = x.shape[:d] + (0,) + x.shape[d + 1:]
-        return values_indices(zeros(shape, dtype=x.dtype, device=x.device), zeros(shape, dtype=i32,
+        return values_indices(zeros(shape, dtype=x.dtype, device=x.device), zeros(shape, dtype=INT64,
                                                                                   device=x.device))
     key = src if largest else -src
     index = _moved(key, d, lambda t: TopkRows.apply(t, k))

@@ -1,0 +1,43 @@
+"""Conversion between dtypes, PyTorch's `.to(dtype)`: a GGML cast where the storage changes, a relabel
+(no node) where it does not (int64 <-> int32, bool -> float32), `!= 0` into bool."""
+
+from ... import ggml
+from .. import execution
+from ..tensor import Tensor
+from ..torch_dtypes import BOOL, resolve
+from . import unary as un
+
+
+def relabel(t, dtype):
+    """A Tensor over the same node as `t` reporting `dtype` (whose storage is `t`'s), with no history."""
+    with execution.lock_of(t.device):
+        out = Tensor._make(t._node, t.shape, dtype, t.device, t._pending, t._block)
+    out._version = t._version
+    return out
+
+
+def _storage(dtype):
+    return getattr(dtype, "storage", dtype)
+
+
+def convert(x, dtype):
+    """x as `dtype`: floats to integers truncate towards zero, anything to bool is `x != 0`."""
+    dtype = resolve(dtype)
+    if x.dtype is dtype:
+        return x
+    if dtype is BOOL:
+        from .logical import ne
+        return ne(x, 0)
+    if x.dtype is BOOL:
+        x = relabel(x, ggml.f32)
+    target = _storage(dtype)
+    if target.name not in ("f32", "f16", "bf16", "i32"):
+        raise ggml.DTypeError(f"to(): conversion to {dtype!r} is not supported (float32, float16, bfloat16, "
+                              "int32, int64, bool)")
+    source = _storage(x.dtype)
+    if source is not target:
+        x = relabel(x, source) if x.dtype is not source else x
+        if source is not ggml.f32 and target is not ggml.f32:
+            x = un.cast(x, ggml.f32)   # GGML casts int32 only to and from float32
+        x = un.cast(x, target)
+    return x if x.dtype is dtype else relabel(x, dtype)

@@ -1,0 +1,248 @@
+"""Comparisons and logic giving bool tensors (no gradient), as PyTorch's.
+
+Both sides meet in float32 (integers exact below 2**24) and the 0/1 result is relabelled bool (ggrad's
+bool is stored as float32: no conversion). `a > b` is step(a - b): a nan gives 0, as it should; equality
+is "neither greater" and neither side nan, so that inf == inf and nan != nan.
+"""
+
+import builtins
+import numbers
+
+import numpy as np
+
+from ... import ggml
+from .. import grad_mode
+from ..factory import tensor
+from ..tensor import Tensor
+from ..torch_dtypes import BOOL, INT64
+from . import binary as bi
+from . import reduce as rd
+from . import unary as un
+from .convert import convert, relabel
+
+
+def _float(x, like):
+    """x (a Tensor or a number) as a float32 Tensor on `like`'s device, gradient cut."""
+    if not isinstance(x, Tensor):
+        if not isinstance(x, (numbers.Number, np.number, np.bool_)):
+            raise TypeError(f"comparison with an object of type {type(x).__name__}")
+        return tensor(float(x), dtype=ggml.f32, device=like.device)
+    x = x.detach()
+    return x if x.dtype is ggml.f32 else convert(x, ggml.f32)
+
+
+def _operands(a, b):
+    like = a if isinstance(a, Tensor) else b
+    return _float(a, like), _float(b, like)
+
+
+def _isnan(x):
+    """1 where x is nan: GGML's clamp sends nan to its upper bound, so x - x, |x| and -|x| all reach it."""
+    return un.Clamp.apply(x - x, 0.0, 1.0) * un.Clamp.apply(x, 0.0, 1.0) * un.Clamp.apply(-x, 0.0, 1.0)
+
+
+def _bool(values):
+    return relabel(values, BOOL)
+
+
+def _has_float(a, b):
+    return builtins.any(isinstance(t, Tensor) and t.dtype.is_float or isinstance(t, float) for t in (a, b))
+
+
+def _equal01(a, b, floats):
+    fa, fb = _operands(a, b)
+    out = 1.0 - un.Step.apply(fa - fb) - un.Step.apply(fb - fa)
+    if floats:   # unordered: nan on either side
+        out = out * (1.0 - _isnan(fa)) * (1.0 - _isnan(fb))
+    return out
+
+
+def gt(a, b):
+    with grad_mode.no_grad():
+        fa, fb = _operands(a, b)
+        return _bool(un.Step.apply(fa - fb))
+
+
+def lt(a, b):
+    return gt(b, a)
+
+
+def eq(a, b):
+    with grad_mode.no_grad():
+        return _bool(_equal01(a, b, _has_float(a, b)))
+
+
+def ne(a, b):
+    with grad_mode.no_grad():
+        return _bool(1.0 - _equal01(a, b, _has_float(a, b)))
+
+
+def ge(a, b):
+    with grad_mode.no_grad():
+        fa, fb = _operands(a, b)
+        return _bool(un.Step.apply(fa - fb) + _equal01(a, b, _has_float(a, b)))
+
+
+def le(a, b):
+    return ge(b, a)
+
+
+greater, less, equal_to, not_equal = gt, lt, eq, ne
+greater_equal, less_equal = ge, le
+
+
+# ---- logic ---------------------------------------------------------------------------------------
+def _truth(x):
+    """x != 0 as float32 0/1."""
+    if isinstance(x, Tensor) and x.dtype is BOOL:
+        return relabel(x.detach(), ggml.f32)
+    return relabel(ne(x, 0), ggml.f32)
+
+
+def logical_not(x):
+    with grad_mode.no_grad():
+        return _bool(1.0 - _truth(x))
+
+
+def logical_and(a, b):
+    with grad_mode.no_grad():
+        return _bool(_truth(a) * _truth(b))
+
+
+def logical_or(a, b):
+    with grad_mode.no_grad():
+        ta, tb = _truth(a), _truth(b)
+        return _bool(ta + tb - ta * tb)
+
+
+def logical_xor(a, b):
+    with grad_mode.no_grad():
+        return _bool(un.abs(_truth(a) - _truth(b)))
+
+
+def _bitwise(op, logical, a, b):
+    for t in (a, b):
+        if isinstance(t, Tensor) and t.dtype.is_float or isinstance(t, float):
+            raise RuntimeError(f"{op}: only integer and bool tensors are supported, got a floating point operand")
+    if builtins.all(not isinstance(t, Tensor) or t.dtype is BOOL for t in (a, b)) and \
+            builtins.all(isinstance(t, Tensor) or isinstance(t, bool) for t in (a, b)):
+        return logical(a, b)
+    return _integer_bitwise(op, a, b)
+
+
+_BITS = 25   # two's complement bits of the integers float32 holds exactly: [-2**24, 2**24)
+
+
+def _integer_bitwise(op, a, b):
+    """a op b on integers, bit by bit in float32: each operand split into 25 bits (floor(x / 2**k) mod 2,
+    which is two's complement for negatives too), the bits combined, the sum weighted back."""
+    dtype = _result_int(a, b)
+    with grad_mode.no_grad():
+        fa, fb = _operands(a, b)
+        shape = bi.broadcast_shapes(fa.shape, fb.shape, op)
+        n = max(1, int(np.prod(shape)))
+        powers = tensor((2.0 ** -np.arange(_BITS)).reshape(_BITS, 1).astype(np.float32), device=fa.device)
+        weights = 2.0 ** np.arange(_BITS)
+        weights[-1] = -weights[-1]
+        weights = tensor(weights.reshape(_BITS, 1).astype(np.float32), device=fa.device)
+
+        def bits(x):
+            y = from_math.floor(bi.expand_to(x, shape).reshape(1, n) * powers)
+            return y - from_math.floor(y * 0.5) * 2.0
+
+        ba, bb = bits(fa), bits(fb)
+        if op == "bitwise_and":
+            c = ba * bb
+        elif op == "bitwise_or":
+            c = ba + bb - ba * bb
+        else:
+            c = un.abs(ba - bb)
+        out = rd.sum(c * weights, 0).reshape(shape)
+        return convert(out, dtype)
+
+
+def _result_int(a, b):
+    from ..dtype_rules import result_type
+    return result_type(a, b)
+
+
+def bitwise_and(a, b):
+    return _bitwise("bitwise_and", logical_and, a, b)
+
+
+def bitwise_or(a, b):
+    return _bitwise("bitwise_or", logical_or, a, b)
+
+
+def bitwise_xor(a, b):
+    return _bitwise("bitwise_xor", logical_xor, a, b)
+
+
+def bitwise_not(x):
+    if x.dtype.is_float:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    if x.dtype is BOOL:
+        return logical_not(x)
+    with grad_mode.no_grad():
+        return -x - 1
+
+
+# ---- reductions to bool --------------------------------------------------------------------------
+def any(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    """Whether any element (along `dim`) is nonzero, as bool."""
+    with grad_mode.no_grad():
+        return _bool(rd.amax(_truth(x), dim, keepdim)) if x.numel() else _bool(rd.sum(_truth(x), dim, keepdim))
+
+
+def all(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    """Whether every element (along `dim`) is nonzero, as bool."""
+    with grad_mode.no_grad():
+        return logical_not(any(logical_not(x), dim, keepdim))
+
+
+def count_nonzero(x, dim=None):
+    """How many elements (along `dim`) are nonzero, as int64."""
+    with grad_mode.no_grad():
+        return convert(rd.sum(_truth(x), dim), INT64)
+
+
+def nonzero(x, *, as_tuple=False):
+    """Indices of the nonzero elements (a host read, as PyTorch's sync): (n, ndim) int64, or one per dim."""
+    found = np.argwhere(x.numpy() if x.ndim else x.numpy().reshape(1))
+    if as_tuple:
+        return tuple(tensor(found[:, d], dtype=INT64, device=x.device) for d in range(found.shape[1]))
+    return tensor(found, dtype=INT64, device=x.device)
+
+
+def argwhere(x):
+    return nonzero(x)
+
+
+# ---- whole-tensor tests --------------------------------------------------------------------------
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol |b| elementwise (equal infinities close; nan close to nan with equal_nan)."""
+    with grad_mode.no_grad():
+        fa, fb = _operands(a, b)
+        diff = un.abs(fa - fb)
+        within = 1.0 - un.Step.apply(diff - (un.abs(fb) * float(rtol) + float(atol)))
+        not_finite = un.Clamp.apply(diff - diff, 0.0, 1.0)   # 1 where diff is inf or nan (clamp sends nan up)
+        within = within * (1.0 - not_finite)          # equal infinities are caught by the equality below
+        close = within + _equal01(fa, fb, True) - within * _equal01(fa, fb, True)
+        if equal_nan:
+            both = _isnan(fa) * _isnan(fb)
+            close = close + both - close * both
+        return _bool(close)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(all(isclose(a, b, rtol, atol, equal_nan)).item())
+
+
+def equal(a, b):
+    """True if a and b have the same shape and elements (PyTorch's torch.equal)."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return bool(all(eq(a, b)).item())
+
+
+from . import math as from_math  # noqa: E402  (math builds on the arithmetic this module uses)

@@ -9,7 +9,7 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   sum_rows take 0.05 ms.
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
-  a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too.
+  a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
 - GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.

@@ -3,10 +3,7 @@
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import full_like
-from .optimizer import Optimizer
-
-
-_LABELS = {"lr": "learning rate", "eps": "epsilon value"}   # PyTorch's wording
+from .optimizer import Optimizer, check_non_negative
 
 
 class Adagrad(Optimizer):
@@ -38,9 +35,7 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        for name in ('lr', 'lr_decay', 'weight_decay', 'initial_accumulator_value', 'eps'):
-            if not 0.0 <= group[name]:
-                raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {group[name]}")
+        check_non_negative(group, ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"))
 
     def _update_group(self, group):
         params = []

@@ -24,6 +24,16 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+_LABELS = {"lr": "learning rate", "eps": "epsilon value"}   # PyTorch's wording; others read "<name> value"
+
+
+def check_non_negative(group, names):
+    """Raise PyTorch's ValueError for the first of `names` in `group` that is negative."""
+    for name in names:
+        if not 0.0 <= group[name]:
+            raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {group[name]}")
+
+
 class Optimizer:
     """Base class of all optimizers.
 

@@ -3,10 +3,7 @@
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import zeros_like
-from .optimizer import Optimizer
-
-
-_LABELS = {"lr": "learning rate", "eps": "epsilon value"}   # PyTorch's wording
+from .optimizer import Optimizer, check_non_negative
 
 
 class RMSprop(Optimizer):
@@ -41,9 +38,7 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        for name in ('lr', 'eps', 'momentum', 'weight_decay', 'alpha'):
-            if not 0.0 <= group[name]:
-                raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {group[name]}")
+        check_non_negative(group, ("lr", "eps", "momentum", "weight_decay", "alpha"))
 
     def _update_group(self, group):
         params = []

@@ -1,4 +1,4 @@
-"""Generation throughput of the char-GPT: tokens/s with and without the KV cache, ggrad vs PyTorch CPU.
+"""Generation throughput of the char-GPT: tokens/s with and without the KV cache, ggrad vs PyTorch.
 
 Greedy decoding (sampling is host numpy either way) of batch 1: a short prompt, then new tokens until
 the context is full, so every cached step is one position and every uncached step re-runs the whole
@@ -6,12 +6,17 @@ prefix. PyTorch runs the same architecture (random weights) in eager mode, its c
 keys and values per step (torch.cat) as PyTorch decoders commonly do. Medians of --repeats runs.
 
     python benchmarks/bench_generate.py [--configs small large] [--repeats 5] [--threads 2]
+    python benchmarks/bench_generate.py --device cuda:0      # PyTorch on CUDA, in its own process
+
+On a GPU, PyTorch runs in a child process (a process must not hold both PyTorch's CUDA and GGML's).
 """
 
 import argparse
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -39,16 +44,16 @@ def median_s(run, repeats):
     return statistics.median(times)
 
 
-def ggrad_run(cfg, use_cache):
+def ggrad_run(cfg, use_cache, device):
     ggrad.manual_seed(0)
-    model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"])
+    model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(device)
     prompt = np.arange(cfg["prompt"], dtype=np.int32)[None] % cfg["vocab"]
     n = cfg["context"] - cfg["prompt"]
     return lambda: model.generate(prompt, n, temperature=0, use_cache=use_cache)
 
 
-def torch_run(cfg, use_cache):
-    """The same model and greedy loop in PyTorch (eager, no_grad)."""
+def torch_run(cfg, use_cache, device="cpu"):
+    """The same model and greedy loop in PyTorch (eager, no_grad) on `device` ("cpu" or "cuda")."""
     import torch
     from torch import nn
     d, h, ctx = cfg["d_model"], cfg["heads"], cfg["context"]
@@ -85,8 +90,8 @@ def torch_run(cfg, use_cache):
             return self.ln_f(x) @ self.tok.weight.T
 
     torch.manual_seed(0)
-    model = GPT().eval()
-    prompt = torch.arange(cfg["prompt"])[None] % cfg["vocab"]
+    model = GPT().eval().to(device)
+    prompt = (torch.arange(cfg["prompt"])[None] % cfg["vocab"]).to(device)
 
     def run():
         ids = prompt
@@ -96,8 +101,25 @@ def torch_run(cfg, use_cache):
                 start = ids.shape[1] - 1 if use_cache and caches[0] else 0
                 logits = model(ids[:, start:], start, caches)
                 ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], 1)
-        return ids
+        return ids.cpu()
     return run
+
+
+def torch_tokens_per_s(name, use_cache, repeats, device):
+    """PyTorch's tokens/s, here on the CPU, in a child process on a GPU; nan without PyTorch."""
+    cfg = CONFIGS[name]
+    n = cfg["context"] - cfg["prompt"]
+    if device.startswith("cpu"):
+        try:
+            return n / median_s(torch_run(cfg, use_cache), repeats)
+        except ImportError:
+            return math.nan
+    child = subprocess.run([sys.executable, __file__, "--torch-child", name, str(int(use_cache)), str(repeats)],
+                           capture_output=True, text=True)
+    if child.returncode != 0:
+        print(child.stderr[-2000:], file=sys.stderr)
+        return math.nan
+    return json.loads(child.stdout.strip().splitlines()[-1])["tok_s"]
 
 
 def main():
@@ -105,7 +127,15 @@ def main():
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="threads for both (default: each one's choice)")
+    parser.add_argument("--device", default="cpu", help="ggrad's device; PyTorch takes cuda when it is a GPU")
+    parser.add_argument("--torch-child", nargs=3, metavar=("CONFIG", "CACHE", "REPEATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.torch_child:
+        name, cache, repeats = args.torch_child
+        cfg = CONFIGS[name]
+        seconds = median_s(torch_run(cfg, bool(int(cache)), "cuda"), int(repeats))
+        print(json.dumps({"tok_s": (cfg["context"] - cfg["prompt"]) / seconds}))
+        return
     if args.threads:
         set_threads(args.threads)
     rows = []
@@ -115,11 +145,8 @@ def main():
         row = {"config": f"{name}: d{cfg['d_model']} L{cfg['layers']} ctx{cfg['context']}", "new tokens": n}
         for use_cache in (False, True):
             key = "cache" if use_cache else "no cache"
-            g = n / median_s(ggrad_run(cfg, use_cache), args.repeats)
-            try:
-                t = n / median_s(torch_run(cfg, use_cache), args.repeats)
-            except ImportError:
-                t = math.nan
+            g = n / median_s(ggrad_run(cfg, use_cache, args.device), args.repeats)
+            t = torch_tokens_per_s(name, use_cache, args.repeats, args.device)
             row[f"ggrad {key} tok/s"] = f"{g:,.0f}"
             row[f"torch {key} tok/s"] = f"{t:,.0f}"
             row[f"ratio {key}"] = f"{g / t:.2f}"
@@ -127,7 +154,9 @@ def main():
         row["ggrad cache speed-up"] = f"{row['_cache'] / row['_no cache']:.1f}x"
         rows.append(row)
     columns = [c for c in rows[0] if not c.startswith("_")]
-    print_table(f"char-GPT greedy generation, batch 1, CPU (median of {args.repeats}; ratio = ggrad / torch)",
+    where = ggrad.device(args.device).description
+    print_table(f"char-GPT greedy generation, batch 1, {args.device} ({where}; median of {args.repeats}; "
+                "ratio = ggrad / torch)",
                 rows, columns)
 
 

@@ -214,6 +214,8 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clamp", "clip", "div", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+for _name in ops._COMPOSITE_METHODS:
+    _METHODS[_name] = getattr(ops, _name)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
     _METHODS[_name] = getattr(factory, _name)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",

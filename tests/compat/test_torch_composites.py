@@ -41,6 +41,21 @@ CASES = {
     "lerp_scalar_method": ([_arr(3, 4), _arr(3, 4)], lambda T, a, b: a.lerp(b, 0.25)),
     "addcmul": ([_arr(3), _arr(3), _arr(3)], lambda T, a, b, c: T.addcmul(a, b, c, value=0.5)),
     "addcdiv": ([_arr(3), _arr(3), _arr(3)], lambda T, a, b, c: T.addcdiv(a, b, c * c + 1, value=-2)),
+    "prod_dim": ([np.array([[1, 0, 3], [2, -1, 4], [0, 0, 5]], np.float32)], lambda T, a: T.prod(a, dim=-1)),
+    "prod_keepdim_method": ([_arr(3, 4)], lambda T, a: a.prod(0, keepdim=True)),
+    "prod_all": ([_arr(2, 3)], lambda T, a: T.prod(a)),
+    "prod_all_with_a_zero": ([np.array([[1, 2], [0, 3]], np.float32)], lambda T, a: a.prod()),
+    "prod_empty_dim": ([_arr(2, 0)], lambda T, a: a.prod(1)),
+    "prod_of_a_scalar": ([np.float32(3.0)], lambda T, a: T.prod(a, 0)),
+    "unflatten": ([_arr(2, 12)], lambda T, a: T.unflatten(a, 1, (3, -1))),
+    "unflatten_method": ([_arr(6, 2)], lambda T, a: a.unflatten(0, (2, 3))),
+    "tile_short_dims": ([_arr(2, 3)], lambda T, a: T.tile(a, (2,))),
+    "tile_method": ([_arr(2, 3)], lambda T, a: a.tile((2, 1, 2))),
+    "diff": ([_arr(3, 5)], lambda T, a: T.diff(a)),
+    "diff_n2_dim0": ([_arr(4, 3)], lambda T, a: a.diff(n=2, dim=0)),
+    "hstack": ([_arr(2, 3), _arr(2, 1)], lambda T, a, b: T.hstack([a, b])),
+    "hstack_1d": ([_arr(3), _arr(2)], lambda T, a, b: T.hstack((a, b))),
+    "vstack_1d": ([_arr(3), _arr(3)], lambda T, a, b: T.vstack([a, b])),
     "logaddexp": ([_arr(3, 4) * 30, _arr(3, 4) * 30], lambda T, a, b: T.logaddexp(a, b)),
 }
 
@@ -58,6 +73,11 @@ def test_value_and_gradients_match_pytorch(name):
     (ours * ggrad.tensor(weight)).sum().backward()
     for i, (r, o) in enumerate(zip(ref_in, our_in)):
         np.testing.assert_allclose(o.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"input {i}")
+
+
+def test_prod_of_integers_is_int64_as_pytorch():
+    got = ggrad.prod(ggrad.tensor([[2, 3], [4, 5]]), dim=1)
+    assert got.dtype == ggrad.int64 and got.tolist() == [6, 20]
 
 
 def test_type_as_takes_the_other_dtype():

@@ -5,9 +5,11 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 """
 
 from ...ggml.errors import ShapeError
-from . import arith, binary, linalg, reduce, unary, views
+from . import arith, binary, joins, linalg, reduce, scan, shape_ops, unary, views
 from .math import log1p
-from ..tensor import Tensor
+from ..tensor import Tensor, _axis
+
+_ALL = object()  # prod's "no dim given" (PyTorch refuses dim=None there)
 
 
 def _require_rank(op, **tensors):
@@ -75,7 +77,7 @@ def movedim(input, source, destination):  # noqa: A002
     if len(src) != len(dst):
         raise ValueError(f"movedim: source {source} and destination {destination} differ in length")
     n = input.ndim
-    src, dst = [s % n for s in src], [d % n for d in dst]
+    src, dst = [_axis(s, n) for s in src], [_axis(d, n) for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise ValueError(f"movedim: repeated dimension in source {source} or destination {destination}")
     order = [None] * n
@@ -144,8 +146,58 @@ def logaddexp(input, other):  # noqa: A002
     return binary.add(reduce.maximum(input, other), log1p(unary.exp(unary.neg(unary.abs(binary.sub(input, other))))))
 
 
+def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
+    """Product over `dim` (all elements when not given): the last entry of cumprod, whose gradient handles zeros."""
+    if dim is not _ALL:
+        dim = _axis(dim, input.ndim)
+    reduced = input.numel() if dim is _ALL else input.shape[dim] if input.ndim else 1
+    if reduced == 0:  # the empty product is 1
+        return binary.add(binary.mul(reduce.sum(input, None if dim is _ALL else dim, keepdim, dtype=dtype), 0), 1)
+    if dim is _ALL:
+        out = views.narrow(scan.cumprod(views.reshape(input, (-1,)), 0, dtype=dtype), 0, reduced - 1, 1)
+        return views.reshape(out, (1,) * input.ndim if keepdim else ())
+    if not input.ndim:
+        return scan.cumprod(input, 0, dtype=dtype)
+    out = views.narrow(scan.cumprod(input, dim, dtype=dtype), dim, reduced - 1, 1)
+    return out if keepdim else views.squeeze(out, dim)
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    """Split dimension `dim` into `sizes` (one entry may be -1)."""
+    d = _axis(dim, input.ndim)
+    return views.reshape(input, tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1:]))
+
+
+def tile(input, dims):  # noqa: A002
+    """repeat, with `dims` padded by leading 1s when it is shorter than input's rank (PyTorch's rule)."""
+    dims = tuple(dims)
+    return shape_ops.repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+def diff(input, n=1, dim=-1):  # noqa: A002
+    """The n-th forward difference along `dim`: out[i] = x[i + 1] - x[i], applied n times."""
+    d = _axis(dim, input.ndim)
+    for _ in range(n):
+        length = input.shape[d]
+        if length == 0:
+            break
+        input = binary.sub(views.narrow(input, d, 1, length - 1), views.narrow(input, d, 0, length - 1))
+    return input
+
+
+def hstack(tensors):
+    """cat along dimension 1, or 0 for 1-D tensors."""
+    return joins.cat(list(tensors), 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dimension 0 after making 1-D tensors rows."""
+    return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in tensors], 0)
+
+
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
            "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
-           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp"]
-# All but rsub are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
-METHODS = tuple(name for name in __all__ if name != "rsub")
+           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "prod", "unflatten", "tile", "diff",
+           "hstack", "vstack"]
+# All but rsub, hstack and vstack are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
+METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack"))

@@ -71,7 +71,7 @@ swapdims = swapaxes
 
 
 def movedim(input, source, destination):  # noqa: A002
-    """Move dimensions `source` to positions `destination` (ints or equal-length sequences), keeping the rest in order."""
+    """Move dims `source` to positions `destination` (ints or equal-length sequences), the rest kept in order."""
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):

@@ -5,7 +5,7 @@ from . import functional, init
 from ..autograd import Parameter
 from .module import Module
 from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
-from .linear import Identity, Linear, Flatten
+from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink)
 from .normalization import LayerNorm, RMSNorm, Dropout

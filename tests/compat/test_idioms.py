@@ -75,6 +75,7 @@ IDIOMS = {
     "param_count": lambda T: sum(p.numel() for p in T.nn.Linear(4, 3).parameters()),
     "named_bias": lambda T: [n for n, _ in T.nn.Sequential(T.nn.Linear(2, 2)).named_parameters()
                              if n.endswith("bias")],
+    "flatten_unflatten_layers": lambda T: T.nn.Sequential(T.nn.Flatten(), T.nn.Unflatten(1, (4, -1)))(_x(T)),
     "stack": lambda T: T.stack([_x(T), _x(T) * 2], dim=1),
     "where": lambda T: T.where(_x(T) > 1, _x(T), T.zeros_like(_x(T))),
     "bool_mask_select": lambda T: _x(T)[_x(T) > 1.5],

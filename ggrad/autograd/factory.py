@@ -122,6 +122,32 @@ def empty_like(t, dtype=None, device=None, requires_grad=False):
     return zeros_like(t, dtype, device, requires_grad)
 
 
+def new_full(t, size, fill_value, dtype=None, device=None, requires_grad=False):
+    """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
+    dt, dev = _like(t, dtype, device)
+    return full(_shape((size,)), fill_value, dt, dev, requires_grad)
+
+
+def new_zeros(t, *size, dtype=None, device=None, requires_grad=False):
+    return new_full(t, _shape(size), 0, dtype, device, requires_grad)
+
+
+def new_ones(t, *size, dtype=None, device=None, requires_grad=False):
+    return new_full(t, _shape(size), 1, dtype, device, requires_grad)
+
+
+def new_empty(t, *size, dtype=None, device=None, requires_grad=False):
+    return new_zeros(t, *size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def new_tensor(t, data, dtype=None, device=None, requires_grad=False):
+    """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
+    dt, dev = _like(t, dtype, device)
+    if hasattr(data, "_node"):
+        data = data.detach().numpy()
+    return tensor(data, dt, dev, requires_grad)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start

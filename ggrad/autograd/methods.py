@@ -4,7 +4,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import grad_mode, ops
+from . import factory, grad_mode, ops
 from .factory import tensor
 from .function import Function
 from .ops import logical, mask_index
@@ -214,6 +214,10 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clamp", "clip", "div", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+for _name in ops._COMPOSITE_METHODS:
+    _METHODS[_name] = getattr(ops, _name)
+for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
+    _METHODS[_name] = getattr(factory, _name)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
               "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
               "bitwise_not", "any", "all", "count_nonzero", "nonzero", "argwhere", "isclose", "allclose", "equal"):

@@ -5,10 +5,12 @@ from . import functional, init
 from ..autograd import Parameter
 from .module import Module
 from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
-from .linear import Identity, Linear, Flatten
+from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink)
 from .normalization import LayerNorm, RMSNorm, Dropout
+from .batch_norm import BatchNorm1d, BatchNorm2d
+from .adaptive_pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .sparse import Embedding
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention

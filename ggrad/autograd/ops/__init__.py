@@ -36,10 +36,12 @@ from .sampling import bernoulli, multinomial
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
+from .torch_composites import *  # noqa: F401,F403  (mm, bmm, outer, view_as, lerp, ...)
+from .torch_composites import METHODS as _COMPOSITE_METHODS
 
 clip = clamp
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "einsum_lowering", "resample", "quant", "conv")]
+            "einsum_lowering", "resample", "quant", "conv", "torch_composites")]

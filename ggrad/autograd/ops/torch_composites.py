@@ -1,0 +1,203 @@
+"""PyTorch's small convenience ops that are compositions of ggrad's primitives (no gradient code of their own).
+
+mm/bmm/mv/dot/outer check the ranks PyTorch requires and then reuse matmul; the `*_as` family, swapaxes and
+movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logaddexp are elementwise formulas.
+"""
+
+from ...ggml.errors import ShapeError
+from . import arith, binary, joins, linalg, reduce, scan, shape_ops, unary, views
+from .math import log1p
+from ..tensor import Tensor, _axis
+
+_ALL = object()  # prod's "no dim given" (PyTorch refuses dim=None there)
+
+
+def _require_rank(op, **tensors):
+    """PyTorch's rank checks: mm wants 2-D operands, bmm 3-D, mv (2-D, 1-D), dot/outer 1-D."""
+    for name, (t, rank) in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+        if t.ndim != rank:
+            raise ShapeError(f"{op}: {name} must be {rank}-D, got shape {t.shape}")
+
+
+def mm(input, mat2):  # noqa: A002 (PyTorch's names)
+    _require_rank("mm", input=(input, 2), mat2=(mat2, 2))
+    return linalg.matmul(input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    _require_rank("bmm", input=(input, 3), mat2=(mat2, 3))
+    if input.shape[0] != mat2.shape[0]:
+        raise ShapeError(f"bmm: batch sizes differ: {input.shape} and {mat2.shape}")
+    return linalg.matmul(input, mat2)
+
+
+def mv(input, vec):  # noqa: A002
+    _require_rank("mv", input=(input, 2), vec=(vec, 1))
+    return linalg.matmul(input, vec)
+
+
+def dot(input, tensor):  # noqa: A002
+    _require_rank("dot", input=(input, 1), tensor=(tensor, 1))
+    if input.shape != tensor.shape:
+        raise ShapeError(f"dot: both vectors need the same length, got {input.shape} and {tensor.shape}")
+    return reduce.sum(binary.mul(input, tensor))
+
+
+def outer(input, vec2):  # noqa: A002
+    _require_rank("outer", input=(input, 1), vec2=(vec2, 1))
+    return binary.mul(views.unsqueeze(input, 1), views.unsqueeze(vec2, 0))
+
+
+ger = outer
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2)."""
+    return binary.add(binary.mul(input, beta), binary.mul(mm(mat1, mat2), alpha))
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    return binary.add(binary.mul(input, beta), binary.mul(bmm(batch1, batch2), alpha))
+
+
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    return views.transpose(input, axis0, axis1)
+
+
+swapdims = swapaxes
+
+
+def movedim(input, source, destination):  # noqa: A002
+    """Move dims `source` to positions `destination` (ints or equal-length sequences), the rest kept in order."""
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"movedim: source {source} and destination {destination} differ in length")
+    n = input.ndim
+    src, dst = [_axis(s, n) for s in src], [_axis(d, n) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"movedim: repeated dimension in source {source} or destination {destination}")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    return views.permute(input, [o if o is not None else next(rest) for o in order])
+
+
+def view_as(input, other):  # noqa: A002
+    return views.reshape(input, other.shape)
+
+
+def reshape_as(input, other):  # noqa: A002
+    return views.reshape(input, other.shape)
+
+
+def expand_as(input, other):  # noqa: A002
+    return views.expand(input, other.shape)
+
+
+def broadcast_to(input, size):  # noqa: A002
+    return views.expand(input, tuple(size))
+
+
+def type_as(input, other):  # noqa: A002
+    return input.to(other.dtype)
+
+
+def clamp_min(input, min):  # noqa: A002
+    return arith.clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return arith.clamp(input, max=max)
+
+
+def negative(input):  # noqa: A002
+    return unary.neg(input)
+
+
+def true_divide(input, other):  # noqa: A002
+    return binary.div(input, other)
+
+
+def rsub(input, other, *, alpha=1):  # noqa: A002
+    """other - alpha * input."""
+    return binary.sub(other, binary.mul(input, alpha))
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """input + weight * (end - input)."""
+    return binary.add(input, binary.mul(weight, binary.sub(end, input)))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return binary.add(input, binary.mul(binary.mul(tensor1, tensor2), value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return binary.add(input, binary.mul(binary.div(tensor1, tensor2), value))
+
+
+def logaddexp(input, other):  # noqa: A002
+    """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|))."""
+    return binary.add(reduce.maximum(input, other), log1p(unary.exp(unary.neg(unary.abs(binary.sub(input, other))))))
+
+
+def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
+    """Product over `dim` (all elements when not given): the last entry of cumprod, whose gradient handles zeros."""
+    if dim is not _ALL:
+        dim = _axis(dim, input.ndim)
+    reduced = input.numel() if dim is _ALL else input.shape[dim] if input.ndim else 1
+    if reduced == 0:  # the empty product is 1
+        return binary.add(binary.mul(reduce.sum(input, None if dim is _ALL else dim, keepdim, dtype=dtype), 0), 1)
+    if dim is _ALL:
+        out = views.narrow(scan.cumprod(views.reshape(input, (-1,)), 0, dtype=dtype), 0, reduced - 1, 1)
+        return views.reshape(out, (1,) * input.ndim if keepdim else ())
+    if not input.ndim:
+        return scan.cumprod(input, 0, dtype=dtype)
+    out = views.narrow(scan.cumprod(input, dim, dtype=dtype), dim, reduced - 1, 1)
+    return out if keepdim else views.squeeze(out, dim)
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    """Split dimension `dim` into `sizes` (one entry may be -1)."""
+    d = _axis(dim, input.ndim)
+    return views.reshape(input, tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1:]))
+
+
+def tile(input, dims):  # noqa: A002
+    """repeat, with `dims` padded by leading 1s when it is shorter than input's rank (PyTorch's rule)."""
+    dims = tuple(dims)
+    return shape_ops.repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+def diff(input, n=1, dim=-1):  # noqa: A002
+    """The n-th forward difference along `dim`: out[i] = x[i + 1] - x[i], applied n times."""
+    d = _axis(dim, input.ndim)
+    for _ in range(n):
+        length = input.shape[d]
+        if length == 0:
+            break
+        input = binary.sub(views.narrow(input, d, 1, length - 1), views.narrow(input, d, 0, length - 1))
+    return input
+
+
+def hstack(tensors):
+    """cat along dimension 1, or 0 for 1-D tensors."""
+    return joins.cat(list(tensors), 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """cat along dimension 0 after making 1-D tensors rows."""
+    return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in tensors], 0)
+
+
+__all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
+           "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
+           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "prod", "unflatten", "tile", "diff",
+           "hstack", "vstack"]
+# All but rsub, hstack and vstack are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
+METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack"))

@@ -1,0 +1,108 @@
+"""PyTorch's convenience ops built from ggrad primitives (ops/torch_composites.py): values and gradients
+against PyTorch, the Tensor-method spelling, and PyTorch's rank checks."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import ggrad  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def _arr(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+# name -> (inputs as arrays, call given the namespace and the input tensors)
+CASES = {
+    "mm": ([_arr(3, 4), _arr(4, 2)], lambda T, a, b: T.mm(a, b)),
+    "bmm": ([_arr(2, 3, 4), _arr(2, 4, 5)], lambda T, a, b: T.bmm(a, b)),
+    "mv": ([_arr(3, 4), _arr(4)], lambda T, a, b: T.mv(a, b)),
+    "dot": ([_arr(5), _arr(5)], lambda T, a, b: T.dot(a, b)),
+    "outer": ([_arr(3), _arr(4)], lambda T, a, b: T.outer(a, b)),
+    "ger_method": ([_arr(3), _arr(2)], lambda T, a, b: a.ger(b)),
+    "addmm": ([_arr(3, 2), _arr(3, 4), _arr(4, 2)], lambda T, c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0)),
+    "baddbmm": ([_arr(2, 3, 5), _arr(2, 3, 4), _arr(2, 4, 5)],
+                lambda T, c, a, b: T.baddbmm(c, a, b, beta=0.5, alpha=-1.0)),
+    "swapaxes": ([_arr(2, 3, 4)], lambda T, a: T.swapaxes(a, 0, 2)),
+    "swapdims_method": ([_arr(2, 3, 4)], lambda T, a: a.swapdims(-1, 1)),
+    "movedim": ([_arr(2, 3, 4, 5)], lambda T, a: T.movedim(a, 1, -1)),
+    "movedim_many": ([_arr(2, 3, 4, 5)], lambda T, a: T.movedim(a, (0, 3), (2, 0))),
+    "view_as": ([_arr(2, 6), _arr(3, 4)], lambda T, a, b: a.view_as(b) * b),
+    "reshape_as": ([_arr(2, 6), _arr(4, 3)], lambda T, a, b: a.reshape_as(b) + b),
+    "expand_as": ([_arr(3, 1), _arr(3, 4)], lambda T, a, b: a.expand_as(b) * b),
+    "broadcast_to": ([_arr(1, 4)], lambda T, a: T.broadcast_to(a, (3, 4)) * 2),
+    "clamp_min": ([_arr(3, 4)], lambda T, a: T.clamp_min(a, 0.1)),
+    "clamp_max_method": ([_arr(3, 4)], lambda T, a: a.clamp_max(-0.2)),
+    "negative": ([_arr(3)], lambda T, a: T.negative(a)),
+    "true_divide": ([_arr(3), _arr(3)], lambda T, a, b: T.true_divide(a, b * b + 1)),
+    "rsub": ([_arr(3), _arr(3)], lambda T, a, b: T.rsub(a, b, alpha=2)),
+    "lerp": ([_arr(3, 4), _arr(3, 4), _arr(4)], lambda T, a, b, w: T.lerp(a, b, w)),
+    "lerp_scalar_method": ([_arr(3, 4), _arr(3, 4)], lambda T, a, b: a.lerp(b, 0.25)),
+    "addcmul": ([_arr(3), _arr(3), _arr(3)], lambda T, a, b, c: T.addcmul(a, b, c, value=0.5)),
+    "addcdiv": ([_arr(3), _arr(3), _arr(3)], lambda T, a, b, c: T.addcdiv(a, b, c * c + 1, value=-2)),
+    "prod_dim": ([np.array([[1, 0, 3], [2, -1, 4], [0, 0, 5]], np.float32)], lambda T, a: T.prod(a, dim=-1)),
+    "prod_keepdim_method": ([_arr(3, 4)], lambda T, a: a.prod(0, keepdim=True)),
+    "prod_all": ([_arr(2, 3)], lambda T, a: T.prod(a)),
+    "prod_all_with_a_zero": ([np.array([[1, 2], [0, 3]], np.float32)], lambda T, a: a.prod()),
+    "prod_empty_dim": ([_arr(2, 0)], lambda T, a: a.prod(1)),
+    "prod_of_a_scalar": ([np.float32(3.0)], lambda T, a: T.prod(a, 0)),
+    "unflatten": ([_arr(2, 12)], lambda T, a: T.unflatten(a, 1, (3, -1))),
+    "unflatten_method": ([_arr(6, 2)], lambda T, a: a.unflatten(0, (2, 3))),
+    "tile_short_dims": ([_arr(2, 3)], lambda T, a: T.tile(a, (2,))),
+    "tile_method": ([_arr(2, 3)], lambda T, a: a.tile((2, 1, 2))),
+    "diff": ([_arr(3, 5)], lambda T, a: T.diff(a)),
+    "diff_n2_dim0": ([_arr(4, 3)], lambda T, a: a.diff(n=2, dim=0)),
+    "hstack": ([_arr(2, 3), _arr(2, 1)], lambda T, a, b: T.hstack([a, b])),
+    "hstack_1d": ([_arr(3), _arr(2)], lambda T, a, b: T.hstack((a, b))),
+    "vstack_1d": ([_arr(3), _arr(3)], lambda T, a, b: T.vstack([a, b])),
+    "logaddexp": ([_arr(3, 4) * 30, _arr(3, 4) * 30], lambda T, a, b: T.logaddexp(a, b)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_value_and_gradients_match_pytorch(name):
+    arrays, call = CASES[name]
+    ref_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    our_in = [ggrad.tensor(a, requires_grad=True) for a in arrays]
+    ref, ours = call(torch, *ref_in), call(ggrad, *our_in)
+    assert tuple(ours.shape) == tuple(ref.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    weight = _arr(*ref.shape)
+    (ref * torch.tensor(weight)).sum().backward()
+    (ours * ggrad.tensor(weight)).sum().backward()
+    for i, (r, o) in enumerate(zip(ref_in, our_in)):
+        np.testing.assert_allclose(o.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"input {i}")
+
+
+def test_prod_of_integers_is_int64_as_pytorch():
+    got = ggrad.prod(ggrad.tensor([[2, 3], [4, 5]]), dim=1)
+    assert got.dtype == ggrad.int64 and got.tolist() == [6, 20]
+
+
+def test_type_as_takes_the_other_dtype():
+    x = ggrad.tensor([1, 2])
+    assert x.type_as(ggrad.ones(1)).dtype == ggrad.float32
+    assert ggrad.ones(2).type_as(x).dtype == ggrad.int64
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda T: T.mm(T.ones(2, 3, 4), T.ones(4, 2)), "mm: input must be 2-D"),
+    (lambda T: T.bmm(T.ones(2, 3, 4), T.ones(3, 4, 5)), "bmm: batch sizes differ"),
+    (lambda T: T.mv(T.ones(2, 3), T.ones(3, 1)), "mv: vec must be 1-D"),
+    (lambda T: T.dot(T.ones(3), T.ones(4)), "dot: both vectors need the same length"),
+    (lambda T: T.outer(T.ones(3, 1), T.ones(4)), "outer: input must be 1-D"),
+])
+def test_rank_and_shape_errors_raise_as_pytorch(call, message):
+    with pytest.raises(RuntimeError):
+        call(torch)
+    with pytest.raises(ValueError, match=message):  # ggrad's ShapeError is a ValueError
+        call(ggrad)
+
+
+def test_movedim_rejects_mismatched_and_repeated_dims():
+    x = ggrad.ones(2, 3, 4)
+    with pytest.raises(ValueError, match="differ in length"):
+        ggrad.movedim(x, (0, 1), 2)
+    with pytest.raises(ValueError, match="repeated dimension"):
+        ggrad.movedim(x, (0, 0), (1, 2))

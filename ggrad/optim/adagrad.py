@@ -38,16 +38,8 @@ class Adagrad(Optimizer):
         check_non_negative(group, ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"))
 
     def _update_group(self, group):
-        params = []
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = 0
-                state["sum"] = full_like(p, group["initial_accumulator_value"], dtype=ggml.f32)
-            state["step"] += 1
-            params.append(p)
+        params = self._stepped(group, lambda p: {
+            "sum": full_like(p, group["initial_accumulator_value"], dtype=ggml.f32)})
         adagrad(params, [p.grad for p in params], [self.state[p]["sum"] for p in params],
                 [self.state[p]["step"] for p in params], lr=group["lr"], lr_decay=group["lr_decay"],
                 weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"])

@@ -119,6 +119,17 @@ class Optimizer:
     def _check_group(self, group):
         """Validate one group's hyper-parameters (subclasses raise ValueError naming the bad value)."""
 
+    def _stepped(self, group, new_state):
+        """The group's parameters that have a gradient, each state made by `new_state(p)` on first use and
+        its "step" counted (1 on the first)."""
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state.update(new_state(p), step=0)
+            state["step"] += 1
+        return params
+
     # ---- gradients -----------------------------------------------------------------------------
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of every optimized parameter (to None, or to zeros)."""

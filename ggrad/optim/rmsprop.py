@@ -41,20 +41,14 @@ class RMSprop(Optimizer):
         check_non_negative(group, ("lr", "eps", "momentum", "weight_decay", "alpha"))
 
     def _update_group(self, group):
-        params = []
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = zeros_like(p, dtype=ggml.f32)
-                if group["momentum"] > 0:
-                    state["momentum_buffer"] = zeros_like(p, dtype=ggml.f32)
-                if group["centered"]:
-                    state["grad_avg"] = zeros_like(p, dtype=ggml.f32)
-            state["step"] += 1
-            params.append(p)
+        def new_state(p):
+            state = {"square_avg": zeros_like(p, dtype=ggml.f32)}
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(p, dtype=ggml.f32)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(p, dtype=ggml.f32)
+            return state
+        params = self._stepped(group, new_state)
         rmsprop(params, [p.grad for p in params], [self.state[p] for p in params], lr=group["lr"],
                 alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
                 momentum=group["momentum"], centered=group["centered"], maximize=group["maximize"])

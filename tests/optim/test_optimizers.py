@@ -125,8 +125,10 @@ def test_float16_params_follow_float32_run(make):
 
 
 @pytest.mark.parametrize("make", [lambda p: optim.AdamW(p, lr=0.01), lambda p: optim.AdamW(p, amsgrad=True),
-                                  lambda p: optim.SGD(p, lr=0.05), lambda p: optim.SGD(p, momentum=0.9)],
-                         ids=["adamw", "amsgrad", "sgd", "momentum"])
+                                  lambda p: optim.SGD(p, lr=0.05), lambda p: optim.SGD(p, momentum=0.9),
+                                  lambda p: optim.Adam(p, weight_decay=0.1),
+                                  lambda p: optim.RMSprop(p, momentum=0.9, centered=True), lambda p: optim.Adagrad(p)],
+                         ids=["adamw", "amsgrad", "sgd", "momentum", "adam", "rmsprop", "adagrad"])
 def test_backward_and_step_are_one_compute(make):
     init, xs, ys = _problem()
     params = [ggrad.tensor(a, requires_grad=True) for a in init]

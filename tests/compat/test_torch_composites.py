@@ -106,3 +106,34 @@ def test_movedim_rejects_mismatched_and_repeated_dims():
         ggrad.movedim(x, (0, 1), 2)
     with pytest.raises(ValueError, match="repeated dimension"):
         ggrad.movedim(x, (0, 0), (1, 2))
+
+
+INF = float("inf")
+
+
+def test_logaddexp_and_logcumsumexp_at_the_edges_as_pytorch():
+    """Infinite and far-apart operands: the exact max, equal infinities, prefixes far below the row's max."""
+    a = np.array([-INF, INF, 1.0, np.nan, -200.0, 2.0], np.float32)
+    b = np.array([-INF, INF, INF, 1.0, 0.0, 2.0], np.float32)
+    np.testing.assert_allclose(ggrad.logaddexp(ggrad.tensor(a), ggrad.tensor(b)).numpy(),
+                               torch.logaddexp(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-6)
+    rows = np.array([[-200.0, 0.0, -INF, 3.0], [-INF] * 4, [1.0, 2.0, 3.0, 4.0]], np.float32)
+    np.testing.assert_allclose(ggrad.logcumsumexp(ggrad.tensor(rows), 1).numpy(),
+                               torch.logcumsumexp(torch.tensor(rows), 1).numpy(), rtol=1e-6)
+    finite = rows[[0, 2]]
+    x, t = ggrad.tensor(finite, requires_grad=True), torch.tensor(finite, requires_grad=True)
+    ggrad.logcumsumexp(x, 1).sum().backward()
+    torch.logcumsumexp(t, 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["addmm", "baddbmm"])
+def test_beta_zero_ignores_input_as_pytorch(name):
+    """beta=0: `input`'s nan and inf do not reach the result (PyTorch documents it)."""
+    batch = (2,) if name == "baddbmm" else ()
+    c = np.full(batch + (2, 2), np.nan, np.float32)
+    c[..., 0, 0] = INF
+    a, b = _arr(*batch, 2, 3), _arr(*batch, 3, 2)
+    ours = getattr(ggrad, name)(ggrad.tensor(c), ggrad.tensor(a), ggrad.tensor(b), beta=0, alpha=2.0)
+    theirs = getattr(torch, name)(torch.tensor(c), torch.tensor(a), torch.tensor(b), beta=0, alpha=2.0)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5)

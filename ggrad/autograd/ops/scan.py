@@ -55,37 +55,45 @@ def cumsum(x, dim, dtype=None):
     return out if out.dtype is want else out.to(want)
 
 
-def _shifted_ones(y, d, k):
-    """y shifted by k along d, with ones coming in at the start."""
+def cumprod(x, dim, dtype=None):
+    """y[..., i] = x[..., 0] * ... * x[..., i] along `dim`."""
+    src = as_float32(x, "cumprod", allow_int=True)
+    out = src * 1.0
+    if x.ndim:
+        out = _doubling_scan(out, _axis(dim, x.ndim), lambda a, b: a * b, 1.0)
+    want = _result_dtype(x, dtype)
+    return out if out.dtype is want else out.to(want)
+
+
+def _shifted(y, d, k, fill):
+    """y shifted by k along d, with `fill` coming in at the start."""
     n = y.shape[d]
     stops = list(y.shape)
     stops[d] = n - k
     starts = [0] * y.ndim
     starts[d] = k
     moved = PadTo.apply(Slice.apply(y, (0,) * y.ndim, tuple(stops)), tuple(starts), y.shape)
-    ones = np.zeros([1 if i != d else n for i in range(y.ndim)], dtype=np.float32)
-    ones[(slice(None),) * d + (slice(0, k),)] = 1.0
-    return moved + tensor(ones, device=y.device)
+    edge = np.zeros([1 if i != d else n for i in range(y.ndim)], dtype=np.float32)
+    edge[(slice(None),) * d + (slice(0, k),)] = fill
+    return moved + tensor(edge, device=y.device)
 
 
-def cumprod(x, dim, dtype=None):
-    """y[..., i] = x[..., 0] * ... * x[..., i] along `dim`."""
-    src = as_float32(x, "cumprod", allow_int=True)
-    out = src * 1.0
-    if x.ndim:
-        d = _axis(dim, x.ndim)
-        k = 1
-        while k < x.shape[d]:
-            out = out * _shifted_ones(out, d, k)
-            k *= 2
-    want = _result_dtype(x, dtype)
-    return out if out.dtype is want else out.to(want)
+def _doubling_scan(x, d, combine, fill):
+    """The inclusive scan of `combine` along d in log2(n) steps: y_i <- combine(y_i, y_{i-k}), k = 1, 2, 4..."""
+    out, k = x, 1
+    while k < x.shape[d]:
+        out = combine(out, _shifted(out, d, k, fill))
+        k *= 2
+    return out
 
 
 def logcumsumexp(x, dim):
-    """log(cumsum(exp(x))) along dim, shifted by the maximum for range."""
-    from . import reduce, unary
-    m = reduce.amax(x.detach(), dim, keepdim=True) if x.ndim else x.detach()
-    return unary.log(cumsum(unary.exp(x - m), dim)) + m
+    """log(cumsum(exp(x))) along dim: a scan of logaddexp, so every prefix keeps its own range (a row-wide
+    shift would underflow the prefixes far below the row's maximum)."""
+    from .torch_composites import logaddexp
+    src = as_float32(x, "logcumsumexp") * 1.0
+    if not x.ndim:
+        return src
+    return _doubling_scan(src, _axis(dim, x.ndim), logaddexp, -np.inf)
 
 

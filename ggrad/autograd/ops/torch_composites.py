@@ -5,7 +5,9 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 """
 
 from ...ggml.errors import ShapeError
-from . import arith, binary, joins, linalg, reduce, scan, shape_ops, unary, views
+from ..dtype_rules import promote
+from ..factory import zeros_like
+from . import arith, binary, joins, linalg, logical, reduce, scan, shape_ops, unary, views
 from .math import log1p
 from ..tensor import Tensor, _axis
 
@@ -53,14 +55,20 @@ def outer(input, vec2):  # noqa: A002
 ger = outer
 
 
+def _scaled_sum(input, product, beta, alpha):
+    """beta * input + alpha * product; with beta == 0 `input` is ignored (its nan and inf too), as PyTorch."""
+    scaled = binary.mul(product, alpha)
+    return scaled if beta == 0 else binary.add(binary.mul(input, beta), scaled)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2)."""
-    return binary.add(binary.mul(input, beta), binary.mul(mm(mat1, mat2), alpha))
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
-    return binary.add(binary.mul(input, beta), binary.mul(bmm(batch1, batch2), alpha))
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
 def swapaxes(input, axis0, axis1):  # noqa: A002
@@ -142,8 +150,12 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
 
 
 def logaddexp(input, other):  # noqa: A002
-    """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|))."""
-    return binary.add(reduce.maximum(input, other), log1p(unary.exp(unary.neg(unary.abs(binary.sub(input, other))))))
+    """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|)), with the max picked exactly and
+    equal operands (both -inf or +inf too) giving max + log 2, as PyTorch."""
+    a, b = promote(input, other, "logaddexp")
+    top = binary.where(logical.ge(a, b), a, b)
+    gap = binary.where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
+    return binary.add(top, log1p(unary.exp(gap)))
 
 
 def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002

@@ -2,7 +2,7 @@
 
 Inside `with ggrad.autocast("cuda", dtype=ggrad.float16):` the ops in TABLE change dtypes:
 
-- "lower": the matrix products (matmul, linear, conv1d/2d, attention) cast their floating point inputs to
+- "lower": the matrix products (matmul, linear, conv1d/2d, conv_transpose1d/2d, attention) cast their floating point inputs to
   the autocast dtype and give a result in it. GGML multiplies with the low precision operand as its
   first operand and accumulates in f32 on the CPU (f16 and bf16) and for bf16 on CUDA (cuBLAS
   COMPUTE_32F); GGML 0.20.2's CUDA f16 product accumulates in f16 (COMPUTE_16F: its only tensor-core
@@ -35,6 +35,7 @@ LOWER, FLOAT32, BANNED = "lower", "float32", "banned"
 TABLE = {
     # products: low precision
     "matmul": (LOWER, None), "linear": (LOWER, None), "conv1d": (LOWER, None), "conv2d": (LOWER, None),
+    "conv_transpose1d": (LOWER, None), "conv_transpose2d": (LOWER, None),
     "attention": (LOWER, 3),   # scaled_dot_product_attention and MultiheadAttention: q, k, v (not the mask)
     # float32
     "softmax": (FLOAT32, None), "log_softmax": (FLOAT32, None), "layer_norm": (FLOAT32, None),

@@ -207,11 +207,10 @@ for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p"
               "arcsinh", "arccosh", "arctanh", "erf", "erfc", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
               "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk", "flip",
               "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tril", "triu", "scatter", "scatter_add",
-              "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "logsumexp",
-              "div", "clamp", "clip"):
+              "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm"):
     _METHODS[_name] = getattr(ops, _name)
 for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "scatter_add", "index_add", "nan_to_num",
-              "clamp", "clip", "div", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
+              "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
 for _name in ops._COMPOSITE_METHODS:

@@ -76,6 +76,18 @@ def test_conv1d_conv2d(low):
         x, w, b, stride=2), [_r(rng, 2, 3, 9, 9), _r(rng, 5, 3, 3, 3), _r(rng, 5)], low, "conv2d")
 
 
+def test_grouped_and_transposed_convolutions(low):
+    """The public convolutions are hooked, not only the ungrouped path inside them."""
+    rng = np.random.default_rng(0)
+    F, TF = ggrad.nn.functional, torch.nn.functional
+    _check(lambda x, w: F.conv2d(x, w, groups=2), lambda x, w: TF.conv2d(x, w, groups=2),
+           [_r(rng, 2, 4, 6, 6), _r(rng, 6, 2, 3, 3)], low, "grouped conv2d")
+    _check(lambda x, w: F.conv_transpose2d(x, w, stride=2), lambda x, w: TF.conv_transpose2d(x, w, stride=2),
+           [_r(rng, 2, 3, 4, 4), _r(rng, 3, 2, 3, 3)], low, "conv_transpose2d")
+    _check(lambda x, w: F.conv_transpose1d(x, w), lambda x, w: TF.conv_transpose1d(x, w),
+           [_r(rng, 2, 3, 7), _r(rng, 3, 4, 3)], low, "conv_transpose1d")
+
+
 def test_scaled_dot_product_attention(low):
     rng = np.random.default_rng(0)
     arrays = [_r(rng, 2, 2, 6, 8), _r(rng, 2, 2, 6, 8), _r(rng, 2, 2, 6, 8)]

@@ -118,3 +118,13 @@ def test_save_load_keeps_bool_and_int64(tmp_path):
     back = ggrad.load(tmp_path / "a.pt")
     assert back["ids"].dtype is ggrad.int64 and back["mask"].dtype is ggrad.bool
     assert back["ids"].tolist() == [1, -2] and back["mask"].tolist() == [True, False]
+
+
+@pytest.mark.parametrize("values", [np.array([1, 2, 3], np.int32), np.array([True, False, True])],
+                         ids=["int32", "bool"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_of_integers_and_bools_are_int64_as_pytorch(values, op):
+    ours = getattr(ggrad, op)(ggrad.tensor(values), 0)
+    theirs = getattr(torch, op)(torch.tensor(values), 0)
+    assert ours.dtype is ggrad.int64 and theirs.dtype is torch.int64
+    assert ours.tolist() == theirs.tolist()

@@ -8,9 +8,8 @@ repeat, tril/triu, pad, one_hot), scatter_ops, sampling (bernoulli, multinomial)
 einsum_lowering, resample (interpolate).
 """
 
-from .unary import (neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, elu, gelu, silu, softplus,
-                    clamp, square, sign)
-from .binary import add, sub, mul, div, pow, reciprocal, rsqrt, masked_fill, where
+from .unary import neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, gelu, silu, square, sign
+from .binary import add, sub, mul, reciprocal, rsqrt, masked_fill, where
 from .broadcast import broadcast_shapes
 from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp, maximum, minimum
 from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow

@@ -11,6 +11,7 @@ Integer operands are computed in float32 (exact below 2**24) and keep their dtyp
 
 from ...ggml import f32
 from ...ggml.errors import ArgumentError
+from ..autocast_hook import autocast_op
 from ..dtype_rules import promote
 from ..function import Function
 from ..tensor import Tensor
@@ -161,6 +162,7 @@ class _Constant(Function):
         return g * 0.0, None
 
 
+@autocast_op("pow")
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     """x ** p; with a tensor exponent, exp(p log|x|) with the sign of an integer power of a negative x."""
     if not isinstance(p, Tensor):

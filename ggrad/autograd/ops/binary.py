@@ -5,12 +5,10 @@ expand `a` to the result's shape (or swap the operands of a commutative op) so t
 only ever see that case; the Expand node's own backward sums the gradient back down.
 """
 
-import math
 import numbers
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import ShapeError
-from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
@@ -222,8 +220,8 @@ def rsqrt(x):
     return reciprocal(un.sqrt(x))
 
 
-@autocast_op("pow")
 def pow(x, p):  # noqa: A001 (PyTorch's name)
+    """x ** p for a number exponent (Tensor exponents: arith.pow, the public pow)."""
     if isinstance(x, Tensor) and _is_number(p):
         if not x.dtype.is_float:   # int ** 0.5 is float, int ** 2 stays int (PyTorch's result_type)
             dtype = result_type(x, p)
@@ -231,12 +229,8 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return pow(x.to(f32), p).to(dtype)
         return FLOAT(PowScalar, (x, float(p)))
-    if isinstance(p, Tensor) and _is_number(x):
-        if x <= 0:
-            raise ValueError(f"pow: a scalar base must be positive, got {x}")
-        return un.exp(p * math.log(x))
-    x, p = promote(x, p, "pow")
-    return un.exp(un.log(x) * p)
+    promote(x, p, "pow")   # no Tensor, or not a number: PyTorch's TypeError
+    raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(p).__name__}")
 
 
 # ---- selection by a mask -------------------------------------------------------------------------

@@ -10,8 +10,7 @@ a nan input is carried to the result by adding `tanh(x) * 0` (nan for nan, 0 for
 The float tests rest on GGML's clamp sending nan to its upper bound (the CPU's MIN/MAX and CUDA's
 fminf/fmaxf both do).
 
-Differences from PyTorch: isnan, isinf, isposinf, isneginf and isfinite return float32 0/1 tensors (PyTorch:
-bool); log1p, asinh and atanh lose accuracy at infinite inputs (nan, not inf); atan is a polynomial good
+isnan, isinf, isposinf, isneginf and isfinite return bool, as PyTorch. Differences from PyTorch: log1p, asinh and atanh lose accuracy at infinite inputs (nan, not inf); atan is a polynomial good
 to 5e-9 before float32 rounding.
 """
 

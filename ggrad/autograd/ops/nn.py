@@ -250,7 +250,6 @@ def _pair(v, n, name):
     return v
 
 
-@autocast_op("conv2d")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     """2-D convolution of x (N, C, H, W) with weight (O, C, KH, KW)."""
     if x.ndim != 4 or weight.ndim != 4:
@@ -270,7 +269,6 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     return out
 
 
-@autocast_op("conv1d")
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1):
     """1-D convolution of x (N, C, L) with weight (O, C, K)."""
     if x.ndim != 3 or weight.ndim != 3:

@@ -4,7 +4,7 @@ Uniform numbers come from the seeded host generator (factory.py); the comparison
 samples run on the device, so sampling in a generation loop adds no round trip. Invalid probabilities
 are found by the graph's compute, which raises RuntimeError as PyTorch does.
 
-Differences from PyTorch: multinomial returns int32 (PyTorch: int64); the random streams differ.
+multinomial returns int64, as PyTorch. Differences from PyTorch: the random streams differ.
 """
 
 import numpy as np
@@ -65,7 +65,7 @@ def _empty_rows(t):
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):  # noqa: A002
-    """Indices drawn from the rows of `input` (non-negative weights, any scale), int32.
+    """Indices drawn from the rows of `input` (non-negative weights, any scale), int64.
 
     With replacement (or one sample): the first index whose cumulative weight exceeds u * total.
     Without: the num_samples largest of log(weight) + Gumbel noise, which draws in the order that

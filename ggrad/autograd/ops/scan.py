@@ -5,7 +5,7 @@ sum of the gradient. cumprod is a Hillis-Steele scan of products (log2(n) steps 
 so its gradient, composed from the same ops, is exact with zeros in the input, where the usual
 division by x is not.
 
-Differences from PyTorch: integer inputs give int32 (PyTorch: int64).
+Integer and bool inputs give int64, as PyTorch (held as GGML's int32).
 """
 
 import numpy as np
@@ -15,6 +15,7 @@ from ..dtype_rules import as_float32
 from ..factory import tensor
 from ..primitive import Primitive
 from ..tensor import _axis
+from ..torch_dtypes import INT64
 from .shape_ops import flip
 from .views import PadTo, Slice, contiguous
 
@@ -39,9 +40,10 @@ def _along_last(x, d, fn):
 
 
 def _result_dtype(x, dtype):
+    """PyTorch's: the given dtype, else int64 for integer and bool inputs, else the input's."""
     if dtype is not None:
         return dtype
-    return x.dtype
+    return x.dtype if x.dtype.is_float else INT64
 
 
 def cumsum(x, dim, dtype=None):

@@ -5,7 +5,7 @@ backward get_rows_back adds the gradient of every copy); roll is GGML's roll; re
 backward repeat_back); tril/triu are GGML's diag_mask_zero, shifted by a slice and a pad for negative
 diagonals, so infinities outside the triangle become 0 as in PyTorch (a 0/1 mask would make nan).
 
-Differences from PyTorch: one_hot returns int32 (PyTorch: int64).
+one_hot returns int64, as PyTorch.
 """
 
 import numpy as np
@@ -246,7 +246,7 @@ def _pad_constant(x, amounts, value):
 
 # ---- one_hot -------------------------------------------------------------------------------------
 def one_hot(x, num_classes=-1):
-    """(..., num_classes) int32 tensor with 1 at each entry's class (PyTorch: int64).
+    """(..., num_classes) int64 tensor with 1 at each entry's class.
 
     num_classes=-1 reads the values (one more than the largest); otherwise values computed on the
     device are checked by the graph's compute, host values at once.

@@ -7,7 +7,7 @@ gathered by the indices, so gradients flow to the picked entries (GGML get_rows_
 numbered by run of equal values, and (run * n + original index) is sorted again, exactly (in float32)
 while n * n < 2**24 (rows of up to 4096 entries).
 
-Differences from PyTorch: indices are int32 (PyTorch: int64); with stable=False the order of equal
+Indices are int64 (held as GGML's int32). Differences from PyTorch: with stable=False the order of equal
 values is GGML's (std::sort on the CPU), which PyTorch's default does not promise either.
 """
 
@@ -34,7 +34,7 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 class ArgsortRows(Primitive):
-    """int32 indices that sort each row ("asc" or "desc")."""
+    """Indices that sort each row ("asc" or "desc"), int64."""
 
     @staticmethod
     def build(ctx, graph, x, order):
@@ -46,7 +46,7 @@ class ArgsortRows(Primitive):
 
 
 class TopkRows(Primitive):
-    """int32 indices of the k largest entries of each row, largest first."""
+    """Indices of the k largest entries of each row, largest first, int64."""
 
     @staticmethod
     def build(ctx, graph, x, k):
@@ -68,7 +68,7 @@ def _moved(x, d, fn):
 
 
 def argsort(x, dim=-1, descending=False, stable=False):
-    """Indices that sort x along `dim` (int32)."""
+    """Indices that sort x along `dim` (int64)."""
     src = as_float32(x, "argsort", allow_int=True)
     if x.ndim == 0:
         return zeros((), dtype=INT64, device=x.device)

@@ -173,13 +173,6 @@ def leaky_relu(x, negative_slope=0.01):
     return LeakyRelu.apply(x, float(negative_slope))
 
 
-def elu(x, alpha=1.0):
-    if alpha != 1.0:
-        s = Step.apply(x)
-        return relu(x) + (1.0 - s) * (exp(x) - 1.0) * alpha
-    return Elu.apply(x)
-
-
 def gelu(x, approximate="none"):
     """GELU: x * Phi(x). `approximate="tanh"` uses the tanh formula, as in PyTorch."""
     if approximate == "none":

@@ -57,7 +57,7 @@ def torch_run(cfg, use_cache, device="cpu"):
             self.ln_f = nn.LayerNorm(d)
 
         def forward(self, ids, start, caches):
-            x = self.tok(ids) + self.pos(torch.arange(start, start + ids.shape[1]))
+            x = self.tok(ids) + self.pos(torch.arange(start, start + ids.shape[1], device=ids.device))
             for block, cache in zip(self.blocks, caches):
                 x = block(x, cache)
             return self.ln_f(x) @ self.tok.weight.T

@@ -16,14 +16,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):  # noqa: A002 (PyTorch's names)
     """y = (x - mean) / sqrt(var + eps) * weight + bias over every dimension but the channels (dim 1).
 
-    Batch statistics when `training` (or when no running statistics are given), updating running_mean and
-    running_var in place by `momentum`; the running statistics otherwise.
+    Batch statistics when `training`, updating running_mean and running_var (when given) in place by
+    `momentum`; the running statistics otherwise (they must then be given, as PyTorch requires).
     """
     if input.ndim < 2:
         raise ShapeError(f"batch_norm: expected an input of at least 2 dimensions (N, C, ...), got {input.shape}")
     dims = (0,) + tuple(range(2, input.ndim))
     shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
-    if training or running_mean is None:
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"batch_norm: running_{'mean' if running_mean is None else 'var'} must be defined in "
+                           "evaluation mode")
+    if training:
         count = input.numel() // input.shape[1]
         if training and count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input "

@@ -5,8 +5,8 @@ draws indices from a sampler (sequential, or a shuffled permutation from a seede
 them into batches and collates each batch: tensors and arrays are stacked along a new first dim,
 numbers become a tensor, tuples / lists / dicts are collated field by field.
 
-TensorDataset keeps host copies of its (non-differentiable) tensors, so a batch is one numpy fancy
-index and one upload, not a graph op per sample. Loading runs in the calling thread (num_workers=0).
+TensorDataset batches its (non-differentiable) tensors from a host copy, read once and again after an
+in-place change, so a batch is one numpy fancy index and one upload, not a graph op per sample. Loading runs in the calling thread (num_workers=0).
 """
 
 import itertools
@@ -50,7 +50,7 @@ class TensorDataset(Dataset):
         if len(sizes) != 1 or None in sizes:
             raise ValueError(f"Size mismatch between tensors: first dims {[tuple(t.shape) for t in tensors]}")
         self.tensors = tensors
-        self._host = [t.numpy() if isinstance(t, Tensor) and not t.requires_grad else None for t in tensors]
+        self._host = {}   # index -> (version, numpy copy) of the tensors that do not require grad
 
     def __len__(self):
         return self.tensors[0].shape[0]
@@ -61,8 +61,18 @@ class TensorDataset(Dataset):
     def batch(self, indices):
         """The rows at `indices` of every tensor, as tensors on their devices (one upload each)."""
         rows = np.asarray(indices, dtype=np.int64)
-        return tuple(tensor(h[rows], dtype=t.dtype, device=t.device) if h is not None else t[rows.tolist()]
-                     for t, h in zip(self.tensors, self._host))
+        return tuple(t[rows.tolist()] if t.requires_grad else
+                     tensor(self._host_copy(i)[rows], dtype=t.dtype, device=t.device)
+                     for i, t in enumerate(self.tensors))
+
+    def _host_copy(self, i):
+        """Tensor i on the host, read once and again only after an in-place change (its version moved)."""
+        t = self.tensors[i]
+        version, array = self._host.get(i, (None, None))
+        if version != t._version:
+            version, array = t._version, t.numpy()
+            self._host[i] = (version, array)
+        return array
 
 
 class Subset(Dataset):
@@ -271,7 +281,8 @@ class DataLoader:
                 sample = self.dataset[index]
                 yield self.collate_fn(sample) if self.collate_fn is not None else sample
             return
-        fast = isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate
+        fast = (isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate and
+                type(self.dataset).__getitem__ is TensorDataset.__getitem__)   # a subclass's own items win
         for indices in self.batch_sampler:
             if fast:
                 yield list(self.dataset.batch(indices))

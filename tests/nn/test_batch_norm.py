@@ -68,3 +68,14 @@ def test_bad_inputs_raise_with_the_shapes():
         ggrad.nn.BatchNorm1d(3)(ggrad.ones(1, 3))
     with pytest.raises(ValueError, match="more than 1 value per channel"):  # PyTorch raises ValueError too
         torch.nn.BatchNorm1d(3)(torch.ones(1, 3))
+
+
+def test_functional_eval_without_running_stats_raises_as_pytorch():
+    with pytest.raises(RuntimeError, match="running_mean must be defined in evaluation mode"):
+        torch.nn.functional.batch_norm(torch.ones(2, 3), None, None, training=False)
+    with pytest.raises(RuntimeError, match="running_mean must be defined in evaluation mode"):
+        ggrad.nn.functional.batch_norm(ggrad.ones(2, 3), None, None, training=False)
+    x = RNG.standard_normal((4, 3)).astype(np.float32)   # training without running stats: batch statistics
+    np.testing.assert_allclose(ggrad.nn.functional.batch_norm(ggrad.tensor(x), None, None, training=True).numpy(),
+                               torch.nn.functional.batch_norm(torch.tensor(x), None, None, training=True).numpy(),
+                               rtol=1e-5, atol=1e-5)

@@ -175,3 +175,17 @@ def test_generator_api():
         g.manual_seed("5")
     with pytest.raises(TypeError, match="ggrad.Generator"):
         list(DataLoader(Squares(), shuffle=True, generator=np.random.default_rng(0)))
+
+
+def test_tensor_dataset_batches_follow_in_place_changes_and_subclass_items():
+    x = ggrad.zeros(4, 2)
+    ds = TensorDataset(x)
+    assert next(iter(DataLoader(ds, batch_size=2)))[0].numpy().tolist() == [[0, 0], [0, 0]]
+    x.copy_(ggrad.ones(4, 2))
+    assert next(iter(DataLoader(ds, batch_size=2)))[0].numpy().tolist() == [[1, 1], [1, 1]]
+
+    class Scaled(TensorDataset):
+        def __getitem__(self, i):
+            return (self.tensors[0][i] * 100,)
+    got = next(iter(DataLoader(Scaled(ggrad.tensor(np.arange(4, dtype=np.float32))), batch_size=2)))
+    assert got[0].numpy().tolist() == [0, 100]

@@ -5,8 +5,8 @@ Gradient clipping is in ggrad.nn.utils.
 
 from .optimizer import Optimizer
 from .sgd import SGD, sgd
-from .adamw import AdamW, adamw
-from .adam import Adam
+from .adam import Adam, adamw
+from .adamw import AdamW
 from .rmsprop import RMSprop, rmsprop
 from .adagrad import Adagrad, adagrad
 from . import lr_scheduler

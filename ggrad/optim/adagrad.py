@@ -3,7 +3,7 @@
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import full_like
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import Optimizer, check_non_negative, l2_gradient
 
 
 class Adagrad(Optimizer):
@@ -49,12 +49,7 @@ class Adagrad(Optimizer):
 def adagrad(params, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize=False):
     """Schedule one Adagrad update of each parameter (`state_steps[i]` is t after this step)."""
     for p, grad, state_sum, t in zip(params, grads, state_sums, state_steps):
-        p32 = p.detach().to(ggml.f32)
-        g = grad.to(ggml.f32)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + p32 * weight_decay
+        p32, g = l2_gradient(p, grad, weight_decay, maximize)
         total = state_sum + g * g
         updates.assign_(state_sum, total)
         step_lr = lr / (1.0 + (t - 1) * lr_decay)

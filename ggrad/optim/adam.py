@@ -1,13 +1,29 @@
-"""Adam (Kingma & Ba) with PyTorch's L2 weight decay: the gradient gets weight_decay * p added."""
+"""Adam (Kingma & Ba): the `Adam` class and the pure `adamw` update it and `AdamW` share.
 
-from .adamw import AdamW, adamw
+The update decouples its weight decay (p <- p * (1 - lr * weight_decay)); Adam's L2 decay is folded into
+the gradient before it (g <- g + weight_decay * p), AdamW passes its decay through.
+"""
+
+from .. import ggml
+from ..autograd import updates
+from ..autograd.factory import zeros_like
+from ..autograd.ops import maximum
+from .optimizer import Optimizer, check_non_negative
 
 
-class Adam(AdamW):
+class Adam(Optimizer):
     """Adam, as PyTorch's `torch.optim.Adam`.
 
-    The update is AdamW's with the weight decay folded into the gradient (g <- g + weight_decay * p, after
-    negating g when maximizing) instead of decoupled from it, so the moments see the decay.
+    For each parameter p with gradient g, at step t:
+
+        g <- g + weight_decay * p                         (after negating g when maximizing)
+        m <- beta1 * m + (1 - beta1) * g
+        v <- beta2 * v + (1 - beta2) * g^2
+        v_max <- max(v_max, v)                           (amsgrad only; v_max replaces v below)
+        p <- p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+
+    float32 parameters without amsgrad use GGML's fused `opt_step_adamw`; amsgrad and float16/bfloat16
+    parameters are composed from tensor ops (computed in float32, the moments kept in float32).
 
     Args:
         params: iterable of Tensors or of parameter-group dicts.
@@ -19,15 +35,88 @@ class Adam(AdamW):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    decoupled = False   # AdamW: the decay is the update's own, not the gradient's
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
                  maximize=False):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize)
+        super().__init__(params, defaults)
 
-    def _adam(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1, beta2):
-        wd = group["weight_decay"]
-        grads = [-g if group["maximize"] else g for g in grads]
-        if wd != 0:
-            grads = [g + p.detach().to(g.dtype) * wd for g, p in zip(grads, params)]
-        adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
-              beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=0.0, eps=group["eps"])
+    def _check_group(self, group):
+        betas = group["betas"]
+        check_non_negative(group, ("lr", "eps"))
+        if len(betas) != 2:
+            raise ValueError(f"Invalid betas: {betas} (expected a pair (beta1, beta2))")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        check_non_negative(group, ("weight_decay",))
+
+    def _update_group(self, group):
+        params = self._stepped(group, lambda p: {"exp_avg": zeros_like(p, dtype=ggml.f32),
+                                                 "exp_avg_sq": zeros_like(p, dtype=ggml.f32)})
+        states = [self.state[p] for p in params]
+        if group["amsgrad"]:
+            for p, state in zip(params, states):
+                state.setdefault("max_exp_avg_sq", zeros_like(p, dtype=ggml.f32))
+        grads, wd, maximize = [p.grad for p in params], group["weight_decay"], group["maximize"]
+        if not self.decoupled:
+            grads = [-g if maximize else g for g in grads]
+            if wd != 0:
+                grads = [g + p.detach().to(g.dtype) * wd for g, p in zip(grads, params)]
+            wd, maximize = 0.0, False
+        beta1, beta2 = group["betas"]
+        adamw(params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+              [s.get("max_exp_avg_sq") for s in states], [s["step"] for s in states], amsgrad=group["amsgrad"],
+              beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=wd, eps=group["eps"], maximize=maximize)
+        return params
+
+
+def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
+          weight_decay, eps, maximize=False):
+    """Schedule one AdamW update of each parameter (in place, when the pending graph is computed).
+
+    `state_steps` holds each parameter's step count t after this step (1 on the first). Moments are
+    float32 tensors of the parameters' shapes; `max_exp_avg_sqs` entries are used only with amsgrad.
+    """
+    hparams = {}
+    for i, p in enumerate(params):
+        t = state_steps[i]
+        bc1 = 1.0 - beta1 ** t
+        bc2 = 1.0 - beta2 ** t
+        grad = -grads[i] if maximize else grads[i]
+        if p.dtype is ggml.f32 and not amsgrad:
+            key = (p.device.name, t)
+            if key not in hparams:
+                hparams[key] = updates.hyperparameters(
+                    [lr, beta1, beta2, eps, weight_decay, 1.0 / bc1, 1.0 / bc2], p.device)
+            updates.adamw_(p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key])
+            continue
+        _adamw_composed(p, grad, exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i], amsgrad=amsgrad,
+                        beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, bc1=bc1, bc2=bc2,
+                        hparams=hparams)
+
+
+def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,
+                    eps, bc1, bc2, hparams):
+    """AdamW from tensor ops, in float32; the new values are written into the state's own memory."""
+    g = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
+    m = exp_avg * beta1 + g * (1.0 - beta1)
+    v = exp_avg_sq * beta2 + (g * g) * (1.0 - beta2)
+    updates.assign_(exp_avg, m)
+    updates.assign_(exp_avg_sq, v)
+    if amsgrad:
+        v = maximum(max_exp_avg_sq, v)
+        updates.assign_(max_exp_avg_sq, v)
+    denom = v.sqrt() * (1.0 / bc2 ** 0.5) + eps
+    if p.dtype is ggml.f32:
+        # p * (1 - lr wd) - lr * (m / bc1) / denom, written in place by GGML's fused SGD step.
+        key = ("sgd", p.device.name, lr, weight_decay)
+        if key not in hparams:
+            hparams[key] = updates.hyperparameters([lr, weight_decay], p.device)
+        updates.sgd_(p, m / denom * (1.0 / bc1), hparams[key])
+        return
+    p32 = p.to(ggml.f32)
+    updates.assign_(p, p32 * (1.0 - lr * weight_decay) - (m / denom) * (lr / bc1))

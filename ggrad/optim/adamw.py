@@ -1,14 +1,10 @@
-"""AdamW (Loshchilov & Hutter, decoupled weight decay): the `AdamW` class and the pure `adamw` function."""
+"""AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, as PyTorch's (a subclass of Adam)."""
 
-from .. import ggml
-from ..autograd import updates
-from ..autograd.factory import zeros_like
-from ..autograd.ops import maximum
-from .optimizer import Optimizer
+from .adam import Adam
 
 
-class AdamW(Optimizer):
-    """Adam with decoupled weight decay.
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as PyTorch's `torch.optim.AdamW`.
 
     For each parameter p with gradient g, at step t:
 
@@ -31,99 +27,9 @@ class AdamW(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    decoupled = True
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
                  maximize=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
-        super().__init__(params, defaults)
-
-    def _check_group(self, group):
-        lr, betas, eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if len(betas) != 2:
-            raise ValueError(f"Invalid betas: {betas} (expected a pair (beta1, beta2))")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= wd:
-            raise ValueError(f"Invalid weight_decay value: {wd}")
-
-    def _update_group(self, group):
-        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = zeros_like(p, dtype=ggml.f32)
-                state["exp_avg_sq"] = zeros_like(p, dtype=ggml.f32)
-            if group["amsgrad"] and "max_exp_avg_sq" not in state:
-                state["max_exp_avg_sq"] = zeros_like(p, dtype=ggml.f32)
-            state["step"] += 1
-            params.append(p)
-            grads.append(p.grad)
-            exp_avgs.append(state["exp_avg"])
-            exp_avg_sqs.append(state["exp_avg_sq"])
-            max_exp_avg_sqs.append(state.get("max_exp_avg_sq"))
-            steps.append(state["step"])
-        beta1, beta2 = group["betas"]
-        self._adam(group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1, beta2)
-        return params
-
-    def _adam(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1, beta2):
-        adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, amsgrad=group["amsgrad"],
-              beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
-              maximize=group["maximize"])
-
-
-def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
-          weight_decay, eps, maximize=False):
-    """Schedule one AdamW update of each parameter (in place, when the pending graph is computed).
-
-    `state_steps` holds each parameter's step count t after this step (1 on the first). Moments are
-    float32 tensors of the parameters' shapes; `max_exp_avg_sqs` entries are used only with amsgrad.
-    """
-    hparams = {}
-    for i, p in enumerate(params):
-        t = state_steps[i]
-        bc1 = 1.0 - beta1 ** t
-        bc2 = 1.0 - beta2 ** t
-        grad = -grads[i] if maximize else grads[i]
-        if p.dtype is ggml.f32 and not amsgrad:
-            key = (p.device.name, t)
-            if key not in hparams:
-                hparams[key] = updates.hyperparameters(
-                    [lr, beta1, beta2, eps, weight_decay, 1.0 / bc1, 1.0 / bc2], p.device)
-            updates.adamw_(p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key])
-            continue
-        _adamw_composed(p, grad, exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i], amsgrad=amsgrad,
-                        beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, bc1=bc1, bc2=bc2,
-                        hparams=hparams)
-
-
-def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,
-                    eps, bc1, bc2, hparams):
-    """AdamW from tensor ops, in float32; the new values are written into the state's own memory."""
-    g = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
-    m = exp_avg * beta1 + g * (1.0 - beta1)
-    v = exp_avg_sq * beta2 + (g * g) * (1.0 - beta2)
-    updates.assign_(exp_avg, m)
-    updates.assign_(exp_avg_sq, v)
-    if amsgrad:
-        v = maximum(max_exp_avg_sq, v)
-        updates.assign_(max_exp_avg_sq, v)
-    denom = v.sqrt() * (1.0 / bc2 ** 0.5) + eps
-    if p.dtype is ggml.f32:
-        # p * (1 - lr wd) - lr * (m / bc1) / denom, written in place by GGML's fused SGD step.
-        key = ("sgd", p.device.name, lr, weight_decay)
-        if key not in hparams:
-            hparams[key] = updates.hyperparameters([lr, weight_decay], p.device)
-        updates.sgd_(p, m / denom * (1.0 / bc1), hparams[key])
-        return
-    p32 = p.to(ggml.f32)
-    updates.assign_(p, p32 * (1.0 - lr * weight_decay) - (m / denom) * (lr / bc1))
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)

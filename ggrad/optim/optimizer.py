@@ -10,6 +10,7 @@ from copy import deepcopy
 
 import numpy as np
 
+from .. import ggml
 from ..autograd import Tensor, grad_mode, realize, updates
 from ..autograd.factory import tensor, zeros_like
 
@@ -32,6 +33,18 @@ def check_non_negative(group, names):
     for name in names:
         if not 0.0 <= group[name]:
             raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {group[name]}")
+
+
+def l2_gradient(param, grad, weight_decay, maximize):
+    """(param, gradient) in float32, the gradient negated when maximizing and with the L2 decay added:
+    the start of the composed updates (PyTorch's order: maximize first, then weight_decay * param)."""
+    p32 = param.detach().to(ggml.f32)
+    g = grad.to(ggml.f32)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + p32 * weight_decay
+    return p32, g
 
 
 class Optimizer:

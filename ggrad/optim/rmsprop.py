@@ -3,7 +3,7 @@
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import zeros_like
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import Optimizer, check_non_negative, l2_gradient
 
 
 class RMSprop(Optimizer):
@@ -58,12 +58,7 @@ class RMSprop(Optimizer):
 def rmsprop(params, grads, states, *, lr, alpha, eps, weight_decay, momentum, centered, maximize=False):
     """Schedule one RMSprop update of each parameter; `states[i]` holds its float32 buffers by PyTorch's names."""
     for p, grad, state in zip(params, grads, states):
-        p32 = p.detach().to(ggml.f32)
-        g = grad.to(ggml.f32)
-        if maximize:
-            g = -g
-        if weight_decay != 0:
-            g = g + p32 * weight_decay
+        p32, g = l2_gradient(p, grad, weight_decay, maximize)
         square_avg = state["square_avg"] * alpha + (g * g) * (1.0 - alpha)
         updates.assign_(state["square_avg"], square_avg)
         if centered:

@@ -2,7 +2,7 @@
 
 from .. import ggml
 from ..autograd import updates
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_non_negative
 
 
 class SGD(Optimizer):
@@ -36,12 +36,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["momentum"]:
-            raise ValueError(f"Invalid momentum value: {group['momentum']}")
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        check_non_negative(group, ("lr", "momentum", "weight_decay"))
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening "
                              f"(got momentum={group['momentum']}, dampening={group['dampening']})")

@@ -74,3 +74,9 @@ def test_invalid_hyperparameters_raise_as_torch(name, kwargs, message):
         getattr(optim, name)([ggrad.zeros(2, requires_grad=True)], **kwargs)
     with pytest.raises(ValueError, match=message):
         getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)
+
+
+def test_adamw_is_an_adam_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    assert issubclass(optim.AdamW, optim.Adam) == issubclass(torch.optim.AdamW, torch.optim.Adam)
+    assert not issubclass(optim.Adam, optim.AdamW) and not issubclass(torch.optim.Adam, torch.optim.AdamW)

@@ -186,8 +186,10 @@ class _ConvTransposeNd(_ConvNd):
 
     transposed = True
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                 dilation, device, dtype):
+    conv = None   # F.conv_transpose1d or F.conv_transpose2d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, device=None, dtype=None):   # PyTorch's order and defaults
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          dtype)
         self.output_padding = _ntuple(output_padding, self.n, "output_padding", type(self).__name__)
@@ -211,8 +213,7 @@ class _ConvTransposeNd(_ConvNd):
 
     def forward(self, x, output_size=None):
         x, unbatched = self._check_input(x)
-        conv = F.conv_transpose2d if self.n == 2 else F.conv_transpose1d
-        y = conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
+        y = self.conv(x, self.weight, self.bias, self.stride, self.padding, self._output_padding(x, output_size),
                  self.groups, self.dilation)
         return y.squeeze(0) if unbatched else y
 
@@ -228,11 +229,7 @@ class ConvTranspose1d(_ConvTransposeNd):
     """
 
     n = 1
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, device, dtype)
+    conv = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -242,11 +239,7 @@ class ConvTranspose2d(_ConvTransposeNd):
     """
 
     n = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, device, dtype)
+    conv = staticmethod(F.conv_transpose2d)
 
 
 class _Pool2d(Module):

@@ -4,7 +4,7 @@
 """
 
 import operator
-from collections import OrderedDict
+from collections.abc import Mapping
 
 from ..autograd import Parameter, Tensor
 from .module import Module
@@ -83,7 +83,53 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward(): iterate over it and call its modules")
 
 
-class ModuleDict(Module):
+class _NamedStore:
+    """The dict protocol of ModuleDict and ParameterDict over their registry (`_store()`); each class says
+    how an item is registered (`__setitem__`)."""
+
+    def __getitem__(self, key):
+        return self._store()[key]
+
+    def __delitem__(self, key):
+        del self._store()[key]
+
+    def __len__(self):
+        return len(self._store())
+
+    def __iter__(self):
+        return iter(self._store())
+
+    def __contains__(self, key):
+        return key in self._store()
+
+    def keys(self):
+        return self._store().keys()
+
+    def values(self):
+        return self._store().values()
+
+    def items(self):
+        return self._store().items()
+
+    def get(self, key, default=None):
+        return self._store().get(key, default)
+
+    def pop(self, key):
+        return self._store().pop(key)
+
+    def clear(self):
+        self._store().clear()
+
+    def update(self, entries):
+        """Add (name, item) pairs from a mapping, another such container, or an iterable of pairs."""
+        pairs = entries.items() if isinstance(entries, (Mapping, _NamedStore)) else entries
+        for entry in pairs:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise TypeError(f"{type(self).__name__}.update: expected (name, value) pairs, got {entry!r}")
+            self[entry[0]] = entry[1]
+
+
+class ModuleDict(_NamedStore, Module):
     """An ordered dict of modules, registered under their keys.
 
     Args:
@@ -95,47 +141,11 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
+    def _store(self):
+        return self._modules
 
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key):
-        module = self._modules[key]
-        del self._modules[key]
-        return module
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        pairs = modules.items() if isinstance(modules, (dict, OrderedDict, ModuleDict)) else modules
-        for entry in pairs:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
-                raise TypeError(f"ModuleDict.update: expected (name, module) pairs, got {entry!r}")
-            self[entry[0]] = entry[1]
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward(): look up its modules and call them")
@@ -193,7 +203,7 @@ class ParameterList(Module):
                          for i, p in enumerate(self))
 
 
-class ParameterDict(Module):
+class ParameterDict(_NamedStore, Module):
     """An ordered dict of parameters, registered under their keys; Tensors are made Parameters.
 
     Args:
@@ -205,45 +215,11 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
+    def _store(self):
+        return self._parameters
 
     def __setitem__(self, key, param):
         self.register_parameter(key, _as_parameter(param))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def pop(self, key):
-        return self._parameters.pop(key)
-
-    def get(self, key, default=None):
-        return self._parameters.get(key, default)
-
-    def update(self, parameters):
-        pairs = parameters.items() if isinstance(parameters, (dict, ParameterDict)) else parameters
-        for entry in pairs:
-            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
-                raise TypeError(f"ParameterDict.update: expected (name, Tensor) pairs, got {entry!r}")
-            self[entry[0]] = entry[1]
 
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"

@@ -65,5 +65,9 @@ def test_list_and_dict_operations():
     assert pdict.pop("w").shape == (2,) and list(pdict) == ["v"] and pdict.get("nope") is None
     del pdict["v"]
     assert len(pdict) == 0
+    pdict.update(nn.ParameterDict({"a": ggrad.ones(1), "b": ggrad.ones(2)}))
+    assert list(pdict) == ["a", "b"] and "a" in pdict
+    pdict.clear()
+    assert len(pdict) == 0 and list(pdict.parameters()) == []
     with pytest.raises(TypeError, match="pairs"):
         pdict.update([1, 2])

@@ -128,3 +128,12 @@ def test_scans_of_integers_and_bools_are_int64_as_pytorch(values, op):
     theirs = getattr(torch, op)(torch.tensor(values), 0)
     assert ours.dtype is ggrad.int64 and theirs.dtype is torch.int64
     assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_nan_to_num_of_half_types_uses_their_largest_finite_value(name):
+    ours_dt, theirs_dt = NAMES[name]
+    values = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    ours = ggrad.nan_to_num(ggrad.tensor(values).to(ours_dt))
+    theirs = torch.nan_to_num(torch.tensor(values).to(theirs_dt))
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())

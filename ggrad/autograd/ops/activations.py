@@ -78,6 +78,8 @@ _softplus_fn = composite("SoftplusBeta", _softplus, _softplus_grad,
 
 
 def softplus(x, beta=1.0, threshold=20.0):
+    if beta == 1 and threshold == 20:   # PyTorch's defaults: GGML's one softplus node (above 20 it is x in f32)
+        return un.Softplus.apply(x)
     return _softplus_fn(x, float(beta), float(threshold))
 
 

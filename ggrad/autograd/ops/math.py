@@ -275,10 +275,14 @@ _nan_to_num_fn = composite("NanToNum", _nan_to_num, lambda x, y, *values: 1.0 - 
                            "nan, +inf and -inf replaced by numbers; gradient 1 where x is finite, else 0")
 
 
+_LARGEST = {"f16": 65504.0, "bf16": 3.3895313892515355e38}   # finite maxima of the half types (else f32's)
+
+
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    """x with nan, +inf and -inf replaced (by default by 0 and the largest finite values of float32)."""
+    """x with nan, +inf and -inf replaced (by default by 0 and the largest finite values of x's dtype)."""
     if not x.dtype.is_float:
         return x * 1
-    posinf = _F32_MAX if posinf is None else max(min(float(posinf), _F32_MAX), -_F32_MAX)
-    neginf = -_F32_MAX if neginf is None else max(min(float(neginf), _F32_MAX), -_F32_MAX)
+    top = _LARGEST.get(x.dtype.name, _F32_MAX)
+    posinf = top if posinf is None else max(min(float(posinf), top), -top)
+    neginf = -top if neginf is None else max(min(float(neginf), top), -top)
     return _nan_to_num_fn(x, float(nan), posinf, neginf)

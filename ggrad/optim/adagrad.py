@@ -2,7 +2,7 @@
 
 from .. import ggml
 from ..autograd import updates
-from ..autograd.factory import full_like
+from ..autograd.factory import full_like, tensor
 from .optimizer import Optimizer, check_non_negative, l2_gradient
 
 
@@ -52,5 +52,5 @@ def adagrad(params, grads, state_sums, state_steps, *, lr, lr_decay, weight_deca
         p32, g = l2_gradient(p, grad, weight_decay, maximize)
         total = state_sum + g * g
         updates.assign_(state_sum, total)
-        step_lr = lr / (1.0 + (t - 1) * lr_decay)
+        step_lr = tensor(lr / (1.0 + (t - 1) * lr_decay), device=p.device)   # data: it changes every step
         updates.assign_(p, p32 - (g / (total.sqrt() + eps)) * step_lr)

@@ -2,7 +2,7 @@
 
 from .. import ggml
 from ..autograd import updates
-from ..autograd.factory import zeros_like
+from ..autograd.factory import tensor, zeros_like
 from .optimizer import Optimizer, check_non_negative, l2_gradient
 
 
@@ -57,8 +57,10 @@ class RMSprop(Optimizer):
 
 def rmsprop(params, grads, states, *, lr, alpha, eps, weight_decay, momentum, centered, maximize=False):
     """Schedule one RMSprop update of each parameter; `states[i]` holds its float32 buffers by PyTorch's names."""
+    rates = {}   # device -> lr as a 0-d tensor: data, not a constant of the graph (it may change every step)
     for p, grad, state in zip(params, grads, states):
         p32, g = l2_gradient(p, grad, weight_decay, maximize)
+        rate = rates.setdefault(p.device.name, tensor(float(lr), device=p.device))
         square_avg = state["square_avg"] * alpha + (g * g) * (1.0 - alpha)
         updates.assign_(state["square_avg"], square_avg)
         if centered:
@@ -70,6 +72,6 @@ def rmsprop(params, grads, states, *, lr, alpha, eps, weight_decay, momentum, ce
         if momentum > 0:
             buf = state["momentum_buffer"] * momentum + g / denom
             updates.assign_(state["momentum_buffer"], buf)
-            updates.assign_(p, p32 - buf * lr)
+            updates.assign_(p, p32 - buf * rate)
         else:
-            updates.assign_(p, p32 - (g / denom) * lr)
+            updates.assign_(p, p32 - (g / denom) * rate)

@@ -80,3 +80,21 @@ def test_adamw_is_an_adam_as_in_pytorch():
     torch = pytest.importorskip("torch")
     assert issubclass(optim.AdamW, optim.Adam) == issubclass(torch.optim.AdamW, torch.optim.Adam)
     assert not issubclass(optim.Adam, optim.AdamW) and not issubclass(torch.optim.Adam, torch.optim.AdamW)
+
+
+@pytest.mark.parametrize("make", [lambda p: optim.Adagrad(p, lr=0.05, lr_decay=0.1),
+                                  lambda p: optim.RMSprop(p, lr=0.01, momentum=0.5)], ids=["adagrad", "rmsprop"])
+def test_changing_learning_rates_reuse_the_step_graph(make):
+    """The learning rate is data of the step, so a schedule (or Adagrad's decay) keeps hitting the graph cache."""
+    init, xs, ys = _problem()
+    params = [ggrad.tensor(a, requires_grad=True) for a in init]
+    opt = make(params)
+    schedule = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.9)
+    for i in range(6):
+        if i == 3:
+            ggrad.reset_stats()
+        opt.zero_grad()
+        _ggrad_loss(params, xs[i % 4], ys[i % 4]).backward()
+        opt.step()
+        schedule.step()
+    assert ggrad.stats()["cache_misses"] == 0 and ggrad.stats()["cache_hits"] == 3

@@ -30,8 +30,9 @@ def typed(fn, name):
             return fn(*args, **kwargs)
         except AttributeError as e:
             culprit = getattr(e, "obj", None)
-            if isinstance(culprit, Tensor) or e.name is None:
-                raise
+            passed = any(culprit is a for a in (*args, *kwargs.values()))
+            if not passed or isinstance(culprit, Tensor) or e.name is None:
+                raise   # not one of the call's arguments: an error inside the op, reported as it is
             raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(culprit).__name__} "
                                   f"{culprit!r:.60} (it has no .{e.name})") from None
         except TypeError as e:

@@ -7,6 +7,8 @@ converts them for the compute, applies the op (`apply_function`) and converts th
 
 import numbers
 
+import numpy as np
+
 from ..ggml import f32
 from .torch_dtypes import BOOL, INT64, category, is_integer
 from ..ggml.errors import DTypeError
@@ -85,12 +87,19 @@ def promote_types(a, b):
     return INT64
 
 
+def _as_number(x):
+    """numpy scalars and 0-d arrays as the Python numbers they hold (PyTorch takes them as numbers)."""
+    if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        return x.item()
+    return x
+
+
 def result_type(*operands):
     """PyTorch's torch.result_type: the highest category (bool < int < float) among all operands; its
     dtype from the tensors with dimensions if one has that category, else from 0-d tensors, else from
     the Python numbers (weak: int is int64, float float32)."""
     groups = ([], [], [])
-    for x in operands:
+    for x in map(_as_number, operands):
         if isinstance(x, Tensor):
             groups[0 if x.ndim else 1].append(x.dtype)
         elif isinstance(x, bool):
@@ -116,8 +125,9 @@ def promote(a, b, op):
     """Both operands as Tensors of their result_type (numbers become constants of it)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: at least one operand must be a Tensor")
+    a, b = _as_number(a), _as_number(b)
     for v in (a, b):   # None or a str would become a NaN constant: refuse them, as PyTorch
-        if not isinstance(v, (Tensor, numbers.Number)) and not (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0):
+        if not isinstance(v, (Tensor, numbers.Number)):
             raise TypeError(f"{op}: expected a Tensor or a number as operand, got {type(v).__name__} {v!r:.40}")
     dtype = result_type(a, b)
     device = a.device if isinstance(a, Tensor) else b.device

@@ -143,9 +143,7 @@ def new_empty(t, *size, dtype=None, device=None, requires_grad=False):
 def new_tensor(t, data, dtype=None, device=None, requires_grad=False):
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
     dt, dev = _like(t, dtype, device)
-    if hasattr(data, "_node"):
-        data = data.detach().numpy()
-    return tensor(data, dt, dev, requires_grad)
+    return tensor(data, dt, dev, requires_grad)   # tensor() copies a Tensor's values too
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -194,6 +192,11 @@ def bernoulli_mask(shape, keep, scale=1.0, device=None):
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """`steps` values from start to end, evenly spaced: the first half counted from start, the second
     back from end, as PyTorch computes them for float32."""
+    return tensor(_linspace_values(start, end, steps), dtype or ggml.f32, device, requires_grad)
+
+
+def _linspace_values(start, end, steps):
+    """linspace's values on the host (float64 holding float32 roundings)."""
     steps = int(steps)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
@@ -204,11 +207,12 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     values = np.where(i < steps // 2, np.float64(start32) + step * i, np.float64(end32) - step * (steps - 1 - i))
     if steps == 1:
         values = np.array([start32], dtype=np.float64)
-    return tensor(values, dtype or ggml.f32, device, requires_grad)
+    return values
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
-    values = np.power(float(base), linspace(start, end, steps, ggml.f32).numpy().astype(np.float64))
+    exponents = _linspace_values(start, end, steps).astype(np.float32).astype(np.float64)
+    values = np.power(float(base), exponents)
     return tensor(values, dtype or ggml.f32, device, requires_grad)
 
 

@@ -4,7 +4,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, ops
+from . import factory, grad_mode, ops, torch_dtypes
 from .factory import tensor
 from .function import Function
 from .ops import logical, mask_index
@@ -60,7 +60,7 @@ def to(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or a in ("bool", "long", "int64"):
+        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
             dtype = a
         else:
             device = a
@@ -169,7 +169,7 @@ _METHODS = {
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
     "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem,
     "index_put_": _index_put_, "index_put": mask_index.index_put,
-    "masked_select": lambda self, mask: mask_index.getitem(self, ops.expand(mask, self.shape)),
+    "masked_select": lambda self, mask: mask_index.masked_select(self, mask),
     "__setitem__": _setitem,
     "__gt__": _compare(logical.gt), "__lt__": _compare(logical.lt), "__ge__": _compare(logical.ge),
     "__le__": _compare(logical.le), "__eq__": _compare(logical.eq), "__ne__": _compare(logical.ne),

@@ -3,6 +3,10 @@
 `bool` is a float32 tensor of 0s and 1s (comparisons, masks and `where` compute in float32 anyway) and
 `int64` an int32 tensor (GGML's index type), so a mask or an index costs no conversion. A Tensor reports
 the PyTorch dtype and `numpy()` gives np.bool_ / np.int64; host data outside int32 is refused.
+
+Integer arithmetic, comparisons and bitwise ops compute in float32, so they are exact for values in
+[-2**24, 2**24] (PyTorch: the whole int64 range); beyond it results round (documented, not checked: the
+values are often computed on the device).
 """
 
 import numpy as np
@@ -37,6 +41,11 @@ class StoredDType(DType):
 BOOL = StoredDType("bool", "bool", ggml.f32, np.bool_)
 INT64 = StoredDType("i64", "int64", ggml.i32, np.int64)
 _BY_NAME = {"bool": BOOL, "i64": INT64, "int64": INT64, "long": INT64}
+
+
+def is_name(name):
+    """Whether `name` is a dtype name this module adds ("bool", "int64", "long", "i64")."""
+    return isinstance(name, str) and name in _BY_NAME
 _INT32_RANGE = (-2**31, 2**31 - 1)
 
 

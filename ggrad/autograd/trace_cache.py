@@ -17,7 +17,7 @@ results) hands the replayed nodes back to the pending graph as ordinary unalloca
 
 import os
 
-from ..ggml import placement
+from ..ggml import DType, placement
 
 ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
 MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
@@ -48,7 +48,7 @@ def attr_key(a):
     module = getattr(c, "__module__", "")
     if module == "numpy" and hasattr(a, "tobytes"):
         return (c, str(a.dtype), a.shape, a.tobytes())
-    if c.__name__ == "DType" or isinstance(a, type) or callable(a) and hasattr(a, "__code__"):
+    if isinstance(a, DType) or isinstance(a, type) or callable(a) and hasattr(a, "__code__"):
         return a   # dtypes, classes and functions: compared by identity
     return _Never()
 

@@ -137,3 +137,35 @@ def test_nan_to_num_of_half_types_uses_their_largest_finite_value(name):
     ours = ggrad.nan_to_num(ggrad.tensor(values).to(ours_dt))
     theirs = torch.nan_to_num(torch.tensor(values).to(theirs_dt))
     np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+def test_numpy_scalars_and_0d_arrays_are_numbers():
+    """numpy scalars promote as PyTorch's; a 0-d float64 array is float64 in PyTorch, which GGML cannot hold,
+    so ggrad keeps float32 there (values equal)."""
+    for operand in (np.float32(2.0), np.int64(2)):
+        ours, theirs = ggrad.tensor([1.0]) + operand, torch.tensor([1.0]) + operand
+        assert ours.numpy().tolist() == theirs.numpy().tolist()
+        assert ours.dtype is ggrad.float32 and theirs.dtype is torch.float32
+    assert (ggrad.tensor([1.0]) + np.array(2.0)).numpy().tolist() == [3.0]   # raised TypeError before
+    assert ggrad.result_type(ggrad.tensor([1]), np.float64(2.0)) is ggrad.float32
+
+
+def test_negating_a_bool_tensor_raises_as_pytorch():
+    with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+        -torch.tensor([True])
+    with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
+        -ggrad.tensor([True])
+
+
+def test_masked_select_broadcasts_both_and_logspace_matches_pytorch():
+    mask = [[True, False], [False, True]]
+    ours = ggrad.tensor([1.0, 2.0]).masked_select(ggrad.tensor(mask))
+    theirs = torch.tensor([1.0, 2.0]).masked_select(torch.tensor(mask))
+    assert ours.numpy().tolist() == theirs.numpy().tolist()
+    np.testing.assert_allclose(ggrad.logspace(-1, 2, 7, base=2.0).numpy(),
+                               torch.logspace(-1, 2, 7, base=2.0).numpy(), rtol=1e-6)
+
+
+def test_int64_and_bool_arguments_can_be_keyed_by_the_graph_cache():
+    from ggrad.autograd.trace_cache import attr_key
+    assert attr_key(ggrad.int64) is ggrad.int64 and attr_key(ggrad.bool) is ggrad.bool

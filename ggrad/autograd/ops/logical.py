@@ -80,7 +80,7 @@ def ne(a, b):
 def ge(a, b):
     with grad_mode.no_grad():
         fa, fb = _operands(a, b)
-        return _bool(un.Step.apply(fa - fb) + _equal01(a, b, _has_float(a, b)))
+        return _bool(un.Step.apply(fa - fb) + _equal01(fa, fb, _has_float(a, b)))
 
 
 def le(a, b):
@@ -227,7 +227,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         within = 1.0 - un.Step.apply(diff - (un.abs(fb) * float(rtol) + float(atol)))
         not_finite = un.Clamp.apply(diff - diff, 0.0, 1.0)   # 1 where diff is inf or nan (clamp sends nan up)
         within = within * (1.0 - not_finite)          # equal infinities are caught by the equality below
-        close = within + _equal01(fa, fb, True) - within * _equal01(fa, fb, True)
+        equal = _equal01(fa, fb, True)
+        close = within + equal - within * equal
         if equal_nan:
             both = _isnan(fa) * _isnan(fb)
             close = close + both - close * both

@@ -111,3 +111,11 @@ def _flat_values(values, index_shape, rest):
         return values
     full = bi.broadcast_shapes(values.shape, tuple(index_shape) + tuple(rest), "index_put_")
     return vw.reshape(bi.expand_to(values, full), (int(np.prod(index_shape, dtype=np.int64)),) + tuple(rest))
+
+
+def masked_select(x, mask):
+    """The entries of x where mask is True, as a 1-D tensor; x and mask broadcast together, as PyTorch."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_select(): mask must be a bool Tensor, got {type(mask).__name__}")
+    shape = bi.broadcast_shapes(x.shape, mask.shape, "masked_select")
+    return getitem(vw.expand(x, shape), vw.expand(mask, shape))

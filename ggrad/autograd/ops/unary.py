@@ -11,6 +11,8 @@ from ...ggml import ops
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, NUMERIC
 from ..primitive import Primitive
+from ..tensor import Tensor
+from ..torch_dtypes import BOOL
 
 
 def unary(name, builder, grad, saves=None, doc="", dtypes=FLOAT):
@@ -165,7 +167,12 @@ silu = _public(Silu, "silu")
 softplus = _public(Softplus, "softplus")
 square = _public(Sqr, "square")
 sign = _public(Sgn, "sign")
-neg = _public(Neg, "neg")
+def neg(x):
+    """-x; a bool tensor is refused, as PyTorch."""
+    if isinstance(x, Tensor) and x.dtype is BOOL:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return Neg.apply(x)
 abs = _public(Abs, "abs")  # noqa: A001 (PyTorch's name)
 
 

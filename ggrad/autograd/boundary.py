@@ -30,8 +30,7 @@ def typed(fn, name):
             return fn(*args, **kwargs)
         except AttributeError as e:
             culprit = getattr(e, "obj", None)
-            passed = any(culprit is a for a in (*args, *kwargs.values()))
-            if not passed or isinstance(culprit, Tensor) or e.name is None:
+            if not _given(culprit, (*args, *kwargs.values())) or isinstance(culprit, Tensor) or e.name is None:
                 raise   # not one of the call's arguments: an error inside the op, reported as it is
             raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(culprit).__name__} "
                                   f"{culprit!r:.60} (it has no .{e.name})") from None
@@ -48,6 +47,16 @@ def typed(fn, name):
 
     op.__wrapped_op__ = fn
     return op
+
+
+def _given(obj, values):
+    """Whether `obj` came from the call: one of its arguments, an element of a list or tuple argument, or
+    a piece of a str argument read as a sequence (cat("ab"))."""
+    for v in values:
+        if obj is v or (isinstance(v, (list, tuple)) and any(obj is e for e in v)) or \
+                (isinstance(v, str) and isinstance(obj, str)):
+            return True
+    return False
 
 
 def _rename(error, name):

@@ -17,6 +17,7 @@ from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, 
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
                                zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
+                               initial_seed, default_generator,
                                linspace, logspace, randperm)
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
 from .autograd.dtype_rules import result_type, promote_types

@@ -11,21 +11,28 @@ import numpy as np
 from .. import ggml
 from ..ggml.errors import DTypeError
 from . import pending
+from .generator import Generator
 from .torch_dtypes import BOOL, INT64, resolve, to_storage
 
-_rng = {"gen": np.random.Generator(np.random.PCG64(0))}
+default_generator = Generator().manual_seed(0)   # PyTorch's torch.default_generator
 
 
 def manual_seed(seed):
     """Seed the generator behind rand, randn, randint, dropout and layer initialisation."""
     if not isinstance(seed, numbers.Integral):
         raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
-    _rng["gen"] = np.random.Generator(np.random.PCG64(int(seed)))
+    default_generator.manual_seed(int(seed))
     return seed
 
 
+def initial_seed():
+    """The seed the default generator started from (PyTorch's torch.initial_seed)."""
+    return default_generator.initial_seed()
+
+
 def generator():
-    return _rng["gen"]
+    """The default generator's numpy stream."""
+    return default_generator.numpy
 
 
 def _resolve_dtype(dtype, array):

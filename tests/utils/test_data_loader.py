@@ -189,3 +189,13 @@ def test_tensor_dataset_batches_follow_in_place_changes_and_subclass_items():
             return (self.tensors[0][i] * 100,)
     got = next(iter(DataLoader(Scaled(ggrad.tensor(np.arange(4, dtype=np.float32))), batch_size=2)))
     assert got[0].numpy().tolist() == [0, 100]
+
+
+def test_manual_seed_seeds_the_default_generator():
+    ggrad.manual_seed(123)
+    torch.manual_seed(123)
+    assert ggrad.initial_seed() == torch.initial_seed() == 123
+    assert isinstance(ggrad.default_generator, ggrad.Generator)
+    first = ggrad.randn(4).numpy()
+    ggrad.default_generator.manual_seed(123)   # the same stream as ggrad.manual_seed
+    np.testing.assert_array_equal(ggrad.randn(4).numpy(), first)

@@ -60,8 +60,10 @@ def main():
     parser.add_argument("--threads", type=int, default=None, help="threads for both (default: each one's choice)")
     parser.add_argument("--device", default="cpu", help="ggrad's device; PyTorch takes cuda when it is a GPU")
     args = parser.parse_args()
-    if args.threads:
+    if args.threads and args.device.startswith("cpu"):
         set_threads(args.threads)
+    elif args.threads:   # on a GPU PyTorch lives in the child: this process must not import it
+        ggrad.set_num_threads(args.threads)
     rows = []
     for name in args.configs:
         cfg = CONFIGS[name]

@@ -1,7 +1,7 @@
-"""Vector norms: norm / linalg.vector_norm for p = 2 ('fro'), 1, inf, -inf, 0 and any other p > 0.
+"""Vector norms: norm / linalg.vector_norm for p = 2 ('fro'), 1, inf, -inf, 0 and any other real p.
 
-The 2-norm is one node with PyTorch's gradient x / ||x||, and 0 where the norm is 0 (the composition
-sqrt(sum(x^2)) would give nan there).
+The 2-norm and the general p-norm have PyTorch's gradients, which the compositions sqrt(sum(x^2)) and
+sum(|x|^p)^(1/p) would make nan where the norm or an element is 0: 0 there instead, as PyTorch.
 """
 
 import math
@@ -29,6 +29,46 @@ class _L2Norm(Function):
         return g * x / (kept + at_zero), None, None
 
 
+class _PNorm(Function):
+    """(sum |x|^p)^(1/p) over dims for a real p outside {0, 1, 2, +-inf} (negative p too, as PyTorch: a zero
+    element makes the norm 0). Gradient sgn(x) |x|^(p-1) ||x||^(1-p), with PyTorch's zeros: at zero elements
+    for p < 1 and wherever the norm is 0 for p > 1."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, p):
+        kept = rd.sum(un.abs(x) ** p, dims, keepdim=True) ** (1.0 / p)
+        ctx.save_for_backward(x, kept)
+        ctx.p = p
+        return kept if keepdim else kept.reshape(_dropped(x.shape, dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, kept = ctx.saved_tensors
+        p = ctx.p
+        g = g.reshape(kept.shape)
+        a = un.abs(x)
+        if p < 1.0:   # |x|^(p-1) is inf at 0: those elements get 0, the scale kept^(1-p) is finite
+            nonzero = un.Step.apply(a)
+            scaled = un.Sgn.apply(x) * (a + (1.0 - nonzero)) ** (p - 1.0) * nonzero
+            return scaled * g * kept ** (1.0 - p), None, None, None
+        open_ = un.Step.apply(kept)   # 1 where the norm is > 0
+        scale = g * open_ / (kept + (1.0 - open_)) ** (p - 1.0)
+        return un.Sgn.apply(x) * a ** (p - 1.0) * scale, None, None, None
+
+
+class _CountNonzero(Function):
+    """The number of nonzero elements over dims (the 0-"norm"): its gradient is undefined, as PyTorch's
+    (the input's .grad stays None)."""
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        return rd.sum(un.Step.apply(a), dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None
+
+
 def _dropped(shape, dims):
     return tuple(n for i, n in enumerate(shape) if i not in dims)
 
@@ -50,12 +90,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (P
     if ord == -math.inf:
         return rd.amin(a, dims if x.ndim else None, keepdim)
     if ord == 0:
-        return rd.sum(un.Step.apply(a), dims, keepdim)   # gradient 0
+        return _CountNonzero.apply(a, dims, keepdim)
     if ord == 1:
         return rd.sum(a, dims, keepdim)
-    if ord < 0 or not isinstance(ord, (int, float)):
-        raise ValueError(f"vector_norm: ord must be a number >= 0 or +-inf, got {ord!r}")
-    return rd.sum(a ** float(ord), dims, keepdim) ** (1.0 / ord)
+    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise TypeError(f"linalg.vector_norm: ord must be a real number or +-inf, got {ord!r}")
+    return _PNorm.apply(x, dims, keepdim, float(ord))
 
 
 @autocast_op("norm")

@@ -1,0 +1,91 @@
+"""`ggrad.linalg`: PyTorch's torch.linalg namespace for what GGML's ops compute (norms, products).
+
+Decompositions and solvers (svd, qr, inv, solve, det, eig*) have no GGML op; they are absent here
+rather than computed on the host without gradients. So are the matrix norms that need singular values
+('nuc', 2, -2): asking for one raises a ValueError naming it.
+"""
+
+from .autograd import Tensor
+from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
+from .autograd.ops.reduce import normalize_dims
+from .autograd.ops.vector_norms import vector_norm
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "cross"]
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)
+    """The matrix norm of A over the two dims `dim`: 'fro' (Frobenius), inf / -inf (largest / smallest
+    row sum of |A|), 1 / -1 (largest / smallest column sum of |A|)."""
+    _check_tensor(A, "matrix_norm")
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
+                           f"{tuple(A.shape)}")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple of ints, got {dim!r}")
+    rows, cols = normalize_dims(dim, A.ndim)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different, got {tuple(dim)}")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise ValueError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which GGML does not compute")
+    if ord not in (1, -1, float("inf"), -float("inf")):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported.")
+    summed, over = (cols, rows) if abs(ord) == float("inf") else (rows, cols)   # inf: row sums; 1: column sums
+    sums = _sum(_abs(A), summed, keepdim=True)
+    pick = amax if ord > 0 else amin
+    out = pick(sums, over, keepdim=True)
+    return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """torch.linalg.norm: a vector norm over one dim (or of the whole flattened tensor when ord and dim
+    are None), a matrix norm over two dims (or of a 2-D A when ord is given and dim is None)."""
+    _check_tensor(A, "norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype) if dim is None or len(dim) == 1 else \
+            matrix_norm(A, "fro", dim, keepdim, dtype)
+    if dim is None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if len(dim) == 1:
+        return vector_norm(A, ord, dim, keepdim, dtype)
+    return matrix_norm(A, ord, dim, keepdim, dtype)
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of x and y along `dim` (broadcasting the others), as torch.linalg.vecdot."""
+    _check_tensor(x, "vecdot")
+    _check_tensor(y, "vecdot")
+    return _sum(x * y, dim)
+
+
+def cross(input, other, *, dim=-1):  # noqa: A002
+    """The cross product of 3-vectors along `dim` (broadcasting the others), as torch.linalg.cross."""
+    _check_tensor(input, "cross")
+    _check_tensor(other, "cross")
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions, got {input.ndim} "
+                           f"and {other.ndim}")
+    d = dim % input.ndim if -input.ndim <= dim < input.ndim else None
+    if d is None or input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {tuple(input.shape)} "
+                           f"and {tuple(other.shape)}")
+
+    def part(t, i):
+        return t.narrow(d, i, 1)
+
+    a = [part(input, i) for i in range(3)]
+    b = [part(other, i) for i in range(3)]
+    return cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], d)
+
+
+def _check_tensor(x, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")

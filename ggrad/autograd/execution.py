@@ -111,6 +111,10 @@ class FailedGraph:
     def __init__(self, error):
         self.error = error
 
+    def track(self, t):
+        """A new Tensor on a failed result's node (a relabel, a view) fails as using the result does."""
+        raise self.error
+
 
 class Runtime:
     """Per-device state: the current pending graph, the scheduler and the buffer pool."""

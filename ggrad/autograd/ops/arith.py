@@ -6,7 +6,9 @@ one nan).
 Difference from PyTorch: clamp with tensor bounds gives +-3.4e38 (float32's largest) for an infinite x
 clamped by an infinite bound on the same side (PyTorch: +-inf).
 
-Integer operands are computed in float32 (exact below 2**24) and keep their dtype where PyTorch's does.
+Integer operands are computed in float32 (exact below 2**24) and keep their dtype where PyTorch's does;
+an integer division or remainder by zero raises PyTorch's RuntimeError("ZeroDivisionError") (at once for
+host data, else when the step computes).
 """
 
 from ...ggml import f32
@@ -17,8 +19,10 @@ from ..function import Function
 from ..tensor import Tensor
 from . import binary as bi
 from . import math as mt
+from . import reduce as rd
 from . import unary as un
 from .broadcast import broadcast_shapes, expand_to, reduce_to
+from .sampling import check_values
 
 
 class _Rounded(Function):
@@ -42,7 +46,7 @@ def div(a, b, rounding_mode=None):
                          f"{rounding_mode!r}")
     a, b = promote(a, b, "div")
     dtype = a.dtype
-    a, b = (a, b) if dtype is f32 else (a.to(f32), b.to(f32))
+    a, b = (a, b) if dtype is f32 else (a.to(f32), _nonzero_divisor(b, dtype).to(f32))
     shape = broadcast_shapes(a.shape, b.shape, "div")
     a, b = expand_to(a, shape), expand_to(b, shape)   # the zero gradients then have the operands' shapes
     rounding = un_trunc if rounding_mode == "trunc" else un_floor
@@ -75,9 +79,17 @@ def fmod(a, b):
 def _modulo(a, b, rounding):
     a, b = promote(a, b, "remainder")
     dtype = a.dtype
-    a, b = (a, b) if dtype is f32 else (a.to(f32), b.to(f32))
+    a, b = (a, b) if dtype is f32 else (a.to(f32), _nonzero_divisor(b, dtype).to(f32))
     out = a - rounding(a / b).detach() * b
     return out if dtype is f32 else out.to(dtype)
+
+
+def _nonzero_divisor(b, dtype):
+    """`b` when dividing integers of `dtype` by it: PyTorch's RuntimeError for a zero in it (floats divide
+    into inf and nan instead)."""
+    if not dtype.is_float:
+        check_values(b, lambda t: rd.SumAll.apply(1.0 - un.Step.apply(un.abs(t.to(f32)))), "ZeroDivisionError")
+    return b
 
 
 class ClampTensor(Function):

@@ -38,12 +38,12 @@ def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
         if p is not None and not 0.0 <= float(p) <= 1.0:
             raise RuntimeError(f"bernoulli: expects p to be in [0, 1], but got p={p}")
         probs = probs.to(f32) if probs.dtype is not f32 else probs
-        _check(probs, lambda t: count_outside(t, 0.0, 1.0), "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
+        check_values(probs, lambda t: count_outside(t, 0.0, 1.0), "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
         out = un.Step.apply(probs - _uniform(input.shape, input.device))
         return out if out.dtype is input.dtype else out.to(input.dtype)
 
 
-def _check(values, count, message):
+def check_values(values, count, message):
     """RuntimeError(message) when count(values) > 0: at once for host values, else by the compute."""
     host = known_values(values)
     if host is not None:
@@ -82,8 +82,8 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
                            f"replacement ({num_samples} > {n})")
     with no_grad():
         w = input.detach().to(f32) if input.dtype is not f32 else input.detach()
-        _check(w, _bad_probs, "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-        _check(w, _empty_rows, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+        check_values(w, _bad_probs, "multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+        check_values(w, _empty_rows, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
         rows = w if w.ndim == 2 else w.reshape(1, n)
         if replacement or num_samples == 1:
             out = _inverse_cdf(rows, num_samples)

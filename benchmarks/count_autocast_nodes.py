@@ -3,7 +3,8 @@ batch on the CPU: GGML nodes per op (CPY = casts, CONT, MUL_MAT, ...) and in all
 
 The counts are a device-independent measure of what autocast adds to a step (issue 12: casts and
 copies cost ~40% of the H200 step). Prints the per-op counts of one step after warm-up, then the median
-step time of --steps steps.
+step time of --steps steps and the CPU's compute buffer (the step's intermediates, as ggml-alloc lays
+them out) and peak memory.
 
     python benchmarks/count_autocast_nodes.py [--batch 2] [--autocast f16] [--steps 3] [--config big]
 """
@@ -18,6 +19,7 @@ import bench_gpt  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
+from ggrad.autograd import execution  # noqa: E402
 
 
 def main():
@@ -45,6 +47,8 @@ def main():
         times.append(time.perf_counter() - start)
     print(f"step ms (median of {args.steps}): {sorted(times)[len(times) // 2] * 1e3:.1f}  "
           f"all: {', '.join(f'{t * 1e3:.0f}' for t in times)}")
+    memory = execution.runtime(ggrad.device("cpu")).memory()
+    print(f"compute buffer MiB: {memory['compute_buffer'] / 2 ** 20:.1f}  peak MiB: {memory['peak'] / 2 ** 20:.1f}")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ an op outside the table that computes in float32 (GELU, a residual add) reads th
 instead of casting back. A cast of a leaf that requires grad (a parameter) is cached
 for the rest of the outermost autocast region while it is pending (one cast per weight per step, read
 by forward and backward): a graph computed since (an optimizer step, a read) or a new value of the
-weight makes it cast again. Ops nested inside a hooked op run as written, except attention's products
-(q @ k^T, weights @ v), which are matmuls of the table.
+weight makes it cast again. Ops nested inside a hooked op run as written (attention's weights @ v
+multiplies the float32 softmax it saves anyway: a float16 copy would be saved for the backward too).
 Backward rules run outside the policy (autograd suspends it).
 """
 
@@ -84,9 +84,6 @@ class _Policy:
             raise RuntimeError(_BANNED_MESSAGE.format(op=name))
         if name in _PRODUCTS:
             return _PRODUCTS[name](self, fn, *args, **kwargs)
-        if name == "attention":   # q @ k^T and weights @ v inside go through the policy, as matmuls
-            out = fn(*args, **kwargs)
-            return (_in_dtype(out[0], self.dtype),) + out[1:]
         target = self.dtype if kind == LOWER else f32
         limit = len(args) if n_cast is None else n_cast
         args = tuple(self.cast(a, target) if i < limit else a for i, a in enumerate(args))

@@ -22,8 +22,10 @@ an op outside the table that computes in float32 (GELU, a residual add) reads th
 instead of casting back. A cast of a leaf that requires grad (a parameter) is cached
 for the rest of the outermost autocast region while it is pending (one cast per weight per step, read
 by forward and backward): a graph computed since (an optimizer step, a read) or a new value of the
-weight makes it cast again. Ops nested inside a hooked op run as written (attention's weights @ v
-multiplies the float32 softmax it saves anyway: a float16 copy would be saved for the backward too).
+weight makes it cast again. Ops nested inside a hooked op run as written, except attention's two
+products, which give their float32 results unrounded, as PyTorch's fused attention (SDPA) keeps its
+scores: q @ k^T goes into the float32 softmax and weights @ v multiplies the float32 weights the
+softmax saves anyway, with no cast of a (..., L, S) tensor forward or backward.
 Backward rules run outside the policy (autograd suspends it).
 """
 
@@ -89,7 +91,7 @@ class _Policy:
         args = tuple(self.cast(a, target) if i < limit else a for i, a in enumerate(args))
         if n_cast is None:
             kwargs = {k: self.cast(v, target) for k, v in kwargs.items()}
-        with autocast_hook.suspended():
+        with autocast_hook.install(products.unrounded if name == "attention" else None):
             out = fn(*args, **kwargs)
         if kind != LOWER:
             return out

@@ -13,6 +13,7 @@ autocast dtype, as PyTorch's result, and notes the rounding (autograd/roundings.
 computing in float32 next reads the float32 value instead of casting back.
 """
 
+from ..autograd import autocast_hook
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
@@ -108,3 +109,17 @@ def _float_operands(*ts):
 
 def _cast_all(policy, args):
     return tuple(policy.cast(a, policy.dtype) for a in args)
+
+
+def unrounded(name, fn, args, kwargs):
+    """The policy inside autocast's attention (PyTorch's fused SDPA): a matmul multiplies its operands in
+    the dtypes they have (q, k, v already low precision; the softmax float32) and gives the float32
+    product unrounded; every other op runs as written."""
+    if name == "matmul" and not kwargs and len(args) == 2 and _float_operands(*args):
+        a, b = args
+        if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == b.shape[-2] and a.shape[:-2] == b.shape[:-2] \
+                and (b.dtype is a.dtype or a.dtype is f32):   # GGML takes b (x) in f32 or a's dtype
+            w = mv.transpose(b, -1, -2)
+            return LowPrecisionProduct.apply(a, w, None, a.detach(), w.detach())
+    with autocast_hook.suspended():
+        return fn(*args, **kwargs)

@@ -119,3 +119,22 @@ def test_tower_matches_torch_autocast():
     for got, want in ((x.grad, tx.grad), (model.fc.weight.grad, t_fc.weight.grad), (model.fc.bias.grad, t_fc.bias.grad)):
         want = want.numpy()
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", [ggrad.float16, ggrad.bfloat16])
+def test_attention_scores_are_never_cast(dtype):
+    """Inside attention the products keep float32 (PyTorch's fused SDPA never rounds its scores): no cast
+    of a (B, H, L, S) tensor in the forward or the backward."""
+    ggrad.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 2, batch_first=True)
+    x = ggrad.randn(3, 12, 16)
+
+    def step():
+        with ggrad.autocast("cpu", dtype=dtype):
+            out, _ = mha(x, x, x, is_causal=True)
+        mha.zero_grad()
+        (out.float() ** 2).mean().backward()
+        ggrad.realize()
+    casts = _computed_casts(step)
+    assert casts and not [c for c in casts if c[4][:2] == (12, 12)], casts
+    assert mha.in_proj_weight.grad.dtype is ggrad.float32

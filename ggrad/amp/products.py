@@ -118,7 +118,7 @@ def unrounded(name, fn, args, kwargs):
     if name == "matmul" and not kwargs and len(args) == 2 and _float_operands(*args):
         a, b = args
         if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == b.shape[-2] and a.shape[:-2] == b.shape[:-2] \
-                and (b.dtype is a.dtype or a.dtype is f32):   # GGML takes b (x) in f32 or a's dtype
+                and (b.dtype is a.dtype or a.dtype is f32):   # mul_mat takes the left one in f32 or b's dtype
             w = mv.transpose(b, -1, -2)
             return LowPrecisionProduct.apply(a, w, None, a.detach(), w.detach())
     with autocast_hook.suspended():

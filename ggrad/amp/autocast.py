@@ -15,15 +15,23 @@ Inside `with ggrad.autocast("cuda", dtype=ggrad.float16):` the ops in TABLE chan
 PyTorch's list also has sum, prod and cumsum; here they keep their input's dtype (mean, var and other
 composites are built on sum, and would change dtype with it). Every other op runs in its inputs' dtypes; mixed float dtypes meet in float32 (ggrad's promotion).
 The casts are differentiable: the gradient is cast back to the input's dtype, so float32 parameters
-(master weights) get float32 gradients. A cast of a leaf that requires grad (a parameter) is cached
-for the rest of the outermost autocast region while it is pending (one cast per weight per step): a
-graph computed since (an optimizer step, a read) or a new value of the weight makes it cast again.
-Ops nested inside a hooked op run as written.
+(master weights) get float32 gradients. linear and matmul are one Function each (products.py) that
+multiplies the low precision copies and gives the gradients of the float32 sources straight from
+GGML's float32 products, with no cast; their rounded results are noted (autograd/roundings.py) so that
+an op outside the table that computes in float32 (GELU, a residual add) reads the float32 value
+instead of casting back. A cast of a leaf that requires grad (a parameter) is cached
+for the rest of the outermost autocast region while it is pending (one cast per weight per step, read
+by forward and backward): a graph computed since (an optimizer step, a read) or a new value of the
+weight makes it cast again. Ops nested inside a hooked op run as written, except attention's two
+products, which give their float32 results unrounded, as PyTorch's fused attention (SDPA) keeps its
+scores: q @ k^T goes into the float32 softmax and weights @ v multiplies the float32 weights the
+softmax saves anyway, with no cast of a (..., L, S) tensor forward or backward.
 Backward rules run outside the policy (autograd suspends it).
 """
 
 import functools
 
+from . import products
 from ..autograd import autocast_hook
 from ..autograd.tensor import Tensor
 from ..ggml import DType, as_dtype, bf16, f16, f32
@@ -48,6 +56,7 @@ TABLE = {
     "binary_cross_entropy": (BANNED, None),
 }
 
+_PRODUCTS = {"linear": products.linear, "matmul": products.matmul}   # one Function a product: products.py
 _DEFAULT_DTYPE = {"cpu": bf16}   # PyTorch: bfloat16 on the CPU, float16 elsewhere
 _BANNED_MESSAGE = ("{op} and torch.nn.BCELoss are unsafe to autocast. Many models use a sigmoid layer right "
                    "before the binary cross entropy layer. In this case, combine the two layers using "
@@ -75,12 +84,14 @@ class _Policy:
             return fn(*args, **kwargs)   # another device type's op
         if kind == BANNED:
             raise RuntimeError(_BANNED_MESSAGE.format(op=name))
+        if name in _PRODUCTS:
+            return _PRODUCTS[name](self, fn, *args, **kwargs)
         target = self.dtype if kind == LOWER else f32
         limit = len(args) if n_cast is None else n_cast
         args = tuple(self.cast(a, target) if i < limit else a for i, a in enumerate(args))
         if n_cast is None:
             kwargs = {k: self.cast(v, target) for k, v in kwargs.items()}
-        with autocast_hook.suspended():
+        with autocast_hook.install(products.unrounded if name == "attention" else None):
             out = fn(*args, **kwargs)
         if kind != LOWER:
             return out

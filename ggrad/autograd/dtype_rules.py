@@ -14,6 +14,7 @@ from .torch_dtypes import BOOL, INT64, category, is_integer
 from ..ggml.errors import DTypeError
 from .factory import full
 from .function import apply_function
+from .roundings import narrow, widen
 from .tensor import Tensor
 
 
@@ -33,10 +34,10 @@ def _in_f32(fn, args, accepts, int_result=None):
     if not accepts(dtype):
         raise DTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
                          "use .float() first")
-    converted = tuple(a.to(f32) if isinstance(a, Tensor) and a.dtype is not f32 else a for a in args)
+    converted = tuple(widen(a, f32) if isinstance(a, Tensor) and a.dtype is not f32 else a for a in args)
     out = apply_function(fn, converted)
     result = dtype if dtype.is_float or int_result is None else int_result
-    return out if result is f32 else out.to(result)
+    return out if result is f32 else narrow(out, result)
 
 
 def FLOAT(fn, args):
@@ -131,5 +132,5 @@ def promote(a, b, op):
             raise TypeError(f"{op}: expected a Tensor or a number as operand, got {type(v).__name__} {v!r:.40}")
     dtype = result_type(a, b)
     device = a.device if isinstance(a, Tensor) else b.device
-    a, b = (x.to(dtype) if isinstance(x, Tensor) else full((), x, dtype=dtype, device=device) for x in (a, b))
+    a, b = (widen(x, dtype) if isinstance(x, Tensor) else full((), x, dtype=dtype, device=device) for x in (a, b))
     return a, b

@@ -1,0 +1,125 @@
+"""Autocast's matrix products (linear, matmul): x @ w^T from low precision copies of the operands, with
+the gradients going straight to the tensors they were copied from.
+
+Casting the operands with differentiable casts and multiplying the copies costs the backward four casts
+a product: each gradient comes out of GGML's mul_mat in float32, is cast to the copy's dtype (the
+gradient of a float16 tensor is float16) and then back to float32 by the cast's backward. Here one
+Function takes both: the operands' sources (`x`, `w`: what gets the gradients, float32 master weights
+among them) and their low precision copies (`x_low`, `w_low`: what GGML multiplies; the weight's is
+the autocast region's cached cast, made once a step and read by forward and backward). Its backward's
+float32 products are the sources' gradients, with no cast (a weight used twice sums two float32
+gradients). The result is float32 (bias added before the one rounding); the caller rounds it to the
+autocast dtype, as PyTorch's result, and notes the rounding (autograd/roundings.py) so that an op
+computing in float32 next reads the float32 value instead of casting back.
+"""
+
+from ..autograd import autocast_hook
+from ..autograd.function import Function
+from ..autograd.ops import views as mv
+from ..autograd.ops.broadcast import reduce_to
+from ..autograd.ops.linalg import MatMulNT, weight_grad
+from ..autograd.ops.unary import cast
+from ..autograd.roundings import note, source_of, widen
+from ..autograd.tensor import Tensor
+from ..ggml import f32
+
+
+class LowPrecisionProduct(Function):
+    """y = x_low @ w_low^T (+ bias) in float32; gradients to x and w (the copies' sources) and bias."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias, x_low, w_low):
+        ctx.save_for_backward(x_low, w_low)
+        ctx.sources = (x.shape, x.dtype, w.shape, w.dtype)
+        out = MatMulNT.apply(x_low, w_low)
+        if bias is None:
+            return out
+        ctx.bias = (bias.shape, bias.dtype)
+        return out + widen(bias, f32)
+
+    @staticmethod
+    def backward(ctx, g):
+        x_low, w_low = ctx.saved_tensors
+        x_shape, x_dtype, w_shape, w_dtype = ctx.sources
+        need_x, need_w, need_bias = ctx.needs_input_grad[:3]
+        gx = gw = gb = None
+        if need_x:   # g @ w: rows of g against rows of w^T
+            gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
+        if need_w:
+            gw = _as(reduce_to(weight_grad(g, x_low), w_shape), w_dtype)
+        if need_bias:
+            gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])
+        return gx, gw, gb, None, None
+
+
+def _as(g, dtype):
+    return g if g.dtype is dtype else g.to(dtype)
+
+
+def product(policy, x, w, bias=None):
+    """x @ w^T (+ bias) in the policy's low precision, rounded to it. x (..., M, K) and w (..., N, K) (with
+    the same batch dims, or none) come as `_operand` pairs."""
+    out = LowPrecisionProduct.apply(x[0], w[0], bias, x[1], w[1])
+    low = cast(out, policy.dtype)
+    note(low, out)
+    return low
+
+
+def _operand(policy, t):
+    """(the tensor that gets the gradient, its low precision copy without history) for operand `t`."""
+    if t.dtype is policy.dtype:
+        source = source_of(t)
+        return (t if source is None else source), t.detach()
+    return t, policy.cast(t, policy.dtype).detach()
+
+
+def linear(policy, fn, x, weight, bias=None):
+    """`linear` under autocast: one low precision product on x's rows (other cases: `fn`, the op)."""
+    if not _float_operands(x, weight, bias) or x.ndim < 1 or weight.ndim != 2 or x.shape[-1:] != weight.shape[-1:] \
+            or (bias is not None and bias.shape != weight.shape[:1]):
+        return fn(*_cast_all(policy, (x, weight, bias)))
+    if x.ndim == 1:
+        return mv.squeeze(linear(policy, fn, mv.unsqueeze(x, 0), weight, bias), 0)
+    lead = x.shape[:-1]
+    rows = _operand(policy, x)
+    if x.ndim != 2:
+        rows = tuple(mv.reshape(t, -1, x.shape[-1]) for t in rows)
+    out = product(policy, rows, _operand(policy, weight), bias)
+    if x.ndim == 2:
+        return out
+    shaped = mv.reshape(out, lead + (weight.shape[0],))
+    note(shaped, mv.reshape(source_of(out), shaped.shape))
+    return shaped
+
+
+def matmul(policy, fn, a, b):
+    """`matmul` under autocast: one low precision product for operands of 2+ dims whose batch dims agree
+    or that multiply by a matrix (other cases: `fn`, the op)."""
+    if not _float_operands(a, b) or a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2] \
+            or (b.ndim > 2 and a.shape[:-2] != b.shape[:-2]):
+        return fn(*_cast_all(policy, (a, b)))
+    b_src, b_low = _operand(policy, b)
+    return product(policy, _operand(policy, a), (mv.transpose(b_src, -1, -2), mv.transpose(b_low, -1, -2)))
+
+
+def _float_operands(*ts):
+    return all(t is None or (isinstance(t, Tensor) and t.dtype.is_float and not t.dtype.is_quantized)
+               for t in ts)
+
+
+def _cast_all(policy, args):
+    return tuple(policy.cast(a, policy.dtype) for a in args)
+
+
+def unrounded(name, fn, args, kwargs):
+    """The policy inside autocast's attention (PyTorch's fused SDPA): a matmul multiplies its operands in
+    the dtypes they have (q, k, v already low precision; the softmax float32) and gives the float32
+    product unrounded; every other op runs as written."""
+    if name == "matmul" and not kwargs and len(args) == 2 and _float_operands(*args):
+        a, b = args
+        if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == b.shape[-2] and a.shape[:-2] == b.shape[:-2] \
+                and (b.dtype is a.dtype or a.dtype is f32):   # mul_mat takes the left one in f32 or b's dtype
+            w = mv.transpose(b, -1, -2)
+            return LowPrecisionProduct.apply(a, w, None, a.detach(), w.detach())
+    with autocast_hook.suspended():
+        return fn(*args, **kwargs)

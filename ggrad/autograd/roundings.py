@@ -1,0 +1,55 @@
+"""Roundings: the float32 values that autocast's low precision results were rounded from.
+
+An autocast product gives its result in float16/bfloat16, as PyTorch's, rounded from the float32 that
+GGML's mul_mat accumulates. When an op then computes in float32 (a residual add, softmax, a norm, a
+loss, an activation that GGML runs in float32), the value would go f32 -> f16 -> f32: two casts in the
+forward and two more in the backward. `note(low, source)` (ggrad.amp) records such a rounding;
+`widen(x, dtype)`, the conversion the dtype rules use before an op computes in float32, then takes the
+float32 source itself instead of casting back (a deliberate difference from PyTorch: the value skips
+one rounding, so it is closer to the float32 result). A cast written by the user (`x.float()`,
+`x.to(...)`) still rounds. A noted rounding or its source modified in place is not folded.
+
+The source stays alive while its rounding does (a rounding held through a compute keeps both).
+"""
+
+import weakref
+
+from . import autocast_hook
+
+_sources = {}   # id(low) -> (weakref(low), low's version, source, source's version)
+
+
+def note(low, source):
+    """Record that Tensor `low` is `source` rounded to a lower precision."""
+    key = id(low)
+
+    def forget(ref):
+        entry = _sources.get(key)
+        if entry is not None and entry[0] is ref:
+            del _sources[key]
+    _sources[key] = (weakref.ref(low, forget), low._version, source, source._version)
+
+
+def source_of(x):
+    """The Tensor `x` was rounded from (as noted and unmodified since), or None."""
+    entry = _sources.get(id(x))
+    if entry is None or entry[0]() is not x or entry[1] != x._version or entry[2]._version != entry[3]:
+        return None
+    return entry[2]
+
+
+def widen(x, dtype):
+    """`x` in `dtype` for an op that computes in it: the noted source when it has that dtype, else a cast."""
+    source = source_of(x)
+    if source is not None and source.dtype is dtype:
+        return source
+    return x.to(dtype)
+
+
+def narrow(out, dtype):
+    """`out` (an op's float32 result) cast back to its input's `dtype`; noted inside an autocast region
+    (the value a float16 activation rounds there), as-is elsewhere."""
+    low = out.to(dtype)
+    if autocast_hook.current() is not None and dtype.is_float:
+        note(low, out)
+    return low

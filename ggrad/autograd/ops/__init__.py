@@ -12,7 +12,7 @@ from .unary import neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leak
 from .binary import add, sub, mul, reciprocal, rsqrt, masked_fill, where
 from .broadcast import broadcast_shapes
 from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp, maximum, minimum
-from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow
+from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow, select, unbind
 from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem
 from .linalg import matmul, linear

@@ -9,7 +9,7 @@ from .. import execution
 from ..pending import graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
-from ..factory import arange, ones, tensor
+from ..factory import arange, tensor
 from . import reduce as rd
 from . import unary as un
 from . import views as vw
@@ -241,7 +241,7 @@ def getitem(x, key):
 
     out = x
     if tuple(starts) != (0,) * x.ndim or tuple(stops) != x.shape:
-        out = vw.Slice.apply(x, tuple(starts), tuple(stops))
+        out = vw.slice_view(x, starts, stops)
     for d, stride, start, stop in strided:
         count = len(range(0, stop - start, stride))
         out = index_select(out, d, arange(0, count * stride, stride, device=x.device))
@@ -261,6 +261,8 @@ def getitem(x, key):
     for pos in new_axes:
         kept.insert(pos, 1)
     kept = tuple(kept)
+    if out is x:   # x[:], x[...], x[None]: still a new view, as PyTorch's
+        return vw.view(x, kept)
     return out if kept == out.shape else vw.reshape(out, kept)
 
 
@@ -279,22 +281,15 @@ def _select_tensor(x, d, index):
 def setitem(x, key, value):
     """x with `value` written into x[key] (integers and unit-step slices), as a new tensor.
 
-    Built as x * (1 - mask) + padded value, so gradients reach both x and value.
-    """
-    region = getitem(x.detach(), key)   # validates the key; its shape is the region's
+    A slice-scatter (GGML set), so gradients reach both x and value (`x[key] = value` rebinds x to it,
+    which every view of x then reads)."""
+    starts, stops = _region_bounds(x, key)
+    region = getitem(x.detach(), key).shape   # validates the key
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)
-    starts, stops = _region_bounds(x, key)
-    shape = tuple(b - a for a, b in zip(starts, stops))
-    value = vw.expand(vw.reshape(value, _broadcastable(value, region.shape)), region.shape)
-    value = vw.reshape(value, shape)
-    pads = []
-    for d in range(len(shape)):
-        pads.append((starts[d], x.shape[d] - stops[d]))
-    placed = _pad(value, pads)
-    mask = _pad(ones(shape, device=x.device), pads)
-    out = x * (1.0 - mask) + placed
-    return out if out.dtype is x.dtype else out.to(x.dtype)
+    value = vw.expand(vw.reshape(value, _broadcastable(value, region)), region)
+    block = tuple(b - a for a, b in zip(starts, stops))
+    return vw.slice_scatter(x, vw.reshape(value, block).to(x.dtype), starts)
 
 
 def _broadcastable(value, shape):
@@ -330,8 +325,3 @@ def _region_bounds(x, key):
         stops.append(x.shape[d])
     return starts, stops
 
-
-def _pad(t, pads):
-    starts = tuple(p[0] for p in pads)
-    full = tuple(s + a + b for s, (a, b) in zip(t.shape, pads))
-    return vw.PadTo.apply(t, starts, full)

@@ -60,9 +60,11 @@ def track(out, x, step, meta=None):
     out._version = base._version
     live = base._views
     if live is None:
-        live = base._views = {}
-    key = id(out)
-    live[key] = weakref.ref(out, lambda ref: live.pop(key) if live.get(key) is ref else None)
+        base._views = [weakref.ref(out)]
+    else:
+        live.append(weakref.ref(out))
+        if len(live) >= 16 and not len(live) & (len(live) - 1):   # at each power of two: drop the dead
+            live[:] = [ref for ref in live if ref() is not None]
     return out
 
 
@@ -201,7 +203,7 @@ def refresh(base):
     """Derive every live view of `base` again from its new value; a view that recorded gradients keeps
     recording them (to base's history), also when the write was made under no_grad."""
     enabled = grad_mode.is_grad_enabled()
-    for ref in list(base._views.values()):
+    for ref in list(base._views):
         v = ref()
         if v is None:
             continue

@@ -109,10 +109,6 @@ class _DeviceCopy(Function):
         return _copy_to_device(g, ctx.src_device), None
 
 
-def detach(self):
-    return alias(self)
-
-
 def clone(self):
     return self * 1.0 if self.dtype.is_float else (self.to(ggml.f32)).to(self.dtype)
 
@@ -210,7 +206,7 @@ _METHODS = {
     "unsqueeze": ops.unsqueeze, "expand": ops.expand, "narrow": ops.narrow, "split": ops.split,
     "chunk": ops.chunk, "index_select": ops.index_select, "gather": ops.gather, "masked_fill": ops.masked_fill,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax,
-    "to": to, "detach": detach, "clone": clone, "dequantize": ops.dequantize,
+    "to": to, "detach": views.detach, "clone": clone, "dequantize": ops.dequantize,
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
     "cpu": lambda self: to(self, "cpu"),

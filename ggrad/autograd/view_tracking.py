@@ -11,7 +11,8 @@ a write through either side seen by the other:
 - whenever a base is rebound by an in-place op, every live view of it is derived again from the new base
   (view nodes, no copy), so views made earlier read the new values. The base holds its views weakly.
 
-Steps also carry PyTorch's strides, so `is_contiguous`, `stride`, `storage_offset`, `data_ptr` and the
+`detach()` is a view too (its writes change the base's values, not its history). Steps also carry
+PyTorch's strides, so `is_contiguous`, `stride`, `storage_offset`, `data_ptr` and the
 checks of `view` and of writes into expanded views answer as PyTorch's. A Tensor that has no views costs
 one attribute test per in-place op and nothing otherwise.
 """
@@ -23,17 +24,20 @@ import numpy as np
 from . import grad_mode
 
 MULTI_OUTPUT, NO_GRAD = "multi-output", "no-grad"   # PyTorch's creation metas that forbid in-place writes
+DETACHED = "detached"   # through detach(): writes change the base's values, never its history
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation.")
 
 
 class ViewRecord:
-    """How a view derives from its root `base`: the `steps`, PyTorch's creation `meta`, cached geometry."""
+    """How a view derives from its root `base`: the `steps`, PyTorch's creation `meta`, the tensor that
+    PyTorch's `_base` names (`origin`: the root, or a detached tensor the view was taken of; None for
+    detach() itself), cached geometry."""
 
-    __slots__ = ("base", "steps", "meta", "_geometry")
+    __slots__ = ("base", "steps", "meta", "origin", "_geometry")
 
-    def __init__(self, base, steps, meta):
-        self.base, self.steps, self.meta, self._geometry = base, steps, meta, None
+    def __init__(self, base, steps, meta, origin):
+        self.base, self.steps, self.meta, self.origin, self._geometry = base, steps, meta, origin, None
 
     def geometry(self):
         """(sizes, strides, offset) of the view in elements of its base's storage."""
@@ -50,13 +54,15 @@ def track(out, x, step, meta=None):
     """Record `out`, just computed as `step.apply(x)`, as a view of x's storage; return it."""
     parent = x._view_of
     if parent is None:
-        base, steps = x, (step,)
+        base, steps, origin = x, (step,), x
     else:
         base, steps = parent.base, parent.steps + (step,)
-        meta = meta or parent.meta
+        origin = x if parent.origin is None else parent.origin
+        if parent.meta == DETACHED or meta is None:
+            meta = parent.meta
     if meta is None and base.requires_grad and not grad_mode.is_grad_enabled():
         meta = NO_GRAD
-    out._view_of = ViewRecord(base, steps, meta)
+    out._view_of = ViewRecord(base, steps, meta, None if step.hides_base else origin)
     out._version = base._version
     live = base._views
     if live is None:
@@ -156,7 +162,7 @@ def check_writable(view, op):
     """The errors PyTorch raises for an in-place op on a view, before anything is built."""
     record = view._view_of
     base = record.base
-    grad = grad_mode.is_grad_enabled()
+    grad = grad_mode.is_grad_enabled() and record.meta != DETACHED
     if grad and base.requires_grad and base.is_leaf:
         raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
@@ -183,7 +189,12 @@ def write_through(view, value):
         if not step.writable:
             raise RuntimeError(f"writing through {type(step).__name__} of an expanded view is not supported: "
                                "clone() the view first")
-    set_value(base, write_back(base, record.steps, value.to(base.dtype)))
+    if record.meta == DETACHED:   # the base's values change, its history stays
+        with grad_mode.no_grad():
+            base._rebind(write_back(base, record.steps, value.to(base.dtype)))
+        refresh(base)
+    else:
+        set_value(base, write_back(base, record.steps, value.to(base.dtype)))
     return view
 
 
@@ -249,8 +260,9 @@ def data_ptr(self):
 def base_of(self):
     """PyTorch's `_base`: the tensor this view shares storage with (None for a non-view)."""
     record = self._view_of
-    return None if record is None else record.base
+    return None if record is None else record.origin
 
 
 def is_view(self):
-    return self._view_of is not None
+    record = self._view_of
+    return record is not None and record.origin is not None

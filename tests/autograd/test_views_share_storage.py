@@ -34,6 +34,9 @@ VIEWS = {
     "split": lambda x: x.split(2)[1],
     "chunk": lambda x: x.chunk(3, 1)[2],
     "unbind": lambda x: x.unbind(1)[3],
+    "strided": lambda x: x[::2],
+    "strided_columns": lambda x: x[1:, 1::2],
+    "strided_chain": lambda x: x.T[::3][1, 1:],
     "chain": lambda x: x[1:].T[2:5][1],
     "chain_reshape": lambda x: x.view(2, 12)[1].view(3, 4)[:, 1:3],
 }
@@ -122,6 +125,10 @@ GRADIENT_CASES = {
     "chain": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y.view(2, 12)[1, 3:9].mul_(b)),
     "earlier_view": lambda lib, a, b, w: _earlier_view(a, b, w),
     "base_then_view": lambda lib, a, b, w: _base_then_view(a, b, w),
+    "into_plain_buffer": lambda lib, a, b, w: _into_buffer(lib, a, b, w),
+    "strided": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y.__setitem__((slice(None), slice(None, None, 2)),
+                                                                           b[:3] * 2)),
+    "strided_view": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y[1::2, 1:].mul_(b[1:])),
 }
 
 
@@ -136,6 +143,13 @@ def _earlier_view(a, b, w):
     row = y[1]          # made before the write, read after it
     y[1, 2:4] = b[:2] ** 2
     return (row * b).sum() + (y * w).sum()
+
+
+def _into_buffer(lib, a, b, w):
+    buf = lib.zeros(4, 6)   # requires no grad until a write brings some in
+    buf[1:3, :2] = a[:2, 4:] * 3
+    buf.T[5].add_(b[:4])
+    return (buf * w).sum() + buf[2].pow(2).sum()
 
 
 def _base_then_view(a, b, w):
@@ -326,3 +340,57 @@ def test_writing_inf_into_a_slice_keeps_the_other_values():
         return (x,)
     for t, g in zip(*both(run)):
         np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
+def test_sinusoidal_positions_written_through_strided_slices():
+    def run(lib, x):
+        pe = lib.zeros(8, 6)
+        position = lib.arange(8, dtype=lib.float32).unsqueeze(1)
+        angle = position * lib.exp(lib.arange(0, 6, 2, dtype=lib.float32) * -0.5)
+        pe[:, 0::2] = lib.sin(angle)
+        pe[:, 1::2] = lib.cos(angle)
+        return (pe,)
+    for t, g in zip(*both(run)):
+        close(t, g)
+
+
+def test_augmented_assignment_through_indexing():
+    def run(lib, x):
+        row = x[1]
+        x[1:3, 2] += 5
+        x[:, ::2] *= 2
+        x[0] -= row
+        return x, row
+    for t, g in zip(*both(run)):
+        close(t, g)
+
+
+def test_detach_and_data_share_storage_without_history():
+    out = []
+    for lib in (torch, ggrad):
+        a = lib.tensor(BASE / 10, requires_grad=True)
+        y = a * 2
+        d = y.detach()
+        keep = y[1]
+        d[0] = 1.0                      # allowed with grad on: a detached tensor records nothing
+        y.detach()[2].mul_(-1)
+        a.data[3].fill_(5.0)
+        assert y.requires_grad and a.is_leaf and not d.requires_grad
+        assert d._base is None and not d._is_view() and d[1]._base is d and d.data_ptr() == y.data_ptr()
+        (a * 1).sum().backward()
+        out.append((y, d, keep, a, a.grad))
+    for t, g in zip(*out):
+        close(t, g)
+
+
+def test_data_edits_reach_the_parameter():
+    out = []
+    for lib in (torch, ggrad):
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(6, 3)
+        lin.weight.data.copy_(lib.tensor(BASE[:3]))
+        lin.weight.data[1].zero_()
+        lin.bias.data.fill_(0.5)
+        out.append((lin.weight, lin.bias, lin(lib.tensor(BASE))))
+    for t, g in zip(*out):
+        close(t, g)

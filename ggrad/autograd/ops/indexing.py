@@ -5,14 +5,15 @@ import numpy as np
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
-from .. import execution
-from ..pending import graph_of
+from .. import execution, view_tracking
+from ..pending import alias, graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from ..factory import arange, tensor
 from . import reduce as rd
 from . import unary as un
 from . import views as vw
+from .joins import cat
 
 
 class GetRows(Primitive):
@@ -243,8 +244,7 @@ def getitem(x, key):
     if tuple(starts) != (0,) * x.ndim or tuple(stops) != x.shape:
         out = vw.slice_view(x, starts, stops)
     for d, stride, start, stop in strided:
-        count = len(range(0, stop - start, stride))
-        out = index_select(out, d, arange(0, count * stride, stride, device=x.device))
+        out = vw.apply_view(out, StridedStep(out.shape, d, stride))
     if len(tensors) > 1:
         raise IndexError("indexing with more than one index tensor is not supported; use gather")
     if tensors and drop and getattr(tensors[0][1], "ndim", 1) != 1:
@@ -278,18 +278,48 @@ def _select_tensor(x, d, index):
     return index_select(x, d, index)
 
 
-def setitem(x, key, value):
-    """x with `value` written into x[key] (integers and unit-step slices), as a new tensor.
+class StridedStep:
+    """A view step: every `step`-th entry along `dim`, from the first (a strided slice, after its bounds
+    were sliced). Read with get_rows; written back by taking each entry from the input or from the value
+    (get_rows of the two joined), so gradients reach both."""
+    __slots__ = ("in_shape", "dim", "step", "count")
+    needs_base = True
+    writable = True
+    hides_base = False
 
-    A slice-scatter (GGML set), so gradients reach both x and value (`x[key] = value` rebinds x to it,
-    which every view of x then reads)."""
-    starts, stops = _region_bounds(x, key)
-    region = getitem(x.detach(), key).shape   # validates the key
+    def __init__(self, in_shape, dim, step):
+        self.in_shape, self.dim, self.step = in_shape, dim, step
+        self.count = len(range(0, in_shape[dim], step))
+
+    def apply(self, x):
+        return index_select(x, self.dim, np.arange(0, self.count * self.step, self.step))
+
+    def scatter(self, x, value):
+        size = self.in_shape[self.dim]
+        source = np.arange(size)
+        source[::self.step] = size + np.arange(self.count)
+        return index_select(cat([x, value], self.dim), self.dim, source)
+
+    def geometry(self, sizes, strides, offset):
+        sizes, strides = list(sizes), list(strides)
+        sizes[self.dim] = self.count
+        strides[self.dim] *= self.step
+        return tuple(sizes), tuple(strides), offset
+
+
+def setitem(x, key, value):
+    """x with `value` written into x[key] (integers, slices of any positive step, None, Ellipsis), as a
+    new tensor: written back through the steps of the view x[key] (a slice-scatter where the slice has
+    unit steps), so gradients reach both x and value. `x[key] = value` rebinds x to it."""
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, (list, tuple, np.ndarray)) or (isinstance(k, Tensor) and (k.ndim or k.dtype.is_float)):
+            raise IndexError(f"assignment with an index of type {type(k).__name__} is not supported; "
+                             "use index_put_ or masked_fill")
+    region = getitem(alias(x), key)   # a view of x's values, its steps from x (validates the key)
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)
-    value = vw.expand(vw.reshape(value, _broadcastable(value, region)), region)
-    block = tuple(b - a for a, b in zip(starts, stops))
-    return vw.slice_scatter(x, vw.reshape(value, block).to(x.dtype), starts)
+    value = vw.expand(vw.reshape(value, _broadcastable(value, region.shape)), region.shape)
+    return view_tracking.write_back(x, region._view_of.steps, value.to(x.dtype))
 
 
 def _broadcastable(value, shape):
@@ -297,31 +327,3 @@ def _broadcastable(value, shape):
         squeezed = tuple(s for s in value.shape if s != 1)
         return (1,) * (len(shape) - len(squeezed)) + squeezed
     return value.shape
-
-
-def _region_bounds(x, key):
-    key = _expand_key(key, x.ndim)
-    starts, stops, dim = [], [], 0
-    for k in key:
-        if k is None:
-            continue
-        size = x.shape[dim]
-        if isinstance(k, slice):
-            start, stop, stride = k.indices(size)
-            if stride != 1:
-                raise IndexError("assignment through a strided slice is not supported")
-            starts.append(start)
-            stops.append(max(stop, start))
-        elif isinstance(k, int):
-            i = k % size
-            starts.append(i)
-            stops.append(i + 1)
-        else:
-            raise IndexError(f"assignment with an index of type {type(k).__name__} is not supported; "
-                             "use masked_fill or where")
-        dim += 1
-    for d in range(dim, x.ndim):
-        starts.append(0)
-        stops.append(x.shape[d])
-    return starts, stops
-

@@ -10,7 +10,7 @@ from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from .. import view_tracking
 from ..factory import zeros
-from ..pending import ne_of
+from ..pending import alias, ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
 from .broadcast import Expand
@@ -182,6 +182,7 @@ class _Step:
     __slots__ = ("in_shape",)
     needs_base = False   # scatter reads the input's old value (a slice keeps the rest of it)
     writable = True
+    hides_base = False   # the result's `_base` is None, as PyTorch's detach()
 
 
 class ReshapeStep(_Step):
@@ -261,7 +262,25 @@ class ExpandStep(_Step):
         return self.shape, tuple(out), offset
 
 
-def _view(x, step, meta=None):
+class DetachStep(_Step):
+    """detach(): the same values without history; a write through it changes the base's values only."""
+    __slots__ = ()
+    hides_base = True
+
+    def __init__(self, in_shape):
+        self.in_shape = in_shape
+
+    def apply(self, x):
+        return alias(x)
+
+    def scatter(self, x, value):
+        return value
+
+    def geometry(self, sizes, strides, offset):
+        return sizes, strides, offset
+
+
+def apply_view(x, step, meta=None):
     """step applied to x, recorded as a view of x's storage."""
     return view_tracking.track(step.apply(x), x, step, meta)
 
@@ -274,7 +293,7 @@ def reshape(x, *shape):
         return x
     if not view_tracking.viewable(x, shape):
         return Reshape.apply(x, shape)
-    return _view(x, ReshapeStep(x.shape, shape))
+    return apply_view(x, ReshapeStep(x.shape, shape))
 
 
 def view(x, *shape):
@@ -284,7 +303,7 @@ def view(x, *shape):
         raise RuntimeError(f"view: view size is not compatible with input tensor's size and stride (at least one "
                            f"dimension spans across two contiguous subspaces); shape {x.shape} to {shape}. Use "
                            ".reshape(...) instead.")
-    return _view(x, ReshapeStep(x.shape, shape))
+    return apply_view(x, ReshapeStep(x.shape, shape))
 
 
 def permute(x, *dims):
@@ -295,7 +314,7 @@ def permute(x, *dims):
         raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dimensions of {x.shape}")
     if dims == tuple(range(x.ndim)):
         return x
-    return _view(x, PermuteStep(x.shape, dims))
+    return apply_view(x, PermuteStep(x.shape, dims))
 
 
 def transpose(x, dim0, dim1):
@@ -305,6 +324,11 @@ def transpose(x, dim0, dim1):
     perm = list(range(x.ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return permute(x, perm)
+
+
+def detach(x):
+    """x's values without history, sharing x's storage (`x.detach().zero_()` zeroes x, as PyTorch)."""
+    return apply_view(x, DetachStep(x.shape), view_tracking.DETACHED)
 
 
 def contiguous(x):
@@ -347,7 +371,7 @@ def expand(x, *shape):
             raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape}")
     if shape == x.shape:
         return x
-    return _view(x, ExpandStep(x.shape, src, shape))
+    return apply_view(x, ExpandStep(x.shape, src, shape))
 
 
 def narrow(x, dim, start, length):
@@ -359,12 +383,12 @@ def narrow(x, dim, start, length):
     starts = [0] * x.ndim
     stops = list(x.shape)
     starts[d], stops[d] = start, start + length
-    return _view(x, SliceStep(x.shape, tuple(starts), tuple(stops)))
+    return apply_view(x, SliceStep(x.shape, tuple(starts), tuple(stops)))
 
 
 def slice_view(x, starts, stops, meta=None):
     """x[starts[0]:stops[0], ...] as a view of x."""
-    return _view(x, SliceStep(x.shape, tuple(starts), tuple(stops)), meta)
+    return apply_view(x, SliceStep(x.shape, tuple(starts), tuple(stops)), meta)
 
 
 def select(x, dim, index, meta=None):
@@ -379,7 +403,7 @@ def select(x, dim, index, meta=None):
     starts, stops = [0] * x.ndim, list(x.shape)
     starts[d], stops[d] = index, index + 1
     picked = slice_view(x, starts, stops)
-    return _view(picked, ReshapeStep(picked.shape, x.shape[:d] + x.shape[d + 1:]), meta)
+    return apply_view(picked, ReshapeStep(picked.shape, x.shape[:d] + x.shape[d + 1:]), meta)
 
 
 def unbind(x, dim=0):

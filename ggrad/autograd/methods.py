@@ -134,10 +134,10 @@ def _min(self, dim=None, keepdim=False):
 
 
 def _overwrite(self, value, op):
-    """zero_/fill_/copy_: `value` replaces self, recording no gradient of self's old value. A root is
-    written under no_grad (as ggrad always did); a view writes into its base with PyTorch's checks and
-    gradients (the base's other elements keep theirs)."""
-    if self._view_of is not None:
+    """zero_/fill_/copy_: `value` replaces self, recording no gradient of self's old value. A leaf is
+    written under no_grad (as ggrad always allowed, also for one that requires grad); a view writes into
+    its base with PyTorch's checks and gradients (the base's other elements keep theirs)."""
+    if self._view_of is not None or not self.is_leaf:
         return _assign(self, value, op)
     with grad_mode.no_grad():
         return _assign(self, value, op)
@@ -212,7 +212,7 @@ _METHODS = {
     "cpu": lambda self: to(self, "cpu"),
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
-    "select": views.select, "unbind": views.unbind, "is_contiguous": view_tracking.tensor_is_contiguous,
+    "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,
     "stride": view_tracking.stride, "storage_offset": view_tracking.storage_offset,
     "element_size": view_tracking.element_size, "data_ptr": view_tracking.data_ptr,
     "_base": property(view_tracking.base_of), "_is_view": view_tracking.is_view,

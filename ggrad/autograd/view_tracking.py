@@ -2,7 +2,7 @@
 
 ggrad never overwrites a tensor's memory: an in-place op rebinds the Tensor to a new value. Views are
 kept by bookkeeping instead (functionalization). A view remembers its base (always the root, as
-PyTorch's `_base`) and the steps that derive it from the base (ops/views.py defines them). Two rules make
+PyTorch's `_base`) and the steps that derive it from the base (ops/views.py, ops/indexing.py). Two rules make
 a write through either side seen by the other:
 
 - an in-place op on a view computes the view's new value, writes it into the base through the inverse
@@ -251,7 +251,10 @@ def element_size(self):
 
 def data_ptr(self):
     """An address-like integer: equal for tensors that start at the same element of one storage, and
-    `element_size()` apart per element (storages are 2**32 bytes apart; GGML memory is not exposed)."""
+    `element_size()` apart per element (storages are 2**32 bytes apart; GGML memory is not exposed);
+    0 for a tensor without elements, as PyTorch."""
+    if not self.numel():
+        return 0
     record = self._view_of
     base = self if record is None else record.base
     return (id(base) << 32) + storage_offset(self) * element_size(self)

@@ -37,6 +37,11 @@ VIEWS = {
     "strided": lambda x: x[::2],
     "strided_columns": lambda x: x[1:, 1::2],
     "strided_chain": lambda x: x.T[::3][1, 1:],
+    "diagonal": lambda x: x.diagonal(),
+    "diagonal_offset": lambda x: x[:, 1:].diagonal(-1),
+    "diagonal_dims": lambda x: x.view(2, 2, 6).diagonal(1, 0, 2),
+    "diagonal_transposed": lambda x: x.diagonal(0, 1, 0),
+    "diagonal_empty": lambda x: x.diagonal(7),
     "chain": lambda x: x[1:].T[2:5][1],
     "chain_reshape": lambda x: x.view(2, 12)[1].view(3, 4)[:, 1:3],
 }
@@ -128,6 +133,8 @@ GRADIENT_CASES = {
     "into_plain_buffer": lambda lib, a, b, w: _into_buffer(lib, a, b, w),
     "strided": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y.__setitem__((slice(None), slice(None, None, 2)),
                                                                            b[:3] * 2)),
+    "root_zero_": lambda lib, a, b, w: _root_zero(a, w),
+    "diagonal": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y.diagonal(1).mul_(b[:4])),
     "strided_view": lambda lib, a, b, w: _loss(lib, a, w, lambda y: y[1::2, 1:].mul_(b[1:])),
 }
 
@@ -143,6 +150,14 @@ def _earlier_view(a, b, w):
     row = y[1]          # made before the write, read after it
     y[1, 2:4] = b[:2] ** 2
     return (row * b).sum() + (y * w).sum()
+
+
+def _root_zero(a, w):
+    y = a * 2
+    z = y * w
+    y.zero_()            # y's old value gets no gradient; z keeps its own
+    y.add_(a)
+    return (z + y * y).sum()
 
 
 def _into_buffer(lib, a, b, w):
@@ -287,7 +302,7 @@ def test_storage_queries_match_torch(kind):
         v = VIEWS[kind](x)
         strides = tuple(s for s, n in zip(v.stride(), v.shape) if n != 1)   # a size-1 dim's stride is arbitrary
         return (v.is_contiguous(), v._is_view(), v._base is x, strides, v.storage_offset(),
-                v.data_ptr() - x.data_ptr(), v.contiguous().is_contiguous(), v.element_size())
+                v.data_ptr() - x.data_ptr() if v.numel() else v.data_ptr(), v.contiguous().is_contiguous(), v.element_size())
     t_out, g_out = both(run)
     assert g_out == t_out
 

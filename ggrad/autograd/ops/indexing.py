@@ -278,10 +278,18 @@ def _select_tensor(x, d, index):
     return index_select(x, d, index)
 
 
+def _replaced(x, dim, positions, value):
+    """x with its entries at host `positions` along `dim` taken from `value` (in order): one get_rows of
+    the two joined, so gradients reach both."""
+    size = x.shape[dim]
+    source = np.arange(size)
+    source[positions] = size + np.arange(len(positions))
+    return index_select(cat([x, value], dim), dim, source)
+
+
 class StridedStep:
     """A view step: every `step`-th entry along `dim`, from the first (a strided slice, after its bounds
-    were sliced). Read with get_rows; written back by taking each entry from the input or from the value
-    (get_rows of the two joined), so gradients reach both."""
+    were sliced). Read with get_rows; written back by `_replaced`."""
     __slots__ = ("in_shape", "dim", "step", "count")
     needs_base = True
     writable = True
@@ -295,16 +303,61 @@ class StridedStep:
         return index_select(x, self.dim, np.arange(0, self.count * self.step, self.step))
 
     def scatter(self, x, value):
-        size = self.in_shape[self.dim]
-        source = np.arange(size)
-        source[::self.step] = size + np.arange(self.count)
-        return index_select(cat([x, value], self.dim), self.dim, source)
+        return _replaced(x, self.dim, np.arange(0, self.count * self.step, self.step), value)
 
     def geometry(self, sizes, strides, offset):
         sizes, strides = list(sizes), list(strides)
         sizes[self.dim] = self.count
         strides[self.dim] *= self.step
         return tuple(sizes), tuple(strides), offset
+
+
+class DiagonalStep:
+    """A view step: the `offset`-th diagonal of the last two dimensions (n, m), as one last dimension.
+    Read and written on the two merged: entries start + i * (m + 1)."""
+    __slots__ = ("in_shape", "offset", "count", "start")
+    needs_base = True
+    writable = True
+    hides_base = False
+
+    def __init__(self, in_shape, offset):
+        n, m = in_shape[-2:]
+        self.in_shape, self.offset = in_shape, offset
+        self.count = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+        self.start = offset if offset >= 0 else -offset * m
+
+    def _flat(self, x):
+        n, m = self.in_shape[-2:]
+        return vw.Reshape.apply(x, self.in_shape[:-2] + (n * m,))
+
+    def _positions(self):
+        return self.start + np.arange(self.count) * (self.in_shape[-1] + 1)
+
+    def apply(self, x):
+        flat = self._flat(x)
+        if not self.count:
+            return vw.Slice.apply(flat, (0,) * flat.ndim, flat.shape[:-1] + (0,))
+        return index_select(flat, -1, self._positions())
+
+    def scatter(self, x, value):
+        if not self.count:
+            return x
+        return vw.Reshape.apply(_replaced(self._flat(x), x.ndim - 2, self._positions(), value), self.in_shape)
+
+    def geometry(self, sizes, strides, offset):
+        row, col = (0, self.offset) if self.offset >= 0 else (-self.offset, 0)
+        if self.count:   # an empty diagonal stays at its input's offset, as PyTorch's
+            offset += row * strides[-2] + col * strides[-1]
+        return sizes[:-2] + (self.count,), strides[:-2] + (strides[-2] + strides[-1],), offset
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes, as a last dimension: a view of x (PyTorch's diagonal)."""
+    d1, d2 = _axis(dim1, x.ndim), _axis(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and {dim2}")
+    moved = vw.permute(x, [d for d in range(x.ndim) if d not in (d1, d2)] + [d1, d2])
+    return vw.apply_view(moved, DiagonalStep(moved.shape, int(offset)))
 
 
 def setitem(x, key, value):

@@ -90,7 +90,7 @@ class Tensor:
 
     @property
     def data(self):
-        """The same values, detached from the graph."""
+        """The same values and storage, detached from the graph (a write into it changes this tensor)."""
         return self.detach()
 
     @property

@@ -409,3 +409,11 @@ def test_data_edits_reach_the_parameter():
         out.append((lin.weight, lin.bias, lin(lib.tensor(BASE))))
     for t, g in zip(*out):
         close(t, g)
+
+
+def test_writing_through_a_slice_of_an_expanded_view_raises():
+    """PyTorch writes x[0] here; ggrad refuses with a RuntimeError that says to clone (documented)."""
+    x = ggrad.tensor(BASE)
+    with pytest.raises(RuntimeError, match="clone"):
+        x[0].expand(3, 6)[1].add_(1)
+    np.testing.assert_array_equal(x.numpy(), BASE)

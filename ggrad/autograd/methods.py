@@ -4,10 +4,10 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, ops, torch_dtypes
+from . import factory, grad_mode, ops, torch_dtypes, view_tracking
 from .factory import tensor
 from .function import Function
-from .ops import logical, mask_index
+from .ops import logical, mask_index, views
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -35,22 +35,37 @@ def _check_inplace(t, op):
 
 
 def _assign(self, value, op):
-    """In-place ops rebind this Tensor to the new value (its old storage is never overwritten)."""
-    _check_inplace(self, op)
+    """In-place ops rebind this Tensor to the new value (its old storage is never overwritten); a view
+    writes the value into its base instead, and views of a rebound base follow (view_tracking.py)."""
+    viewing = self._view_of is not None
+    if viewing:
+        view_tracking.check_writable(self, op)
+    else:
+        _check_inplace(self, op)
     if value.shape != self.shape:
         raise RuntimeError(f"{op}: output with shape {self.shape} doesn't match the broadcast shape {value.shape}")
-    self._rebind(value.to(self.dtype))
-    if value.grad_fn is not None or not self.is_leaf:
-        self.grad_fn, self._output_nr = value.grad_fn, value._output_nr
-        self.requires_grad = value.requires_grad
-    return self
+    if viewing:
+        return view_tracking.write_through(self, value)
+    return view_tracking.set_value(self, value.to(self.dtype))
 
 
 def _inplace(fn, name):
     def method(self, *args, **kwargs):
-        return _assign(self, fn(self, *args, **kwargs), name)
+        return _assign(self, fn(_operand(self), *args, **kwargs), name)
     method.__name__ = name
     return method
+
+
+def _operand(t):
+    """t as the input of its own in-place op: with grad on, a separate Tensor object over t's value and
+    history, so that what the op saves for backward (`y.mul_(b)` keeps y's old value for b's gradient)
+    is not changed when t is rebound, as PyTorch keeps it."""
+    if not grad_mode.is_grad_enabled():
+        return t
+    shadow = alias(t)
+    if t.grad_fn is not None:
+        shadow.grad_fn, shadow._output_nr, shadow.requires_grad = t.grad_fn, t._output_nr, t.requires_grad
+    return shadow
 
 
 def to(self, *args, **kwargs):
@@ -94,10 +109,6 @@ class _DeviceCopy(Function):
         return _copy_to_device(g, ctx.src_device), None
 
 
-def detach(self):
-    return alias(self)
-
-
 def clone(self):
     return self * 1.0 if self.dtype.is_float else (self.to(ggml.f32)).to(self.dtype)
 
@@ -122,8 +133,14 @@ def _min(self, dim=None, keepdim=False):
     return ops.min(self, dim, keepdim)
 
 
-def _view(self, *shape):
-    return ops.reshape(self, *shape)
+def _overwrite(self, value, op):
+    """zero_/fill_/copy_: `value` replaces self, recording no gradient of self's old value. A leaf is
+    written under no_grad (as ggrad always allowed, also for one that requires grad); a view writes into
+    its base with PyTorch's checks and gradients (the base's other elements keep theirs)."""
+    if self._view_of is not None or not self.is_leaf:
+        return _assign(self, value, op)
+    with grad_mode.no_grad():
+        return _assign(self, value, op)
 
 
 def _masked_fill_(self, mask, value):
@@ -135,6 +152,9 @@ def _getitem(self, key):
 
 
 def _setitem(self, key, value):
+    if self.requires_grad and self.is_leaf and grad_mode.is_grad_enabled():
+        raise RuntimeError("__setitem__: a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation; wrap it in ggrad.no_grad() (as optimizers do)")
     new = mask_index.setitem(self, key, value) if mask_index.is_mask(key) else ops.setitem(self, key, value)
     _assign(self, new, "__setitem__")
 
@@ -144,23 +164,20 @@ def _index_put_(self, indices, values, accumulate=False):
 
 
 def _zero_(self):
-    with grad_mode.no_grad():
-        return _assign(self, self * 0.0, "zero_")
+    return _overwrite(self, self.detach() * 0.0, "zero_")
 
 
 def _fill_(self, value):
-    with grad_mode.no_grad():
-        return _assign(self, self * 0.0 + value, "fill_")
+    return _overwrite(self, self.detach() * 0.0 + value, "fill_")
 
 
 def _copy_(self, src):
     if not isinstance(src, Tensor):
         src = tensor(src, dtype=self.dtype, device=self.device)
-    with grad_mode.no_grad():
-        value = src.to(self.dtype).to(self.device)
-        if value.shape != self.shape:
-            value = ops.expand(value, self.shape)
-        return _assign(self, value, "copy_")
+    value = src.to(self.dtype).to(self.device)
+    if value.shape != self.shape:
+        value = ops.expand(value, self.shape)
+    return _overwrite(self, value, "copy_")
 
 
 _METHODS = {
@@ -184,17 +201,21 @@ _METHODS = {
     "softplus": ops.softplus, "clamp": ops.clamp, "clip": ops.clamp, "square": ops.square, "sign": ops.sign,
     "sum": ops.sum, "mean": ops.mean, "var": ops.var, "std": ops.std, "amax": ops.amax, "amin": ops.amin,
     "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin, "logsumexp": ops.logsumexp,
-    "matmul": ops.matmul, "reshape": ops.reshape, "view": _view, "permute": ops.permute,
+    "matmul": ops.matmul, "reshape": ops.reshape, "view": views.view, "permute": ops.permute,
     "transpose": ops.transpose, "contiguous": ops.contiguous, "flatten": ops.flatten, "squeeze": ops.squeeze,
     "unsqueeze": ops.unsqueeze, "expand": ops.expand, "narrow": ops.narrow, "split": ops.split,
     "chunk": ops.chunk, "index_select": ops.index_select, "gather": ops.gather, "masked_fill": ops.masked_fill,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax,
-    "to": to, "detach": detach, "clone": clone, "dequantize": ops.dequantize,
+    "to": to, "detach": views.detach, "clone": clone, "dequantize": ops.dequantize,
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
     "cpu": lambda self: to(self, "cpu"),
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
+    "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,
+    "stride": view_tracking.stride, "storage_offset": view_tracking.storage_offset,
+    "element_size": view_tracking.element_size, "data_ptr": view_tracking.data_ptr,
+    "_base": property(view_tracking.base_of), "_is_view": view_tracking.is_view,
 }
 for _name in ("add", "sub", "mul", "div", "pow", "clamp", "exp", "log", "sqrt", "neg", "abs", "relu", "sigmoid",
               "tanh"):

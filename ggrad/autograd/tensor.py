@@ -26,7 +26,7 @@ class Tensor:
     """
 
     __slots__ = ("_node", "shape", "dtype", "device", "_block", "_pending", "requires_grad", "grad", "grad_fn",
-                 "_output_nr", "_version", "__weakref__")
+                 "_output_nr", "_version", "_view_of", "_views", "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
 
@@ -44,6 +44,7 @@ class Tensor:
         t.requires_grad = False
         t.grad = t.grad_fn = None
         t._output_nr = t._version = 0
+        t._view_of = t._views = None   # view bookkeeping (view_tracking.py): what t views, what views t
         if pending is not None:
             pending.track(t)
         return t
@@ -89,7 +90,7 @@ class Tensor:
 
     @property
     def data(self):
-        """The same values, detached from the graph."""
+        """The same values and storage, detached from the graph (a write into it changes this tensor)."""
         return self.detach()
 
     @property

@@ -12,9 +12,9 @@ from .unary import neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leak
 from .binary import add, sub, mul, reciprocal, rsqrt, masked_fill, where
 from .broadcast import broadcast_shapes
 from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp, maximum, minimum
-from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow
+from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow, select, unbind
 from .joins import cat, stack, split, chunk
-from .indexing import index_select, embedding, gather, getitem, setitem
+from .indexing import index_select, embedding, gather, getitem, setitem, diagonal
 from .linalg import matmul, linear
 from .quant import quantize, dequantize
 from .nn import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d

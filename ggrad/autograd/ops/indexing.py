@@ -5,14 +5,15 @@ import numpy as np
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
-from .. import execution
-from ..pending import graph_of
+from .. import execution, view_tracking
+from ..pending import alias, graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
-from ..factory import arange, ones, tensor
+from ..factory import arange, tensor
 from . import reduce as rd
 from . import unary as un
 from . import views as vw
+from .joins import cat
 
 
 class GetRows(Primitive):
@@ -241,10 +242,9 @@ def getitem(x, key):
 
     out = x
     if tuple(starts) != (0,) * x.ndim or tuple(stops) != x.shape:
-        out = vw.Slice.apply(x, tuple(starts), tuple(stops))
+        out = vw.slice_view(x, starts, stops)
     for d, stride, start, stop in strided:
-        count = len(range(0, stop - start, stride))
-        out = index_select(out, d, arange(0, count * stride, stride, device=x.device))
+        out = vw.apply_view(out, StridedStep(out.shape, d, stride))
     if len(tensors) > 1:
         raise IndexError("indexing with more than one index tensor is not supported; use gather")
     if tensors and drop and getattr(tensors[0][1], "ndim", 1) != 1:
@@ -261,6 +261,8 @@ def getitem(x, key):
     for pos in new_axes:
         kept.insert(pos, 1)
     kept = tuple(kept)
+    if out is x:   # x[:], x[...], x[None]: still a new view, as PyTorch's
+        return vw.view(x, kept)
     return out if kept == out.shape else vw.reshape(out, kept)
 
 
@@ -276,25 +278,101 @@ def _select_tensor(x, d, index):
     return index_select(x, d, index)
 
 
-def setitem(x, key, value):
-    """x with `value` written into x[key] (integers and unit-step slices), as a new tensor.
+def _replaced(x, dim, positions, value):
+    """x with its entries at host `positions` along `dim` taken from `value` (in order): one get_rows of
+    the two joined, so gradients reach both."""
+    size = x.shape[dim]
+    source = np.arange(size)
+    source[positions] = size + np.arange(len(positions))
+    return index_select(cat([x, value], dim), dim, source)
 
-    Built as x * (1 - mask) + padded value, so gradients reach both x and value.
-    """
-    region = getitem(x.detach(), key)   # validates the key; its shape is the region's
+
+class StridedStep:
+    """A view step: every `step`-th entry along `dim`, from the first (a strided slice, after its bounds
+    were sliced). Read with get_rows; written back by `_replaced`."""
+    __slots__ = ("in_shape", "dim", "step", "count")
+    needs_base = True
+    writable = True
+    hides_base = False
+
+    def __init__(self, in_shape, dim, step):
+        self.in_shape, self.dim, self.step = in_shape, dim, step
+        self.count = len(range(0, in_shape[dim], step))
+
+    def apply(self, x):
+        return index_select(x, self.dim, np.arange(0, self.count * self.step, self.step))
+
+    def scatter(self, x, value):
+        return _replaced(x, self.dim, np.arange(0, self.count * self.step, self.step), value)
+
+    def geometry(self, sizes, strides, offset):
+        sizes, strides = list(sizes), list(strides)
+        sizes[self.dim] = self.count
+        strides[self.dim] *= self.step
+        return tuple(sizes), tuple(strides), offset
+
+
+class DiagonalStep:
+    """A view step: the `offset`-th diagonal of the last two dimensions (n, m), as one last dimension.
+    Read and written on the two merged: entries start + i * (m + 1)."""
+    __slots__ = ("in_shape", "offset", "count", "start")
+    needs_base = True
+    writable = True
+    hides_base = False
+
+    def __init__(self, in_shape, offset):
+        n, m = in_shape[-2:]
+        self.in_shape, self.offset = in_shape, offset
+        self.count = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+        self.start = offset if offset >= 0 else -offset * m
+
+    def _flat(self, x):
+        n, m = self.in_shape[-2:]
+        return vw.Reshape.apply(x, self.in_shape[:-2] + (n * m,))
+
+    def _positions(self):
+        return self.start + np.arange(self.count) * (self.in_shape[-1] + 1)
+
+    def apply(self, x):
+        flat = self._flat(x)
+        if not self.count:
+            return vw.Slice.apply(flat, (0,) * flat.ndim, flat.shape[:-1] + (0,))
+        return index_select(flat, -1, self._positions())
+
+    def scatter(self, x, value):
+        if not self.count:
+            return x
+        return vw.Reshape.apply(_replaced(self._flat(x), x.ndim - 2, self._positions(), value), self.in_shape)
+
+    def geometry(self, sizes, strides, offset):
+        row, col = (0, self.offset) if self.offset >= 0 else (-self.offset, 0)
+        if self.count:   # an empty diagonal stays at its input's offset, as PyTorch's
+            offset += row * strides[-2] + col * strides[-1]
+        return sizes[:-2] + (self.count,), strides[:-2] + (strides[-2] + strides[-1],), offset
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal of the (dim1, dim2) planes, as a last dimension: a view of x (PyTorch's diagonal)."""
+    d1, d2 = _axis(dim1, x.ndim), _axis(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and {dim2}")
+    moved = vw.permute(x, [d for d in range(x.ndim) if d not in (d1, d2)] + [d1, d2])
+    return vw.apply_view(moved, DiagonalStep(moved.shape, int(offset)))
+
+
+def setitem(x, key, value):
+    """x with `value` written into x[key] (integers, slices of any positive step, None, Ellipsis), as a
+    new tensor: written back through the steps of the view x[key] (a slice-scatter where the slice has
+    unit steps), so gradients reach both x and value. `x[key] = value` rebinds x to it."""
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, (list, tuple, np.ndarray)) or (isinstance(k, Tensor) and (k.ndim or k.dtype.is_float)):
+            raise IndexError(f"assignment with an index of type {type(k).__name__} is not supported; "
+                             "use index_put_ or masked_fill")
+    region = getitem(alias(x), key)   # a view of x's values, its steps from x (validates the key)
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=x.dtype if x.dtype.is_float else None, device=x.device)
-    starts, stops = _region_bounds(x, key)
-    shape = tuple(b - a for a, b in zip(starts, stops))
     value = vw.expand(vw.reshape(value, _broadcastable(value, region.shape)), region.shape)
-    value = vw.reshape(value, shape)
-    pads = []
-    for d in range(len(shape)):
-        pads.append((starts[d], x.shape[d] - stops[d]))
-    placed = _pad(value, pads)
-    mask = _pad(ones(shape, device=x.device), pads)
-    out = x * (1.0 - mask) + placed
-    return out if out.dtype is x.dtype else out.to(x.dtype)
+    return view_tracking.write_back(x, region._view_of.steps, value.to(x.dtype))
 
 
 def _broadcastable(value, shape):
@@ -302,36 +380,3 @@ def _broadcastable(value, shape):
         squeezed = tuple(s for s in value.shape if s != 1)
         return (1,) * (len(shape) - len(squeezed)) + squeezed
     return value.shape
-
-
-def _region_bounds(x, key):
-    key = _expand_key(key, x.ndim)
-    starts, stops, dim = [], [], 0
-    for k in key:
-        if k is None:
-            continue
-        size = x.shape[dim]
-        if isinstance(k, slice):
-            start, stop, stride = k.indices(size)
-            if stride != 1:
-                raise IndexError("assignment through a strided slice is not supported")
-            starts.append(start)
-            stops.append(max(stop, start))
-        elif isinstance(k, int):
-            i = k % size
-            starts.append(i)
-            stops.append(i + 1)
-        else:
-            raise IndexError(f"assignment with an index of type {type(k).__name__} is not supported; "
-                             "use masked_fill or where")
-        dim += 1
-    for d in range(dim, x.ndim):
-        starts.append(0)
-        stops.append(x.shape[d])
-    return starts, stops
-
-
-def _pad(t, pads):
-    starts = tuple(p[0] for p in pads)
-    full = tuple(s + a + b for s, (a, b) in zip(t.shape, pads))
-    return vw.PadTo.apply(t, starts, full)

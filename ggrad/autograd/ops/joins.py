@@ -3,9 +3,10 @@
 from ...ggml import ops
 from ...ggml.errors import DTypeError, ShapeError
 from ..function import Function
+from .. import view_tracking
 from ..primitive import Primitive
 from ..tensor import _axis
-from .views import Slice, narrow, unsqueeze
+from .views import Slice, SliceStep, narrow, unsqueeze
 
 
 class Concat(Primitive):
@@ -97,7 +98,13 @@ def split(x, split_size_or_sections, dim=0):
             raise ShapeError(f"split: sections {sizes} do not add up to dimension {d} of size {n}")
     if len(sizes) == 1:
         return (x,)
-    return Split.apply(x, d, tuple(sizes))
+    pieces, start = Split.apply(x, d, tuple(sizes)), 0
+    for piece, size in zip(pieces, sizes):   # each piece is a view of x (PyTorch's multi-output views)
+        starts, stops = [0] * x.ndim, list(x.shape)
+        starts[d], stops[d] = start, start + size
+        view_tracking.track(piece, x, SliceStep(x.shape, tuple(starts), tuple(stops)), view_tracking.MULTI_OUTPUT)
+        start += size
+    return pieces
 
 
 def chunk(x, chunks, dim=0):

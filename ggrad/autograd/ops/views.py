@@ -1,12 +1,16 @@
 """Movement ops: reshape, permute, slices and padding, and the shape helpers built on them.
 
 Reshape, permute and slices are GGML views (no copy); ops that need contiguous memory copy on demand.
-A slice's backward pads the gradient with zeros (`pad_ext`).
+A slice's backward pads the gradient with zeros (`pad_ext`). The public functions return views that
+share storage with their input, as PyTorch's: each records a step (how it derives from its input and
+how a write into it goes back, see view_tracking.py).
 """
 
-from ...ggml import ops
+from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
-from ..pending import ne_of
+from .. import view_tracking
+from ..factory import zeros
+from ..pending import alias, ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
 from .broadcast import Expand
@@ -117,6 +121,38 @@ class Slice(Primitive):
         return PadTo.apply(g, ctx.starts, ctx.shapes[0]), None, None
 
 
+class SliceScatter(Primitive):
+    """x with y written over the block of x at offset `starts` (GGML set, on f32 or i32 storage); the
+    gradient goes to x outside the block and to y inside it."""
+
+    @staticmethod
+    def build(ctx, graph, x, y, starts):
+        ctx.starts = starts
+        stored = x.dtype
+        if stored.name not in ("f32", "i32"):
+            x, y = ops.cast(graph.ctx, x, f32), ops.cast(graph.ctx, y, f32)
+        nb = x.nb
+        offset = 0
+        for i, start in enumerate(reversed(starts)):
+            offset += start * nb[i]
+        out = ops.set(graph.ctx, x, y, nb[1], nb[2], nb[3], offset)
+        return out if out.dtype is stored else ops.cast(graph.ctx, out, stored)
+
+    @staticmethod
+    def backward(ctx, g):
+        block = ctx.shapes[1]
+        stops = tuple(a + n for a, n in zip(ctx.starts, block))
+        cleared = SliceScatter.apply(g, zeros(block, dtype=g.dtype, device=g.device), ctx.starts)
+        return cleared, Slice.apply(g, ctx.starts, stops), None
+
+
+def slice_scatter(x, y, starts):
+    """x with y written at offset `starts` (y of the block's shape and x's dtype)."""
+    if not y.numel():
+        return x
+    return SliceScatter.apply(x, y, tuple(starts))
+
+
 class PadTo(Primitive):
     """Place x at offset `starts` inside zeros of `shape` (GGML pad_ext); backward slices it out."""
 
@@ -139,12 +175,135 @@ class PadTo(Primitive):
         return Slice.apply(g, ctx.starts, ctx.stops), None, None
 
 
+# ---- view steps: how a view derives from its input, and how a write into it goes back -------------
+class _Step:
+    """One view step over an input of shape `in_shape`: `apply(x)` derives the view, `scatter(x, value)`
+    is x with `value` written where the view reads it, `geometry` maps PyTorch's (sizes, strides, offset)."""
+    __slots__ = ("in_shape",)
+    needs_base = False   # scatter reads the input's old value (a slice keeps the rest of it)
+    writable = True
+    hides_base = False   # the result's `_base` is None, as PyTorch's detach()
+
+
+class ReshapeStep(_Step):
+    __slots__ = ("shape",)
+
+    def __init__(self, in_shape, shape):
+        self.in_shape, self.shape = in_shape, shape
+
+    def apply(self, x):
+        return Reshape.apply(x, self.shape)
+
+    def scatter(self, x, value):
+        return Reshape.apply(value, self.in_shape)
+
+    def geometry(self, sizes, strides, offset):
+        return self.shape, view_tracking.view_strides(sizes, strides, self.shape), offset
+
+
+class PermuteStep(_Step):
+    __slots__ = ("perm",)
+
+    def __init__(self, in_shape, perm):
+        self.in_shape, self.perm = in_shape, perm
+
+    def apply(self, x):
+        return Permute.apply(x, self.perm)
+
+    def scatter(self, x, value):
+        inverse = [0] * len(self.perm)
+        for i, p in enumerate(self.perm):
+            inverse[p] = i
+        return Permute.apply(value, tuple(inverse))
+
+    def geometry(self, sizes, strides, offset):
+        return tuple(sizes[p] for p in self.perm), tuple(strides[p] for p in self.perm), offset
+
+
+class SliceStep(_Step):
+    __slots__ = ("starts", "stops")
+    needs_base = True
+
+    def __init__(self, in_shape, starts, stops):
+        self.in_shape, self.starts, self.stops = in_shape, starts, stops
+
+    def apply(self, x):
+        return Slice.apply(x, self.starts, self.stops)
+
+    def scatter(self, x, value):
+        return slice_scatter(x, value, self.starts)
+
+    def geometry(self, sizes, strides, offset):
+        for start, s in zip(self.starts, strides):
+            offset += start * s
+        return tuple(b - a for a, b in zip(self.starts, self.stops)), strides, offset
+
+
+class ExpandStep(_Step):
+    """Broadcast to `shape` from the input padded with leading 1s to `src`; dimensions broadcast from 1
+    have stride 0, so writing into them is PyTorch's overlap error (writable only without any)."""
+    __slots__ = ("src", "shape", "writable")
+
+    def __init__(self, in_shape, src, shape):
+        self.in_shape, self.src, self.shape = in_shape, src, shape
+        self.writable = src == shape
+
+    def apply(self, x):
+        return Expand.apply(Reshape.apply(x, self.src) if self.src != self.in_shape else x, self.shape)
+
+    def scatter(self, x, value):
+        return Reshape.apply(value, self.in_shape)
+
+    def geometry(self, sizes, strides, offset):
+        lead = len(self.shape) - len(sizes)
+        out = [0] * lead
+        for d, (n, s) in enumerate(zip(sizes, strides)):
+            out.append(0 if n == 1 and self.shape[lead + d] != 1 else s)
+        return self.shape, tuple(out), offset
+
+
+class DetachStep(_Step):
+    """detach(): the same values without history; a write through it changes the base's values only."""
+    __slots__ = ()
+    hides_base = True
+
+    def __init__(self, in_shape):
+        self.in_shape = in_shape
+
+    def apply(self, x):
+        return alias(x)
+
+    def scatter(self, x, value):
+        return value
+
+    def geometry(self, sizes, strides, offset):
+        return sizes, strides, offset
+
+
+def apply_view(x, step, meta=None):
+    """step applied to x, recorded as a view of x's storage."""
+    return view_tracking.track(step.apply(x), x, step, meta)
+
+
 # ---- public functions ----------------------------------------------------------------------------
 def reshape(x, *shape):
+    """A view where x's strides allow one (as PyTorch's), else a copy."""
     shape = infer_shape(shape, x.numel())
     if shape == x.shape:
         return x
-    return Reshape.apply(x, shape)
+    if not view_tracking.viewable(x, shape):
+        return Reshape.apply(x, shape)
+    return apply_view(x, ReshapeStep(x.shape, shape))
+
+
+def view(x, *shape):
+    """A view of x in `shape`: RuntimeError where x's strides do not allow one (PyTorch's rule)."""
+    shape = infer_shape(shape, x.numel(), "view")
+    if not view_tracking.viewable(x, shape):
+        raise RuntimeError(f"view: view size is not compatible with input tensor's size and stride (at least one "
+                           f"dimension spans across two contiguous subspaces); shape {x.shape} to {shape}. Use "
+                           ".reshape(...) instead.")
+    return apply_view(x, ReshapeStep(x.shape, shape))
 
 
 def permute(x, *dims):
@@ -155,7 +314,7 @@ def permute(x, *dims):
         raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dimensions of {x.shape}")
     if dims == tuple(range(x.ndim)):
         return x
-    return Permute.apply(x, dims)
+    return apply_view(x, PermuteStep(x.shape, dims))
 
 
 def transpose(x, dim0, dim1):
@@ -167,8 +326,16 @@ def transpose(x, dim0, dim1):
     return permute(x, perm)
 
 
+def detach(x):
+    """x's values without history, sharing x's storage (`x.detach().zero_()` zeroes x, as PyTorch)."""
+    return apply_view(x, DetachStep(x.shape), view_tracking.DETACHED)
+
+
 def contiguous(x):
-    return x if x._node.is_contiguous else Contiguous.apply(x)
+    """x itself when it is contiguous (as PyTorch counts strides, and in GGML's memory), else a copy."""
+    if x._node.is_contiguous and (x._view_of is None or view_tracking.tensor_is_contiguous(x)):
+        return x
+    return Contiguous.apply(x)
 
 
 def flatten(x, start_dim=0, end_dim=-1):
@@ -204,7 +371,7 @@ def expand(x, *shape):
             raise ShapeError(f"expand: cannot expand shape {x.shape} to {shape}")
     if shape == x.shape:
         return x
-    return Expand.apply(reshape(x, src), shape)
+    return apply_view(x, ExpandStep(x.shape, src, shape))
 
 
 def narrow(x, dim, start, length):
@@ -216,4 +383,30 @@ def narrow(x, dim, start, length):
     starts = [0] * x.ndim
     stops = list(x.shape)
     starts[d], stops[d] = start, start + length
-    return Slice.apply(x, tuple(starts), tuple(stops))
+    return apply_view(x, SliceStep(x.shape, tuple(starts), tuple(stops)))
+
+
+def slice_view(x, starts, stops, meta=None):
+    """x[starts[0]:stops[0], ...] as a view of x."""
+    return apply_view(x, SliceStep(x.shape, tuple(starts), tuple(stops)), meta)
+
+
+def select(x, dim, index, meta=None):
+    """x[..., index, ...] at dimension `dim`, that dimension removed: a view (PyTorch's select)."""
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _axis(dim, x.ndim)
+    size = x.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(x.shape)} at dimension {d}")
+    index %= size
+    starts, stops = [0] * x.ndim, list(x.shape)
+    starts[d], stops[d] = index, index + 1
+    picked = slice_view(x, starts, stops)
+    return apply_view(picked, ReshapeStep(picked.shape, x.shape[:d] + x.shape[d + 1:]), meta)
+
+
+def unbind(x, dim=0):
+    """The slices of x along `dim`, each a view with the dimension removed (PyTorch's unbind)."""
+    d = _axis(dim, x.ndim)
+    return tuple(select(x, d, i, view_tracking.MULTI_OUTPUT) for i in range(x.shape[d]))

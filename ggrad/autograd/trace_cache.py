@@ -105,8 +105,7 @@ class Trace:
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
-        marks = (len(graph.uploads), len(graph.effects))
-        before = dict(ctx.__dict__) if ctx is not None else None
+        marks = (len(graph.uploads), len(graph.effects), len(ctx.__dict__) if ctx is not None else 0)
         self.depth += 1
         try:
             node = build()
@@ -114,7 +113,7 @@ class Trace:
             self.depth -= 1
         self.keys.append(full)
         self.nodes.append(node)
-        self.replays.append(_side_effects(graph, marks, ctx, before))
+        self.replays.append(_side_effects(graph, marks, ctx))
         self.origins[id(node)] = pos
         self.pos = pos + 1
         return node
@@ -144,14 +143,18 @@ class Trace:
         self.keys, self.nodes, self.replays = entry.keys[:pos], entry.nodes[:pos], entry.replays[:pos]
 
 
-def _side_effects(graph, marks, ctx, before):
+def _side_effects(graph, marks, ctx):
     """What an event did besides making nodes, to do again when it is replayed: uploads of constants,
-    in-place effects, and attributes it set on the Function's ctx for backward."""
-    uploads = graph.uploads[marks[0]:]
-    effects = graph.effects[marks[1]:]
+    in-place effects, and attributes it set on the Function's ctx for backward.
+
+    A build only adds attributes to ctx (the engine's own, set before it, are not the build's to change),
+    and a dict keeps insertion order: the build's attributes are the items after the `marks[2]` that ctx
+    held before it. No snapshot of ctx per event, and none to compare for the builds that set nothing."""
+    uploads = graph.uploads[marks[0]:] if len(graph.uploads) > marks[0] else ()
+    effects = graph.effects[marks[1]:] if len(graph.effects) > marks[1] else ()
     attrs = None
-    if ctx is not None and ctx.__dict__ != before:
-        attrs = {k: v for k, v in ctx.__dict__.items() if k not in before or before[k] is not v}
+    if ctx is not None and len(ctx.__dict__) > marks[2]:
+        attrs = dict(list(ctx.__dict__.items())[marks[2]:])
     if not uploads and not effects and not attrs:
         return None
     return (tuple(uploads), tuple(effects), attrs)

@@ -18,7 +18,7 @@ def _loop(cached, make_opt, dtype=ggrad.float32, steps=5, scaler=False):
         model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).to(dtype)
         opt = make_opt(model.parameters())
         schedule = optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0 / (i + 1))
-        amp = ggrad.amp.GradScaler(init_scale=2.0 ** 8, growth_interval=2) if scaler else None
+        amp = ggrad.amp.GradScaler(init_scale=2.0 ** 8) if scaler else None
         x = ggrad.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)).to(dtype)
         ggrad.realize()
         ggrad.reset_stats()
@@ -54,3 +54,13 @@ def test_composed_adamw_with_a_schedule_misses_only_its_first_steps(amsgrad, dty
     _assert_bitwise(plain, cached)
     assert plain[2] == 0
     assert cached[3] <= 2 and cached[2] >= 3   # step 1 uploads the states, step 2 reads them computed
+
+
+def test_grad_scaler_with_adamw_and_a_schedule_misses_only_in_its_first_steps():
+    """A scaled step is two graphs (the backward with the inf check, read by `step`; then the update,
+    which reads that step's fresh gradients): both replay from the third graph on."""
+    make = lambda params: optim.AdamW(params, lr=1e-2, weight_decay=0.1)  # noqa: E731
+    plain, cached = _loop(False, make, scaler=True), _loop(True, make, scaler=True)
+    _assert_bitwise(plain, cached)
+    assert cached[2] + cached[3] == 10
+    assert cached[3] <= 3   # step 1: both graphs; step 2: the update, whose states are computed now

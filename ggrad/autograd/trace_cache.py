@@ -5,9 +5,9 @@ Every GGML node of a pending graph is made inside an *event* (`PendingGraph.even
 build, a contiguous copy, a host leaf, an optimizer update. An event's key is what decides the nodes it
 makes: the op and its non-tensor arguments, and for each input node where it comes from (the index of
 the event of this trace that made it, or for a computed tensor its position among the trace's computed
-inputs and its layout: computed inputs enter as stand-in leaves over their memory, `Trace.external`). While a step records, each key is
-compared with the same position of a cached trace (an `Entry`); while they agree the event returns the
-cached node and builds nothing. At the compute, a trace that replayed an entry to its end with the same
+inputs and its layout: computed inputs enter as stand-in leaves over their memory, `Trace.external`).
+While a step records, each key is compared with the same position of a cached trace (an `Entry`); while
+they agree the event returns the cached node and builds nothing. At the compute, a trace that replayed an entry to its end with the same
 held results and updates runs the entry's graph again: only new host data is uploaded and held results
 get fresh memory. Any difference (another key, an op that makes nodes outside an event, other held
 results) hands the replayed nodes back to the pending graph as ordinary unallocated nodes

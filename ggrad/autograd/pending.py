@@ -144,9 +144,14 @@ class PendingGraph:
 
     def host_value(self, t):
         """The values of `t` when they are host data this graph has yet to upload (else None)."""
+        raw = self.host_bytes(t)
+        return None if raw is None else ggml.decode(raw.tobytes(), t.dtype, t.shape)
+
+    def host_bytes(self, t):
+        """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
         for node, raw in self.uploads:
             if node is t._node:
-                return ggml.decode(raw.tobytes(), t.dtype, t.shape)
+                return raw
         return None
 
     def check(self, count, error):

@@ -124,6 +124,8 @@ def result_type(*operands):
 
 def promote(a, b, op):
     """Both operands as Tensors of their result_type (numbers become constants of it)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is b.dtype:
+        return a, b   # the common case: nothing to promote
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: at least one operand must be a Tensor")
     a, b = _as_number(a), _as_number(b)

@@ -289,6 +289,7 @@ def _reuse(rt, entry, pending, alive):
     for t in alive:
         if t._node.is_view:
             t._node = entry.view_conts[id(t._node)]
+    placement.follow_sources(entry.proxy_views)   # views of stand-ins into this step's inputs
     blocks = {}
     for node in entry.outputs:
         p = node.ptr

@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from .. import ggml
+from ..ggml import placement
 from ..ggml.errors import DeviceError, ShapeError
 from . import execution, trace_cache
 from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
@@ -62,6 +63,9 @@ class PendingGraph:
         trace = self.trace
         if trace is not None and not trace.depth:
             trace.untraced(self)
+        return self._context()
+
+    def _context(self):
         self._until_check -= 1
         if self._until_check < 0:
             c = self._ctx
@@ -89,11 +93,22 @@ class PendingGraph:
         """The GGML node of Tensor `t` as an input of a new node here (strides as they are).
 
         A computed input's memory (its Block) and metadata stay alive until this graph is computed,
-        even if Python drops the tensor meanwhile.
+        even if Python drops the tensor meanwhile. While the graph cache records or replays, a computed
+        input enters as a stand-in leaf over its memory (`Trace.external`), so that the next step may
+        feed other tensors of the same layout (fresh gradients) to the same cached graph.
         """
         if t._block is not None:
             self.keep.append((t._block, t._node))
+            trace = self.trace
+            if trace is not None and not t._node.is_view:
+                return trace.external(self, t)
         return t._node
+
+    def stand_in(self, g):
+        """A new leaf of `g`'s type and dimensions over `g`'s memory (for the graph cache)."""
+        proxy = self._context().new_tensor(g.dtype, g.ne)
+        placement.bind(proxy.ptr, g.ptr)
+        return proxy
 
     def contiguous(self, t):
         """`t`'s node with canonical strides: itself, a reshape view of a contiguous view whose size-1
@@ -129,9 +144,14 @@ class PendingGraph:
 
     def host_value(self, t):
         """The values of `t` when they are host data this graph has yet to upload (else None)."""
+        raw = self.host_bytes(t)
+        return None if raw is None else ggml.decode(raw.tobytes(), t.dtype, t.shape)
+
+    def host_bytes(self, t):
+        """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
         for node, raw in self.uploads:
             if node is t._node:
-                return ggml.decode(raw.tobytes(), t.dtype, t.shape)
+                return raw
         return None
 
     def check(self, count, error):

@@ -4,9 +4,10 @@ an earlier step instead of building them again.
 Every GGML node of a pending graph is made inside an *event* (`PendingGraph.event`): a Primitive's
 build, a contiguous copy, a host leaf, an optimizer update. An event's key is what decides the nodes it
 makes: the op and its non-tensor arguments, and for each input node where it comes from (the index of
-the event of this trace that made it, or the computed tensor itself). While a step records, each key is
-compared with the same position of a cached trace (an `Entry`); while they agree the event returns the
-cached node and builds nothing. At the compute, a trace that replayed an entry to its end with the same
+the event of this trace that made it, or for a computed tensor its position among the trace's computed
+inputs and its layout: computed inputs enter as stand-in leaves over their memory, `Trace.external`).
+While a step records, each key is compared with the same position of a cached trace (an `Entry`); while
+they agree the event returns the cached node and builds nothing. At the compute, a trace that replayed an entry to its end with the same
 held results and updates runs the entry's graph again: only new host data is uploaded and held results
 get fresh memory. Any difference (another key, an op that makes nodes outside an event, other held
 results) hands the replayed nodes back to the pending graph as ordinary unallocated nodes
@@ -63,7 +64,8 @@ class Entry:
     held results and updates it computed, and the memory plan around them."""
 
     __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
-                 "uploads", "scratch", "planned", "output_views", "externals")
+                 "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
+                 "proxy_views")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -76,7 +78,8 @@ class Entry:
 class Trace:
     """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
 
-    __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins")
+    __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins", "proxies",
+                 "layouts", "proxy_of", "sources")
 
     def __init__(self, cache):
         self.cache = cache        # the device's list of Entries, most recently used first
@@ -85,7 +88,9 @@ class Trace:
         self.depth = 0            # > 0 inside an event: its nodes belong to it
         self.pure = True          # False once a node was made outside an event: not cacheable
         self.keys, self.nodes, self.replays = [], [], []
-        self.origins = {}         # id(node) -> index of the event that made it
+        self.origins = {}         # id(node) -> index of the event that made it, or a stand-in's mark
+        self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
+        self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in; the nodes (ids stay valid)
 
     def event(self, graph, key, nodes, build, ctx=None):
         """The node of `build()` for this event, or the cached one when the key matches."""
@@ -95,6 +100,8 @@ class Trace:
         entry = self.entry
         if entry is None and pos == 0 and self.cache:
             entry = self.entry = self._candidate(full)
+            if entry is not None:
+                self._adopt(entry)
         if entry is not None:
             if pos < len(entry.keys) and entry.keys[pos] == full:
                 node = entry.nodes[pos]
@@ -105,8 +112,7 @@ class Trace:
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
-        marks = (len(graph.uploads), len(graph.effects))
-        before = dict(ctx.__dict__) if ctx is not None else None
+        marks = (len(graph.uploads), len(graph.effects), len(ctx.__dict__) if ctx is not None else 0)
         self.depth += 1
         try:
             node = build()
@@ -114,10 +120,50 @@ class Trace:
             self.depth -= 1
         self.keys.append(full)
         self.nodes.append(node)
-        self.replays.append(_side_effects(graph, marks, ctx, before))
+        self.replays.append(_side_effects(graph, marks, ctx))
         self.origins[id(node)] = pos
         self.pos = pos + 1
         return node
+
+    def external(self, graph, t):
+        """The node that stands for computed Tensor `t` in this trace: a leaf over t's memory, one for
+        all uses of t. Events key it by its position (slot) among the trace's computed inputs and its
+        layout, not by identity: replaying an entry whose computed input in that slot had the same dtype
+        and shape points the entry's stand-ins at t's memory. So a step fed other computed tensors than
+        the last (a GradScaler's update reads fresh gradients every step) still replays."""
+        g = t._node
+        proxy = self.proxy_of.get(id(g))
+        if proxy is not None:
+            return proxy
+        k = len(self.proxies)
+        layout = (t.dtype, t.shape)
+        entry = self.entry
+        if entry is not None and k < len(entry.proxies) and entry.layouts[k] == layout:
+            slot = entry.proxies[k]
+            for p in slot:
+                placement.bind(p.ptr, g.ptr)
+        else:   # recording, or a layout the entry did not have here (its next key will differ)
+            slot = [graph.stand_in(g)]
+        mark = ("computed", k, layout)
+        for p in slot:
+            self.origins[id(p)] = mark
+        self.proxies.append(slot)
+        self.layouts.append(layout)
+        self.sources.append(g)
+        proxy = self.proxy_of[id(g)] = slot[0]
+        return proxy
+
+    def _adopt(self, entry):
+        """Replaying `entry` from its first event: the computed inputs met before it (operands of the
+        first op) had stand-ins of their own; the entry's, which its cached nodes read, join their slots
+        and are pointed at the same memory (a slot's stand-ins are all bound together from then on)."""
+        for k, g in enumerate(self.sources):
+            if k < len(entry.proxies) and entry.layouts[k] == self.layouts[k]:
+                mark = ("computed", k, self.layouts[k])
+                for p in entry.proxies[k]:
+                    placement.bind(p.ptr, g.ptr)
+                    self.origins[id(p)] = mark
+                self.proxies[k] = entry.proxies[k] + self.proxies[k]
 
     def _candidate(self, first_key):
         for entry in self.cache:
@@ -139,19 +185,24 @@ class Trace:
         if entry in self.cache:
             self.cache.remove(entry)
         entry.release()
+        placement.follow_sources(entry.proxy_views)   # views of stand-ins into their memory of this step
         graph.contexts[:0] = entry.contexts
         pos = self.pos
         self.keys, self.nodes, self.replays = entry.keys[:pos], entry.nodes[:pos], entry.replays[:pos]
 
 
-def _side_effects(graph, marks, ctx, before):
+def _side_effects(graph, marks, ctx):
     """What an event did besides making nodes, to do again when it is replayed: uploads of constants,
-    in-place effects, and attributes it set on the Function's ctx for backward."""
-    uploads = graph.uploads[marks[0]:]
-    effects = graph.effects[marks[1]:]
+    in-place effects, and attributes it set on the Function's ctx for backward.
+
+    A build only adds attributes to ctx (the engine's own, set before it, are not the build's to change),
+    and a dict keeps insertion order: the build's attributes are the items after the `marks[2]` that ctx
+    held before it. No snapshot of ctx per event, and none to compare for the builds that set nothing."""
+    uploads = graph.uploads[marks[0]:] if len(graph.uploads) > marks[0] else ()
+    effects = graph.effects[marks[1]:] if len(graph.effects) > marks[1] else ()
     attrs = None
-    if ctx is not None and ctx.__dict__ != before:
-        attrs = {k: v for k, v in ctx.__dict__.items() if k not in before or before[k] is not v}
+    if ctx is not None and len(ctx.__dict__) > marks[2]:
+        attrs = dict(list(ctx.__dict__.items())[marks[2]:])
     if not uploads and not effects and not attrs:
         return None
     return (tuple(uploads), tuple(effects), attrs)
@@ -179,6 +230,8 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.planned = planned
     entry.externals = [k for key in trace.keys for k in key[1] if k.__class__ is not int]   # keeps their ids
     entry.output_views = placement.views_of(planned, [node.ptr for node in outputs])
+    entry.proxies, entry.layouts = trace.proxies, trace.layouts
+    entry.proxy_views = placement.views_of_chain(entry.contexts, [p.ptr for slot in trace.proxies for p in slot])
     cache.insert(0, entry)
     del cache[MAX_ENTRIES:]
     return entry

@@ -174,8 +174,11 @@ class GTensor:
     def is_packed(self):
         """Contiguous with the canonical strides of its shape, size-1 dimensions included: what GGML ops
         that check ggml_is_padded_1d or compare strides need (a contiguous view may have other strides on
-        its size-1 dimensions)."""
+        its size-1 dimensions). A tensor that is no view has them: GGML lays out every new tensor so
+        (one field read instead of nine; nothing in ggrad writes strides)."""
         ptr = self.ptr
+        if ptr.view_src == ffi.NULL:
+            return True
         ne, nb = ptr.ne, ptr.nb
         size, block = _TYPE_SIZES.get(ptr.type) or _type_sizes(ptr.type)
         if nb[0] != size:

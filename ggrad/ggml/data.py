@@ -157,6 +157,16 @@ def view(t, shape=None, owner=None):
     return np.frombuffer(ffi.buffer(holder, t.nbytes), dtype=dtype.numpy).reshape(shape)
 
 
+def host_bytes(t):
+    """A zero-copy uint8 view of the bytes of tensor `t` when they are host memory (a CPU backend
+    buffer), else None; valid while `t`'s memory is."""
+    p = t.ptr
+    if p.data == ffi.NULL or p.buffer == ffi.NULL or not lib.ggml_backend_buffer_is_host(p.buffer):
+        return None
+    n = t.nbytes
+    return np.frombuffer(ffi.buffer(ffi.cast("char *", p.data), n), dtype=np.uint8) if n else np.empty(0, np.uint8)
+
+
 def get_raw(t):
     """A copy of contiguous tensor `t`'s bytes in GGML's layout (uint8), whatever its type."""
     _check_allocated(t, "get_raw")

@@ -44,3 +44,24 @@ def follow_sources(views):
         src = p.view_src
         p.data = ffi.cast("char *", src.data) + p.view_offs
         p.buffer = src.buffer
+
+
+def bind(ptr, src):
+    """Point tensor `ptr` at the memory of `src` (a packed tensor of the same type and dimensions)."""
+    ptr.data = src.data
+    ptr.buffer = src.buffer
+
+
+def views_of_chain(contexts, sources):
+    """Pointers of the tensors of `contexts` that are views, directly or through other views, of a
+    tensor in `sources` (pointers), in creation order (a view comes after what it views)."""
+    seen = set(sources)
+    out = []
+    for c in contexts:
+        p = lib.ggml_get_first_tensor(c.ptr)
+        while p != ffi.NULL:
+            if p.view_src != ffi.NULL and p.view_src in seen:
+                out.append(p)
+                seen.add(p)
+            p = lib.ggml_get_next_tensor(c.ptr, p)
+    return out

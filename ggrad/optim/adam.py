@@ -6,7 +6,7 @@ the gradient before it (g <- g + weight_decay * p), AdamW passes its decay throu
 
 from .. import ggml
 from ..autograd import updates
-from ..autograd.factory import zeros_like
+from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
 from .optimizer import Optimizer, check_non_negative
 
@@ -101,7 +101,10 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
 
 def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,
                     eps, bc1, bc2, hparams):
-    """AdamW from tensor ops, in float32; the new values are written into the state's own memory."""
+    """AdamW from tensor ops, in float32; the new values are written into the state's own memory.
+
+    What changes from step to step (the bias corrections, a scheduled lr) enters as 0-d tensors, data
+    of the graph rather than constants in it, so the next step reuses the cached graph."""
     g = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
     m = exp_avg * beta1 + g * (1.0 - beta1)
     v = exp_avg_sq * beta2 + (g * g) * (1.0 - beta2)
@@ -110,13 +113,22 @@ def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, be
     if amsgrad:
         v = maximum(max_exp_avg_sq, v)
         updates.assign_(max_exp_avg_sq, v)
-    denom = v.sqrt() * (1.0 / bc2 ** 0.5) + eps
+    denom = v.sqrt() * _datum(hparams, p.device, 1.0 / bc2 ** 0.5) + eps
     if p.dtype is ggml.f32:
         # p * (1 - lr wd) - lr * (m / bc1) / denom, written in place by GGML's fused SGD step.
         key = ("sgd", p.device.name, lr, weight_decay)
         if key not in hparams:
             hparams[key] = updates.hyperparameters([lr, weight_decay], p.device)
-        updates.sgd_(p, m / denom * (1.0 / bc1), hparams[key])
+        updates.sgd_(p, m / denom * _datum(hparams, p.device, 1.0 / bc1), hparams[key])
         return
     p32 = p.to(ggml.f32)
-    updates.assign_(p, p32 * (1.0 - lr * weight_decay) - (m / denom) * (lr / bc1))
+    updates.assign_(p, p32 * _datum(hparams, p.device, 1.0 - lr * weight_decay)
+                    - (m / denom) * _datum(hparams, p.device, lr / bc1))
+
+
+def _datum(hparams, device, value):
+    """`value` as a 0-d float32 tensor on `device`, one per value and device in a step's `hparams`."""
+    key = ("datum", device.name, value)
+    if key not in hparams:
+        hparams[key] = tensor(value, device=device)
+    return hparams[key]

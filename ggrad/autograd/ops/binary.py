@@ -157,7 +157,7 @@ def _pow_value(x, p):
 
 # ---- public functions ----------------------------------------------------------------------------
 def _is_number(x):
-    return isinstance(x, numbers.Number)
+    return not isinstance(x, Tensor) and isinstance(x, numbers.Number)   # Tensors skip the slower ABC check
 
 
 def _float_and_number(a, b):
@@ -169,6 +169,8 @@ def _float_and_number(a, b):
 
 def _broadcast_apply(fn, a, b, op, commutative):
     a, b = promote(a, b, op)
+    if a.shape == b.shape:
+        return fn.apply(a, b)
     out_shape = broadcast_shapes(a.shape, b.shape, op)
     if a.shape != out_shape:
         if commutative and b.shape == out_shape:

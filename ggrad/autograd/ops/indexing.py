@@ -10,6 +10,7 @@ from ..pending import alias, graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from ..factory import arange, tensor
+from . import host_index
 from . import reduce as rd
 from . import unary as un
 from . import views as vw
@@ -197,6 +198,9 @@ def _expand_key(key, ndim):
 
 
 def getitem(x, key):
+    picked = host_index.rows(x, key)   # host memory and host indices: numpy gathers, no graph
+    if picked is not None:
+        return picked
     key = _expand_key(key, x.ndim)
     starts, stops, drop, strided, tensors, new_axes = [], [], [], [], [], []
     dim = 0
@@ -211,7 +215,8 @@ def getitem(x, key):
             k = int(k)
         if isinstance(k, bool):
             raise IndexError("boolean indices are not supported; use masked_fill or where")
-        if isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, (slice, Tensor))):
+        array = isinstance(k, np.ndarray) and k.ndim > 0   # an index array, as PyTorch takes it
+        if isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, (slice, Tensor)) and not array):
             i = int(k)
             if not -size <= i < size:
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
@@ -228,7 +233,7 @@ def getitem(x, key):
             stops.append(stop)
             if stride != 1:
                 strided.append((dim, stride, start, stop))
-        elif isinstance(k, Tensor) or isinstance(k, (list, tuple)):
+        elif isinstance(k, Tensor) or isinstance(k, (list, tuple)) or array:
             tensors.append((dim, k))
             starts.append(0)
             stops.append(size)

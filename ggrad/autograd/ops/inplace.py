@@ -57,7 +57,7 @@ def index_write_(target, dim, index, source):
         node = graph.node(target)   # keeps target's memory alive until the compute
         entry = _latest.get(id(target))
         latest = entry[1:] if entry is not None and entry[0]() is target else None
-        base = latest[2] if latest is not None and latest[0] is graph and latest[1] is target._node else node
+        base = latest[2] if latest is not None and latest[0] is graph and latest[1] is node else node
         written = ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d], outer),
                                ops.reshape_3d(graph.ctx, graph.contiguous(source), inner, len(positions), outer),
                                graph.node(rows))

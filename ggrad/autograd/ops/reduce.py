@@ -228,7 +228,20 @@ def _first_max_key(rows):
     PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left."""
     with no_grad():
         hit = 1.0 - un.Step.apply(RowMax.apply(rows) - rows)
-        return hit * tensor(np.arange(rows.shape[-1], 0, -1, dtype=np.float32), device=rows.device)
+        return hit * _descending(rows.shape[-1], rows.device)
+
+
+_DESCENDING = {}   # (n, device name) -> the Tensor n, n-1, ..., 1: uploaded once, not per argmax call
+
+
+def _descending(n, device):
+    key = (n, device.name)
+    weights = _DESCENDING.get(key)
+    if weights is None:
+        if len(_DESCENDING) >= 64:
+            _DESCENDING.clear()
+        weights = _DESCENDING[key] = tensor(np.arange(n, 0, -1, dtype=np.float32), device=device)
+    return weights
 
 
 def argmin(x, dim=None, keepdim=False):

@@ -1,0 +1,58 @@
+"""`x[index]` gathered on the host: when x's bytes are host memory (a CPU tensor, or host data still to
+be uploaded) and the integer indices are known on the host, numpy picks the rows into a new host leaf.
+No graph is recorded and nothing is computed: batching a dataset (`data[perm[i:i + b]]`) costs what
+numpy's gather costs, not a graph compute and two device reads. A tensor that needs a gradient, and
+anything else (slices, several index tensors, strided views, device memory), takes the graph path."""
+
+import numpy as np
+
+from ...ggml import data
+from .. import execution, grad_mode
+from ..pending import leaf_bytes
+from ..tensor import Tensor
+
+
+def rows(x, key):
+    """`x[key]` for an integer index `key` (Tensor, numpy array or list) along dimension 0 as a host
+    leaf, or None when the graph must compute it. Out-of-range indices raise IndexError as PyTorch."""
+    if not x.ndim or (x.requires_grad and grad_mode.is_grad_enabled()):
+        return None
+    positions = _host_indices(key)
+    if positions is None or positions.ndim + x.ndim - 1 > 4:
+        return None
+    with execution.lock_of(x.device):
+        raw = _host_bytes(x)
+        if raw is None:
+            return None
+        from .indexing import _checked_host   # indexing imports this module
+        positions = _checked_host(positions.astype(np.int64), x.shape[0], "index", 0, wrap=True)
+        picked = raw.reshape(x.shape[0], -1)[positions.reshape(-1)]
+    return leaf_bytes(x.device, picked.reshape(-1), x.dtype, positions.shape + x.shape[1:])
+
+
+def _host_indices(key):
+    """The values of an integer index held on the host (numpy array), else None."""
+    if isinstance(key, Tensor):
+        if key.dtype.is_float or key.dtype.name == "bool" or key.numel() == 0:
+            return None
+        return _host_values(key)
+    if isinstance(key, list) and not all(v.__class__ is int for v in key):
+        return None   # nested lists, Tensors or bools inside: the graph path sorts them out
+    if isinstance(key, (list, np.ndarray)):
+        values = np.asarray(key)
+        return values if values.size and values.dtype.kind in "iu" else None
+    return None
+
+
+def _host_values(t):
+    with execution.lock_of(t.device):
+        raw = _host_bytes(t)
+        return None if raw is None else data.decode(raw, t._node.dtype, t.shape)
+
+
+def _host_bytes(t):
+    """t's bytes in GGML's layout (uint8, no copy) when they are host memory, else None."""
+    pending = t._pending
+    if pending is not None:
+        return pending.host_bytes(t) if pending.__class__ is not execution.FailedGraph else None
+    return data.host_bytes(t._node) if t._node.is_packed else None

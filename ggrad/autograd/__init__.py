@@ -9,5 +9,6 @@ from .parameter import Parameter
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
 from .execution import stats, realize
-from .engine import backward
+from .grad_api import grad, backward
+from .hooks import RemovableHandle
 from . import ops, factory

@@ -131,7 +131,9 @@ class _Pass:
         result = _gradients(node, grads, create_graph)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) < len(node.next_edges):
+        if not node.fn.primitive:
+            result = _checked_user_gradients(node, result)
+        elif len(result) < len(node.next_edges):
             raise RuntimeError(f"function {node.name}Backward returned an incorrect number of gradients "
                                f"(expected {len(node.next_edges)}, got {len(result)})")
         for edge, grad in zip(node.next_edges, result):
@@ -234,6 +236,36 @@ def _gradients(node, grads, create_graph):
                                f"computed through it with create_graph=True cannot be differentiated again"
                                ) from None
         raise
+
+
+def _checked_user_gradients(node, result):
+    """A user Function's gradients checked as PyTorch checks them: one per forward input (extra Nones
+    allowed), each of its input's shape, or of a shape that input broadcasts to (then summed down)."""
+    expected = len(node.next_edges)
+    if len(result) > expected and all(g is None for g in result[expected:]):
+        result = result[:expected]
+    if len(result) != expected:
+        raise RuntimeError(f"function {node.name}Backward returned an incorrect number of gradients "
+                           f"(expected {expected}, got {len(result)})")
+    checked = []
+    for i, (edge, grad) in enumerate(zip(node.next_edges, result)):
+        if edge is not None and grad is not None:
+            shape = edge[0].outputs[edge[1]][0] if isinstance(edge, tuple) else edge.shape
+            if grad.shape != shape:
+                if not _expandable(shape, grad.shape):
+                    raise RuntimeError(f"Function {node.name}Backward returned an invalid gradient at index {i} - "
+                                       f"got {list(grad.shape)} but expected shape compatible with {list(shape)}")
+                from .ops.broadcast import reduce_to   # ops import this module's users
+                grad = reduce_to(grad, shape)
+        checked.append(grad)
+    return tuple(checked)
+
+
+def _expandable(shape, target):
+    """Whether `shape` broadcasts to `target`."""
+    if len(shape) > len(target):
+        return False
+    return all(n == 1 or n == m for n, m in zip(reversed(shape), reversed(target)))
 
 
 def _as_output_dtype(grad, output):

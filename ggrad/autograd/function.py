@@ -1,9 +1,12 @@
 """`Function`: an op with a forward and a backward, and the graph node it leaves behind.
 
 As in PyTorch: subclass `Function`, write static `forward(ctx, *args)` and `backward(ctx, *grads)` with
-ggrad ops, call it through `MyFn.apply(...)`. `ctx.save_for_backward(...)` keeps tensors for backward;
-`ctx.needs_input_grad` says which inputs want a gradient; backward returns one gradient per input
-(None where there is none). Any other attribute set on ctx is the Function's own: the engine keeps its
+ggrad ops, call it through `MyFn.apply(...)` (or PyTorch 2's `forward(*args)` plus
+`setup_context(ctx, inputs, output)`). `ctx.save_for_backward(...)` keeps tensors for backward (inputs
+or outputs: a saved output is differentiated through under create_graph); `ctx.needs_input_grad` says
+which inputs want a gradient; `ctx.mark_non_differentiable(...)` and `ctx.set_materialize_grads(False)`
+as PyTorch's; backward returns one gradient per input (None where there is none), checked as PyTorch
+checks it (count; shape, a broadcast one summed down). Any other attribute set on ctx is the Function's own: the engine keeps its
 bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can collide with it.
 ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 """

@@ -12,3 +12,4 @@ from .execution import stats, realize
 from .grad_api import grad, backward
 from .hooks import RemovableHandle
 from . import ops, factory
+from . import functional  # noqa: E402  (vjp, jvp, jacobian, hessian, vhp, hvp)

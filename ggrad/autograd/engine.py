@@ -6,7 +6,9 @@ them are skipped). Tensor hooks run on each tensor's summed gradient, as PyTorch
 its node is reached, a leaf's once the last node feeding it has run.
 """
 
-from . import autocast_hook, grad_mode, hooks
+import numpy as np
+
+from . import anomaly_mode, autocast_hook, grad_mode, hooks
 from . import tensor as _tensor  # a module reference: tensor.py imports this module
 from .factory import ones_like, zeros
 from .function import FREED_GRAPH, Function
@@ -75,6 +77,7 @@ class _Pass:
 
     def __init__(self, targets):
         self.targets = targets
+        self.check_nan = anomaly_mode.is_anomaly_check_nan_enabled()
         self.buffered = {}   # id(leaf) -> [leaf, summed gradient]: leaves with hooks, or targets
         if targets is None:
             return
@@ -136,6 +139,8 @@ class _Pass:
         elif len(result) < len(node.next_edges):
             raise RuntimeError(f"function {node.name}Backward returned an incorrect number of gradients "
                                f"(expected {len(node.next_edges)}, got {len(result)})")
+        if self.check_nan:
+            _check_nan(node, result)
         for edge, grad in zip(node.next_edges, result):
             if edge is None or grad is None:
                 continue
@@ -259,6 +264,13 @@ def _checked_user_gradients(node, result):
                 grad = reduce_to(grad, shape)
         checked.append(grad)
     return tuple(checked)
+
+
+def _check_nan(node, result):
+    """Anomaly mode: raise naming the node if a gradient it returned holds nan (reads the values)."""
+    for i, grad in enumerate(result):
+        if grad is not None and grad.dtype.is_float and np.isnan(grad.numpy()).any():
+            raise RuntimeError(f"Function '{node.name}Backward' returned nan values in its {i}th output.")
 
 
 def _expandable(shape, target):

@@ -260,3 +260,18 @@ def test_a_primitive_without_a_gradient_rule_is_named():
     g, = ggrad.autograd.grad((Half.apply(x) * x).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match=r"HalfBack has no gradient rule: it is a backward op \(y = x / 2"):
         g.sum().backward()
+
+
+@pytest.mark.filterwarnings("ignore:Error detected")
+def test_detect_anomaly_names_the_node_that_returned_nan():
+    for lib in (ggrad, torch):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        y = (x.sqrt() * 0.0).sum()   # d sqrt at 0 is inf, times 0: nan
+        y.backward(retain_graph=True)   # without anomaly mode: nan in .grad, no error
+        assert np.isnan(x.grad.numpy()[0])
+        assert not lib.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0?' returned nan values in its 0th output"):
+            with lib.autograd.detect_anomaly():
+                assert lib.is_anomaly_enabled()
+                y.backward()
+        assert not lib.is_anomaly_enabled()

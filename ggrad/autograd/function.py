@@ -156,15 +156,20 @@ def apply_function(fn, args, kwargs=None):
     if True not in needs or not grad_mode.is_grad_enabled():
         return out
     outputs = out if isinstance(out, tuple) else (out,)
-    if not fn.primitive:
+    edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
+    if fn.primitive:   # Tensors only, all differentiable
+        skip = None
+        specs = tuple([(o.shape, o.dtype, o.device) for o in outputs])
+    else:
         outputs = _user_outputs(fn, ctx, args, outputs)
         out = outputs if isinstance(out, tuple) else outputs[0]
-    edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
-    node = Node(fn, ctx, edges, tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None)
-                                       for o in outputs]))
-    skip = ctx.__dict__.get("_non_differentiable", ())
+        skip = ctx.__dict__.get("_non_differentiable", ())
+        specs = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None) for o in outputs])
+    node = Node(fn, ctx, edges, specs)
     for i, o in enumerate(outputs):
-        if isinstance(o, Tensor) and o.dtype.is_float and not any(o is s for s in skip):
+        if skip is not None and (not isinstance(o, Tensor) or any(o is s for s in skip)):
+            continue
+        if o.dtype.is_float:
             o.grad_fn = node
             o._output_nr = i
             o.requires_grad = True

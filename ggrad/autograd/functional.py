@@ -38,7 +38,8 @@ def _result(values, is_tuple, create_graph):
     return values if is_tuple else values[0]
 
 
-def _vjp_grads(outputs, inputs, v, create_graph, strict, fn):
+def _vjp_grads(outputs, inputs, v, create_graph, strict, fn,
+               unreached="the output of the user-provided function is independent of input {}"):
     """d(outputs . v) / d inputs, zeros (or an error when strict) where an output does not reach."""
     live = [(o, g) for o, g in zip(outputs, v) if o.requires_grad]
     grads = (None,) * len(inputs)
@@ -49,8 +50,7 @@ def _vjp_grads(outputs, inputs, v, create_graph, strict, fn):
     for i, (g, t) in enumerate(zip(grads, inputs)):
         if g is None:
             if strict:
-                raise RuntimeError(f"{fn}: the output of the user-provided function is independent of input {i}. "
-                                   f"This is not allowed in strict mode.")
+                raise RuntimeError(f"{fn}: {unreached.format(i)}. This is not allowed in strict mode.")
             g = zeros_like(t)
         out.append(g)
     return tuple(out)
@@ -107,19 +107,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(zeros_like(o).requires_grad_() for o in outputs)
         u_j = _vjp_grads(outputs, leaves, dummies, True, strict, "jvp")   # linear in the dummies
         with grad_mode.set_grad_enabled(create_graph):
-            live = [(g, w) for g, w in zip(u_j, v) if g.requires_grad]
-            grads = (None,) * len(dummies)
-            if live:
-                grads = _grad([g for g, _ in live], dummies, [w for _, w in live], create_graph=create_graph,
-                              allow_unused=True)
-    result = []
-    for i, (g, o) in enumerate(zip(grads, outputs)):
-        if g is None:
-            if strict:
-                raise RuntimeError(f"jvp: output {i} of the user-provided function is independent of the input. "
-                                   f"This is not allowed in strict mode.")
-            g = zeros_like(o)
-        result.append(g)
+            result = _vjp_grads(u_j, dummies, v, create_graph, strict, "jvp",
+                                "output {} of the user-provided function is independent of the input")
     return _result(outputs, is_out_tuple, create_graph), _result(result, is_out_tuple, create_graph)
 
 

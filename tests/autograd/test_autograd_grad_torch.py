@@ -275,3 +275,28 @@ def test_detect_anomaly_names_the_node_that_returned_nan():
                 assert lib.is_anomaly_enabled()
                 y.backward()
         assert not lib.is_anomaly_enabled()
+
+
+def test_gradient_penalty_training_steps_match_torch():
+    """Three SGD steps of loss + |d out / d x|^2 on a small MLP: the repeated step also goes through the
+    graph cache, with the double-backward nodes in it."""
+    x_values = [r(8, 4) for _ in range(3)]
+    models = []
+    for lib in (ggrad, torch):
+        nn = ggrad.nn if lib is ggrad else torch.nn
+        models.append(nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1)))
+    with torch.no_grad():
+        for p, tp in zip(models[0].parameters(), models[1].parameters()):
+            tp.copy_(torch.tensor(p.numpy()))
+    for lib, model in zip((ggrad, torch), models):
+        opt = (ggrad.optim if lib is ggrad else torch.optim).SGD(model.parameters(), lr=0.05)
+        for xv in x_values:
+            x = lib.tensor(xv, requires_grad=True)
+            out = model(x)
+            g, = lib.autograd.grad(out.sum(), x, create_graph=True)
+            loss = (out * out).mean() + ((g * g).sum(1) - 1.0).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for p, tp in zip(models[0].parameters(), models[1].parameters()):
+        close(p, tp, rtol=1e-3, atol=1e-5)

@@ -88,6 +88,7 @@ class _Pass:
                 self.leaf_targets.setdefault(id(t), []).append(i)
             else:
                 self.node_targets.setdefault((id(t.grad_fn), t._output_nr), []).append(i)
+        self.capturing = {node_id for node_id, _ in self.node_targets}
 
     def run(self, roots, retain_graph, create_graph):
         pending, nodes = {}, []
@@ -116,14 +117,17 @@ class _Pass:
         return self.captured if self.targets is not None else None
 
     def _visit(self, node, grads, pending, needed, retain_graph, create_graph):
+        if needed is not None and id(node) not in needed and id(node) not in self.capturing:
+            return   # leads to no target: not run, its tensors' hooks not called (as PyTorch)
         grads = [_as_output_dtype(g, out) for g, out in zip(grads, node.outputs)]
         if node.hooks:
             grads = hooks.run_node_hooks(node, grads)
         _retain(node, grads)
         if needed is not None:
-            for nr, g in enumerate(grads):
-                for i in self.node_targets.get((id(node), nr), ()):
-                    self.captured[i] = g
+            if id(node) in self.capturing:
+                for nr, g in enumerate(grads):
+                    for i in self.node_targets.get((id(node), nr), ()):
+                        self.captured[i] = g
             if id(node) not in needed:
                 return
         if node.freed:

@@ -6,8 +6,9 @@ ggrad ops, call it through `MyFn.apply(...)` (or PyTorch 2's `forward(*args)` pl
 or outputs: a saved output is differentiated through under create_graph); `ctx.needs_input_grad` says
 which inputs want a gradient; `ctx.mark_non_differentiable(...)` and `ctx.set_materialize_grads(False)`
 as PyTorch's; backward returns one gradient per input (None where there is none), checked as PyTorch
-checks it (count; shape, a broadcast one summed down). Any other attribute set on ctx is the Function's own: the engine keeps its
-bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can collide with it.
+checks it (count; shape, a broadcast one summed down). Any other attribute set on ctx is the Function's
+own: the engine keeps its bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can
+collide with it.
 ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 """
 
@@ -189,8 +190,9 @@ def _user_forward(fn, ctx, args, kwargs):
 
 def _user_outputs(fn, ctx, args, outputs):
     """A user Function's outputs made ready to carry its node (other objects pass as they are, and
-    their gradient is None): an input returned as it is becomes a new Tensor (so the input keeps its own history), and an output it saved is kept as an alias marked
-    as that output (no reference cycle; create_graph hands it back with its history)."""
+    their gradient is None): an input returned as it is becomes a new Tensor (so the input keeps its
+    own history), and an output it saved is kept as an alias marked as that output (no reference
+    cycle; create_graph hands it back with its history)."""
     Tensor = _tensor.Tensor
     outputs = list(outputs)
     for i, o in enumerate(outputs):

@@ -188,3 +188,18 @@ def test_hook_under_create_graph_is_differentiated():
         g.sum().backward()
         out.append(x.grad)
     close(out[0], out[1], rtol=1e-4)
+
+
+def test_autograd_grad_calls_only_the_hooks_on_its_path():
+    """grad(z, x) does not run the part of the graph that leads only elsewhere, nor its hooks."""
+    calls = []
+    for x, lib in both(r(2)):
+        seen = []
+        w = lib.tensor(r(2), requires_grad=True)
+        off_path = w * 2.0
+        off_path.register_hook(lambda g: seen.append("off"))
+        on_path = x * 3.0
+        on_path.register_hook(lambda g: seen.append("on"))
+        lib.autograd.grad((off_path * on_path).sum(), x)
+        calls.append(seen)
+    assert calls[0] == calls[1] == ["on"]

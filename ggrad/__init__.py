@@ -26,6 +26,7 @@ from .autograd.ops.logical import (eq, ne, lt, le, gt, ge, greater, less, greate
                                    bitwise_xor, bitwise_not, any, all, count_nonzero, nonzero, argwhere, isclose,
                                    allclose, equal)  # noqa: A001
 from .autograd.execution import realize
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 

@@ -9,5 +9,9 @@ from .parameter import Parameter
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
 from .execution import stats, realize
-from .engine import backward
+from .grad_api import grad, backward
+from .hooks import RemovableHandle
+from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,
+                           is_anomaly_check_nan_enabled)
 from . import ops, factory
+from . import functional  # noqa: E402  (vjp, jvp, jacobian, hessian, vhp, hvp)

@@ -1,16 +1,21 @@
 """`Function`: an op with a forward and a backward, and the graph node it leaves behind.
 
 As in PyTorch: subclass `Function`, write static `forward(ctx, *args)` and `backward(ctx, *grads)` with
-ggrad ops, call it through `MyFn.apply(...)`. `ctx.save_for_backward(...)` keeps tensors for backward;
-`ctx.needs_input_grad` says which inputs want a gradient; backward returns one gradient per input
-(None where there is none). Any other attribute set on ctx is the Function's own: the engine keeps its
-bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can collide with it.
+ggrad ops, call it through `MyFn.apply(...)` (or PyTorch 2's `forward(*args)` plus
+`setup_context(ctx, inputs, output)`). `ctx.save_for_backward(...)` keeps tensors for backward (inputs
+or outputs: a saved output is differentiated through under create_graph); `ctx.needs_input_grad` says
+which inputs want a gradient; `ctx.mark_non_differentiable(...)` and `ctx.set_materialize_grads(False)`
+as PyTorch's; backward returns one gradient per input (None where there is none), checked as PyTorch
+checks it (count; shape, a broadcast one summed down). Any other attribute set on ctx is the Function's
+own: the engine keeps its bookkeeping on the `Node` (a Tensor's `grad_fn`), so nothing a user sets can
+collide with it.
 ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 """
 
 import weakref
 
 from . import grad_mode
+from .pending import alias
 from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
 
 FREED_GRAPH = ("Trying to backward through the graph a second time (or to use saved tensors after they were "
@@ -38,8 +43,19 @@ class FunctionCtx:
         self._versions = tuple((weakref.ref(t), t._version) for t in tensors if t is not None)
 
     def _watch(self, t):
-        """Also raise at backward if `t` (an output kept as a detached alias) is modified in place."""
+        """Also raise at backward if `t` (an output kept as a detached alias) is modified in place. The
+        alias is the last saved tensor (Primitive.saved puts it there): marked as output 0, so that a
+        backward with create_graph differentiates through it."""
         self._versions += ((weakref.ref(t), t._version),)
+        self._saved_outputs = ((len(self._saved) - 1, 0),)
+
+    def mark_non_differentiable(self, *tensors):
+        """Outputs of forward that get no gradient (indices, masks): they do not require grad."""
+        self._non_differentiable = tuple(tensors)
+
+    def set_materialize_grads(self, value):
+        """False: backward receives None, not zeros, for outputs that got no gradient."""
+        self._materialize = bool(value)
 
     @property
     def saved_tensors(self):
@@ -69,13 +85,14 @@ class Node:
             `.grad`), a `(Node, output_index)` pair, or None.
         outputs: (shape, dtype, device) of every output, for zero gradients of unused outputs.
         retained: {output_index: weakref} of outputs that asked for `retain_grad()`.
+        hooks: {output_index: {handle id: hook}} of `register_hook` on outputs (hooks.py).
     """
 
-    __slots__ = ("fn", "ctx", "next_edges", "outputs", "retained")
+    __slots__ = ("fn", "ctx", "next_edges", "outputs", "retained", "hooks")
 
     def __init__(self, fn, ctx, next_edges, outputs):
         self.fn, self.ctx, self.next_edges, self.outputs = fn, ctx, next_edges, outputs
-        self.retained = None
+        self.retained = self.hooks = None
 
     @property
     def n_outputs(self):
@@ -112,6 +129,11 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError("a Function subclass must define backward(ctx, *grads) to be differentiated")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """PyTorch 2's split form: override it (with a forward without ctx) to fill ctx from the inputs
+        and the output."""
+
     @classmethod
     def gradients(cls, ctx, grads):
         """The gradients of one recorded application, as the engine asks for them."""
@@ -131,22 +153,66 @@ def apply_function(fn, args, kwargs=None):
     if fn.primitive:
         out = fn.forward(ctx, *args, **kwargs) if kwargs else fn.forward(ctx, *args)
     else:
-        with grad_mode.no_grad():
-            out = fn.forward(ctx, *args, **(kwargs or {}))
+        out = _user_forward(fn, ctx, args, kwargs or {})
     if True not in needs or not grad_mode.is_grad_enabled():
         return out
     outputs = out if isinstance(out, tuple) else (out,)
-    for o in outputs:
-        if not isinstance(o, Tensor):
-            raise TypeError(f"{fn.__name__}.forward must return Tensors, got {type(o).__name__}")
     edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
-    node = Node(fn, ctx, edges, tuple([(o.shape, o.dtype, o.device) for o in outputs]))
+    if fn.primitive:   # Tensors only, all differentiable
+        skip = None
+        specs = tuple([(o.shape, o.dtype, o.device) for o in outputs])
+    else:
+        outputs = _user_outputs(fn, ctx, args, outputs)
+        out = outputs if isinstance(out, tuple) else outputs[0]
+        skip = ctx.__dict__.get("_non_differentiable", ())
+        specs = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None) for o in outputs])
+    node = Node(fn, ctx, edges, specs)
     for i, o in enumerate(outputs):
+        if skip is not None and (not isinstance(o, Tensor) or any(o is s for s in skip)):
+            continue
         if o.dtype.is_float:
             o.grad_fn = node
             o._output_nr = i
             o.requires_grad = True
     return out
+
+
+def _user_forward(fn, ctx, args, kwargs):
+    """A user Function's forward under no_grad: `forward(ctx, *args)`, or PyTorch 2's split form
+    `forward(*args)` plus `setup_context(ctx, inputs, output)`."""
+    with grad_mode.no_grad():
+        if fn.setup_context is Function.setup_context:
+            return fn.forward(ctx, *args, **kwargs)
+        out = fn.forward(*args, **kwargs)
+        fn.setup_context(ctx, args, out)
+        return out
+
+
+def _user_outputs(fn, ctx, args, outputs):
+    """A user Function's outputs made ready to carry its node (other objects pass as they are, and
+    their gradient is None): an input returned as it is becomes a new Tensor (so the input keeps its
+    own history), and an output it saved is kept as an alias marked as that output (no reference
+    cycle; create_graph hands it back with its history)."""
+    Tensor = _tensor.Tensor
+    outputs = list(outputs)
+    for i, o in enumerate(outputs):
+        if isinstance(o, Tensor) and any(o is a for a in args):
+            fresh = alias(o)
+            skip = ctx.__dict__.get("_non_differentiable", ())
+            if any(o is s for s in skip):
+                ctx._non_differentiable = skip + (fresh,)
+            outputs[i] = fresh
+    saved = list(ctx._saved)
+    marks = []
+    for index, s in enumerate(saved):
+        for nr, o in enumerate(outputs):
+            if s is o:
+                saved[index] = alias(o)
+                marks.append((index, nr))
+    if marks:
+        ctx._saved = tuple(saved)
+        ctx._saved_outputs = tuple(marks)
+    return tuple(outputs)
 
 
 def _edge(t):

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from .. import ggml
-from . import engine, execution
+from . import engine, execution, grad_api, hooks
 from .torch_dtypes import from_storage
 
 
@@ -114,9 +114,22 @@ class Tensor:
         self.grad_fn.retained[self._output_nr] = weakref.ref(self)
         return self
 
-    def backward(self, gradient=None, retain_graph=False, create_graph=False):
-        """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad."""
-        engine.backward(self, gradient, retain_graph or create_graph, create_graph)
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad
+        (of `inputs` only, when given); `retain_graph` defaults to `create_graph`."""
+        if inputs is None:
+            engine.backward(self, gradient, create_graph if retain_graph is None else retain_graph, create_graph)
+        else:
+            grad_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """`hook(grad)` runs on this tensor's gradient in every backward; a Tensor it returns replaces
+        the gradient. Returns a handle whose `remove()` unregisters it."""
+        return hooks.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """`hook(self)` runs after this leaf's gradient was accumulated into `.grad`."""
+        return hooks.register_post_accumulate_grad_hook(self, hook)
 
     # ---- reads -------------------------------------------------------------------------------
     def realize(self):

@@ -17,11 +17,12 @@ from ..autograd.ops import quantize
 from ..autograd.raw import from_raw, to_raw
 from ..ggml.errors import ShapeError
 from ..autograd import Parameter
+from .hooks import ModuleHooks, call_with_hooks
 
 
-class Module:
+class Module(ModuleHooks):
     """Base class of every layer and model: subclass it, assign submodules and Parameters in
-    `__init__`, write `forward`. Calling the module calls `forward`.
+    `__init__`, write `forward`. Calling the module calls `forward` (through its hooks, if any: hooks.py).
 
     Attributes:
         training: True in training mode (`train()`), False in evaluation mode (`eval()`).
@@ -38,7 +39,9 @@ class Module:
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if "_hooks" not in self.__dict__:
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, args, kwargs)
 
     # ---- registration ----------------------------------------------------------------------------
     def __setattr__(self, name, value):

@@ -197,7 +197,9 @@ def _pow_value(x, p):
     odd = whole * (bounded - mt.Floor.apply(bounded * 0.5) * 2.0)
     nan_x = mt.isnan(x) * un.Step.apply(un.abs(p))            # nan ** p is nan, but nan ** 0 is 1
     nan_p = mt.isnan(p) * un.Step.apply(un.abs(x - 1.0))       # x ** nan is nan, but 1 ** nan is 1
-    nan_there = un.Sqrt.apply(-(negative * (1.0 - whole) + nan_x + nan_p)) * 0.0   # nan where any, else 0
+    # nan where any, else 0: a constant (detached: sqrt's gradient at 0 would make create_graph's second
+    # derivative nan)
+    nan_there = (un.Sqrt.apply(-(negative * (1.0 - whole) + nan_x + nan_p)) * 0.0).detach()
     return magnitude * (1.0 - negative * odd * 2.0) + nan_there
 
 

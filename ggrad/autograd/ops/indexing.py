@@ -55,6 +55,13 @@ class GetRowsBack(Primitive):
     def result_dtype(g, index, shape):
         return f32
 
+    saves = (1,)
+
+    @staticmethod
+    def backward(ctx, gg):   # linear in g: its gradient is the adjoint, get_rows itself
+        index, = ctx.saved_tensors
+        return GetRows.apply(gg, index), None, None
+
 
 def known_values(t):
     """The values of Tensor `t` if they are at hand without a device round trip (host data still to be

@@ -10,6 +10,7 @@ from ..autocast_hook import autocast_op
 from .. import lowering
 from ..dtype_rules import require_float
 from ..function import Function
+from ..grad_api import composite_vjp
 from ..primitive import Primitive
 from ..factory import arange, ones
 from . import unary as un
@@ -55,21 +56,22 @@ def _one_hot_rows(target, classes):
 class CrossEntropyRows(Function):
     """Per-row cross-entropy of logits (R, C) against soft targets (R, C), weighted per row.
 
-    Backward: (softmax(logits) * sum(target) - target) * row_weight * g.
+    Backward: (softmax(logits) * sum(target) - target) * row_weight * g, from the logits (an input, so
+    that create_graph differentiates through it).
     """
 
     @staticmethod
     def forward(ctx, logits, target, row_weight):
         log_probs = nn.log_softmax(logits, -1)
         per_row = -rd.SumRows.apply(target * log_probs) * row_weight
-        ctx.save_for_backward(log_probs, target, row_weight)
+        ctx.save_for_backward(logits, target, row_weight)
         return per_row
 
     @staticmethod
     def backward(ctx, g):
-        log_probs, target, row_weight = ctx.saved_tensors
+        logits, target, row_weight = ctx.saved_tensors
         scale = g * row_weight
-        return (un.exp(log_probs) * rd.SumRows.apply(target) - target) * scale, None, None
+        return (nn.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, None, None
 
 
 class CrossEntropyFused(Primitive):
@@ -96,11 +98,19 @@ class CrossEntropyFused(Primitive):
 
 
 class CrossEntropyLossBack(Primitive):
-    """GGML's cross_entropy_loss_back(g, logits, labels) = (softmax(logits) - labels) * g / rows."""
+    """GGML's cross_entropy_loss_back(g, logits, labels) = (softmax(logits) - labels) * g / rows;
+    differentiated as that formula."""
+    saves = "inputs"
 
     @staticmethod
     def build(ctx, graph, g, logits, labels):
         return ops.cross_entropy_loss_back(graph.ctx, g, logits, labels)
+
+    @staticmethod
+    def backward(ctx, gg):
+        def formula(g, logits, labels):
+            return (nn.softmax(logits, -1) - labels) * (g * (1.0 / logits.shape[0]))
+        return composite_vjp(formula, ctx.saved_tensors, ctx.needs_input_grad, gg)
 
     @staticmethod
     def shape(g, logits, labels):

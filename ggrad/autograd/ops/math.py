@@ -20,7 +20,6 @@ from ...ggml import ops
 from ..dtype_rules import FLOAT
 from ..function import Function
 from ..grad_mode import no_grad
-from ..pending import alias
 from . import unary as un
 from .unary import unary, _zero, _F32_MAX
 from ..torch_dtypes import BOOL
@@ -33,7 +32,7 @@ def composite(name, forward, grad, doc):
     def fwd(ctx, x, *params):
         y = forward(x, *params)
         ctx.params = params
-        ctx.save_for_backward(x, alias(y))
+        ctx.save_for_backward(x, y)   # the output: create_graph differentiates through it
         return y
 
     def bwd(ctx, g):

@@ -19,6 +19,7 @@ from . import reduce as rd
 from . import views as mv
 from .broadcast import broadcast_shapes
 from .linalg import matmul_nt
+from ..grad_api import composite_vjp
 
 
 class SoftmaxExt(Primitive):
@@ -38,11 +39,21 @@ class SoftmaxExt(Primitive):
 
 
 class SoftmaxBack(Primitive):
-    """GGML's soft_max_ext_back(g, y, scale): the gradient of a scaled softmax with output y."""
+    """GGML's soft_max_ext_back(g, y, scale): the gradient of a scaled softmax with output y,
+    scale * y * (g - sum(g * y)). Its own gradient (create_graph): the map is symmetric in g, so
+    for g it is itself; for y, scale * (gg * (g - sum(g y)) - g * sum(gg y))."""
+    saves = "inputs"
 
     @staticmethod
     def build(ctx, graph, g, y, scale):
+        ctx.scale = scale
         return ops.soft_max_ext_back(graph.ctx, g, y, float(scale), 0.0)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        dy = (gg * (g - rd.SumRows.apply(g * y)) - g * rd.SumRows.apply(gg * y)) * ctx.scale
+        return SoftmaxBack.apply(gg, y, ctx.scale), dy, None
 
 
 def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
@@ -83,7 +94,7 @@ class LogSoftmax(Function):
     def forward(ctx, x):
         z = x - rd.RowMax.apply(x)
         out = z - un.log(rd.SumRows.apply(un.exp(z)))
-        ctx.save_for_backward(out.detach())
+        ctx.save_for_backward(out)   # the output: create_graph differentiates through it
         return out
 
     @staticmethod
@@ -167,15 +178,28 @@ class RMSNormCore(_RowNorm):
 
 
 class RMSNormBack(Primitive):
-    """GGML's rms_norm_back(dy, x, eps): the gradient of rms_norm at x (gradient first)."""
+    """GGML's rms_norm_back(dy, x, eps): the gradient of rms_norm at x (gradient first),
+    r dy - x r^3 mean(dy x) with r = 1 / sqrt(mean(x^2) + eps); differentiated as that formula."""
+    saves = "inputs"
 
     @staticmethod
     def build(ctx, graph, g, x, eps):
+        ctx.eps = eps
         return ops.rms_norm_back(graph.ctx, g, x, float(eps))
 
     @staticmethod
     def shape(g, x, eps):
         return x.shape
+
+    @staticmethod
+    def backward(ctx, gg):
+        eps = ctx.eps
+
+        def formula(g, x):
+            n = x.shape[-1]
+            r = 1.0 / un.sqrt(rd.SumRows.apply(x * x) * (1.0 / n) + eps)
+            return g * r - x * (r * r * r) * (rd.SumRows.apply(g * x) * (1.0 / n))
+        return composite_vjp(formula, ctx.saved_tensors, ctx.needs_input_grad[:2], gg) + (None,)
 
 
 @autocast_op("rms_norm")
@@ -233,12 +257,17 @@ class Im2ColBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, in_shape, kernel_shape, s, p, d, is_2d):
+        ctx.args = (kernel_shape, s, p, d, is_2d)
         kernel = graph.shape_only(kernel_shape)
         return ops.im2col_back(graph.ctx, g, kernel, ne_of(in_shape), s[1], s[0], p[1], p[0], d[1], d[0], is_2d)
 
     @staticmethod
     def shape(g, in_shape, *args):
         return in_shape
+
+    @staticmethod
+    def backward(ctx, gg):   # linear in g: its gradient is the adjoint, im2col itself
+        return (Im2Col.apply(gg, *ctx.args),) + (None,) * 6
 
 
 def _pair(v, n, name):
@@ -320,12 +349,24 @@ class Pool2dBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x, op, k, s, p):
+        ctx.args = (op, k, s, p)
         g = ops.cont(graph.ctx, g) if not g.is_contiguous else g
         return ops.pool_2d_back(graph.ctx, g, x, op, k[1], k[0], s[1], s[0], float(p[1]), float(p[0]))
 
     @staticmethod
     def shape(g, x, *args):
         return x.shape
+
+    @staticmethod
+    def backward(ctx, gg):
+        """Average pooling's backward is linear in g with the pooling as its adjoint. Max pooling's would
+        gather gg at each window's argmax, which GGML has no op for: it raises rather than guess."""
+        op = ctx.args[0]
+        if op != "avg":
+            raise RuntimeError(f"{op}_pool2d: its backward (GGML's pool_2d_back) has no gradient of its own, so a "
+                               f"gradient computed through it with create_graph=True cannot be differentiated "
+                               f"again")
+        return (Pool2d.apply(gg, *ctx.args), None) + (None,) * 4
 
 
 def _pool(x, op, kernel_size, stride, padding):

@@ -92,11 +92,18 @@ class QuantizedMatMulNT(Primitive):
 
 
 class QuantizedOutProd(Primitive):
-    """g @ w as GGML's out_prod(w, g^T) for a quantized w (N, K) and g^T (N, M)."""
+    """g @ w as GGML's out_prod(w, g^T) for a quantized w (N, K) and g^T (N, M); its own gradient
+    (create_graph) for g^T is (gg @ w^T)^T."""
+    saves = (0,)
 
     @staticmethod
     def build(ctx, graph, w, gt):
         return ops.out_prod(graph.ctx, w, gt)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (w,) = ctx.saved_tensors
+        return None, mv.transpose(QuantizedMatMulNT.apply(gg, w), 0, 1)
 
     @staticmethod
     def shape(w, gt):

@@ -17,13 +17,16 @@ class _L2Norm(Function):
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):
+        ctx.dims = dims
         kept = un.sqrt(rd.sum(x * x, dims, keepdim=True))
-        ctx.save_for_backward(x, kept)
-        return kept if keepdim else kept.reshape(_dropped(x.shape, dims))
+        out = kept if keepdim else kept.reshape(_dropped(x.shape, dims))
+        ctx.save_for_backward(x, out)   # the output: create_graph differentiates through it
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        x, kept = ctx.saved_tensors
+        x, out = ctx.saved_tensors
+        kept = out.reshape(tuple(1 if i in ctx.dims else n for i, n in enumerate(x.shape)))
         g = g.reshape(kept.shape)
         at_zero = 1.0 - un.Step.apply(kept)
         return g * x / (kept + at_zero), None, None

@@ -6,11 +6,15 @@ ggrad.rpc_server --threads 1`, driven by one DataParallel client), or `N` MPI ra
 same total threads (N threads on N cores) running the plain W2 step. The global batch is W2's 16
 sequences (split 8 + 8 over 2 workers). Prints samples/s (medians over --rounds rounds of the median
 step of --steps steps), the scaling efficiency (samples/s of N workers / (N x samples/s of 1 worker)),
-the ratio to the one-process baseline, and the reduction's share of the step: the time from the
-devices' graphs being computed to the update starting (gradient download, host sum and, for MPI,
-the all-reduce including any wait for the other rank).
+the ratio to the one-process baseline, the reduction's share of the step and the update's, and the
+graph computes a step per process. Reduction: for RPC, from the last device's gradients read to the
+update starting (host sum, clipping); for MPI on the host path (`--mpi host`), the same plus the
+all-reduce including any wait for the other rank; for MPI in the graph (`--mpi graph`, what a rank
+on the CPU does by default) the time inside the all-reduce node (including the wait). Update: the
+uploads and the second compute that applies the update (none when the all-reduce is in the graph).
 
-    python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3]
+    python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
+                                  [--ways one rpc mpi]
 """
 
 import argparse

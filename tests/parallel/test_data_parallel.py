@@ -193,6 +193,36 @@ def test_replicas_stay_bitwise_identical_after_50_steps(two_devices):
     assert moved > 1e-3   # they trained
 
 
+def test_a_failing_replica_ends_the_step_and_the_next_step_trains(two_devices):
+    """The first device computes while the second replica is recorded; an error there ends the step with
+    no update anywhere (the replicas stay equal), and the next step trains as one from those weights."""
+    x, y = _data(n=32)
+    calls = []
+
+    def loss_fn(out, target):
+        calls.append(out.device.name)
+        if len(calls) == 2:
+            raise ValueError("loss of the second replica")
+        return ggrad.cross_entropy(out, target)
+    model = _model()
+    before = _params(model)
+    dp = DataParallel(model, two_devices, optim.SGD(model.parameters(), lr=0.1))
+    try:
+        with pytest.raises(ValueError, match="second replica"):
+            dp.step(x, y, loss_fn)
+        assert calls == [gg.device(d).name for d in two_devices]
+        for p, q, b in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters(), before):
+            assert np.array_equal(p.numpy(), b) and np.array_equal(q.numpy(), b)
+        loss = dp.step(x, y, loss_fn)
+    finally:
+        dp.close()
+    reference, losses = _single_device_losses(x, y, steps=1)
+    np.testing.assert_allclose(loss, losses[0], rtol=1e-5)
+    for p, q, r in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters(), reference.parameters()):
+        assert np.array_equal(p.numpy(), q.numpy())
+        np.testing.assert_allclose(p.numpy(), r.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_max_grad_norm_clips_the_averaged_gradient(two_devices):
     x, y = _data(n=40)
     model = _model()

@@ -6,15 +6,16 @@ ggrad.rpc_server --threads 1`, driven by one DataParallel client), or `N` MPI ra
 same total threads (N threads on N cores) running the plain W2 step. The global batch is W2's 16
 sequences (split 8 + 8 over 2 workers). Prints samples/s (medians over --rounds rounds of the median
 step of --steps steps), the scaling efficiency (samples/s of N workers / (N x samples/s of 1 worker)),
-the ratio to the one-process baseline, the reduction's share of the step and the update's, and the
-graph computes a step per process. Reduction: for RPC, from the last device's gradients read to the
+the ratio to the one-process baseline, the reduction's share of the step and the update's, the
+graph computes a step per process, and cpu_ms: the CPU time a step of the measuring process (the
+one process, the RPC driver, MPI rank 0), steadier than wall time on a loaded machine. Reduction: for RPC, from the last device's gradients read to the
 update starting (host sum, clipping); for MPI on the host path (`--mpi host`), the same plus the
 all-reduce including any wait for the other rank; for MPI in the graph (`--mpi graph`, what a rank
 on the CPU does by default) the time inside the all-reduce node (including the wait). Update: the
 uploads and the second compute that applies the update (none when the all-reduce is in the graph).
 
     python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
-                                  [--ways one rpc mpi]
+                                  [--ways rpc mpi]
 """
 
 import argparse
@@ -61,20 +62,22 @@ else:
     def step():
         dp.step(x, y, loss_fn)
         windows.append((dp.timings["reduce"], dp.timings["update"]))
-computes = []
+computes, cpu = [], []
 for i in range(3 + steps):
     c0 = ggrad.stats()["computes"]
-    t0 = time.perf_counter()
+    t0, p0 = time.perf_counter(), time.process_time()
     step()
     if i >= 3:
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - p0)
         computes.append(ggrad.stats()["computes"] - c0)
 if mode != "mpi" or distributed.rank() == 0:
     w = windows[3:]
     share = statistics.median(r / t for (r, _), t in zip(w, times)) if w else 0.0
     update = statistics.median(u / t for (_, u), t in zip(w, times)) if w else 0.0
     print("RESULT " + json.dumps(dict(step_s=statistics.median(times), share=share, update=update,
-                                      computes=statistics.median(computes))), flush=True)
+                                      computes=statistics.median(computes), cpu_s=statistics.median(cpu))),
+          flush=True)
 """
 
 
@@ -131,7 +134,8 @@ def main(argv=None):
     parser.add_argument("--mpi", choices=["graph", "host", "both"], default="graph",
                         help="MPI ranks all-reduce inside the step's graph (one compute a step), on the host "
                              "(compute, read, all-reduce, upload, update), or both rows")
-    parser.add_argument("--ways", nargs="+", default=["one", "rpc", "mpi"], choices=["one", "rpc", "mpi"])
+    parser.add_argument("--ways", nargs="+", default=["rpc", "mpi"], choices=["rpc", "mpi"],
+                        help="which ways to run besides the one-process baseline (always run: the ratios need it)")
     args = parser.parse_args(argv)
     batch = 16
     ways = [("one process", lambda n: _run_worker("single", n, args.steps, ",".join(map(str, range(n)))))]
@@ -164,11 +168,12 @@ def main(argv=None):
                              f"{statistics.median(r['share'] for r in rs):.1%}",
                              update_share="-" if name == "one process" else
                              f"{statistics.median(r['update'] for r in rs):.1%}",
-                             computes=f"{statistics.median(r['computes'] for r in rs):g}"))
+                             computes=f"{statistics.median(r['computes'] for r in rs):g}",
+                             cpu_ms=f"{1e3 * statistics.median(r['cpu_s'] for r in rs):.0f}"))
     print_table(f"W2 data parallel, global batch {batch}, {args.rounds} rounds x {args.steps} steps (medians), "
                 f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f}", rows,
                 ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process",
-                 "reduction_share", "update_share", "computes"])
+                 "reduction_share", "update_share", "computes", "cpu_ms"])
 
 
 if __name__ == "__main__":

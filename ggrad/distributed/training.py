@@ -9,8 +9,10 @@ across ranks by MPI (non-blocking all-reduces of float32 buckets of at most `buc
 them the global mean. Every rank then applies the same bytes with the same optimizer, so the replicas
 stay bitwise identical: MPI's sum of two ranks is one IEEE addition, the same on both; for more ranks
 this relies on the MPI library giving every rank the same sum, as the MPI standard advises (2 ranks
-are tested). Rank 0's
-initial weights are broadcast first, as PyTorch's DDP does. Only rank 0 writes checkpoints and shows
+are tested). A rank whose one device is the CPU does all of this inside its step's graph
+(in_graph.py: the bucket is all-reduced by a GGML node where GGML computed it, then the update):
+one compute a step, no copy of the gradients. Rank 0's initial weights are broadcast first, as
+PyTorch's DDP does. Only rank 0 writes checkpoints and shows
 progress; `resume=` is read by rank 0 and broadcast.
 """
 
@@ -42,6 +44,9 @@ class DistributedDataParallel(DataParallel):
         comm (mpi4py Comm, optional): the ranks to train with. Default: every rank (COMM_WORLD).
         timeout (float): seconds an all-reduce may wait for the other ranks before a RankLostError.
         bucket_mb (float): largest all-reduce message, in MiB of float32.
+
+    `in_graph` is True when the all-reduce runs inside the step's graph (devices == [the CPU]); setting
+    it False takes the host path (compute, read the bucket, all-reduce, upload, update) instead.
     """
 
     def __init__(self, model, devices, optimizer, shard_weights=None, comm=None, timeout=300.0, bucket_mb=25.0):

@@ -8,11 +8,12 @@ sequences (split 8 + 8 over 2 workers). Prints samples/s (medians over --rounds 
 step of --steps steps), the scaling efficiency (samples/s of N workers / (N x samples/s of 1 worker)),
 the ratio to the one-process baseline, the reduction's share of the step and the update's, the
 graph computes a step per process, and cpu_ms: the CPU time a step of the measuring process (the
-one process, the RPC driver, MPI rank 0), steadier than wall time on a loaded machine. Reduction: for RPC, from the last device's gradients read to the
-update starting (host sum, clipping); for MPI on the host path (`--mpi host`), the same plus the
-all-reduce including any wait for the other rank; for MPI in the graph (`--mpi graph`, what a rank
-on the CPU does by default) the time inside the all-reduce node (including the wait). Update: the
-uploads and the second compute that applies the update (none when the all-reduce is in the graph).
+one process, the RPC driver, MPI rank 0), steadier than wall time on a loaded machine. Reduction:
+for RPC, from the devices' graphs computed to the update starting (gradient download, host sum,
+clipping); for MPI on the host path (`--mpi host`), the same plus the all-reduce including any wait
+for the other rank; for MPI in the graph (`--mpi graph`, what a rank on the CPU does by default) the
+time inside the all-reduce node (including the wait). Update: the uploads and the second compute
+that applies the update (none when the all-reduce is in the graph).
 
     python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
                                   [--ways rpc mpi]

@@ -1,11 +1,10 @@
 """Data-parallel training: one replica per device, each batch split across them, gradients averaged.
 
-Each step records every replica's forward and backward in Python and hands each device's graph to
-its own thread as soon as it is recorded (GGML runs without the GIL, so a device computes while the
-next replica is recorded), averages the gradients in one bucket per device (one download each, summed
-on the host in float64, one upload each), clips the average when asked, and applies the same
-optimizer update on every replica, the devices' updates again at once: every replica receives the
-same bytes, so the replicas stay bitwise identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts'
+Each step builds every replica's forward and backward in Python (cheap), then computes the devices'
+graphs AT ONCE in threads (GGML runs without the GIL), averages the gradients in one bucket per
+device (one download each, summed on the host in float64, one upload each), clips the average when
+asked, and applies the same optimizer update on every replica: every replica receives the same bytes,
+so the replicas stay bitwise identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts'
 devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
 """
 
@@ -93,8 +92,8 @@ class DataParallel:
         self.replicas = [model] + [replicate_module(model, dev) for dev in self.devices[1:]]
         self.optimizers = [optimizer] + [replicate_optimizer(optimizer, model, r) for r in self.replicas[1:]]
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
-        self.timings = {}   # seconds of the last step: all of it, computes (until the last gradients are
-        #                     read), reduce (host sum, `reduce`, clipping), update (uploads and updates)
+        self.timings = {}   # seconds of the last step: all of it, compute (recording, computes), reduce (reading
+        #                     and summing the buckets, `reduce`, clipping), update (uploads and the updates)
 
     @property
     def module(self):
@@ -109,11 +108,9 @@ class DataParallel:
     def eval(self):
         return self.train(False)
 
-    @staticmethod
-    def _compute_and_read(device, bucket, loss):
-        """Compute `device`'s graph and read its gradient bucket (as float64) and its loss (in a pool thread)."""
-        execution.realize(device)
-        return bucket.numpy().astype(np.float64), loss.item()
+    def _compute_all(self):
+        """Compute every device's pending graph at the same time."""
+        list(self._pool.map(execution.realize, self.devices))
 
     def step(self, x, y, loss_fn, max_grad_norm=None):
         """One training step on a batch (numpy arrays or Tensors): returns the batch's mean loss as a float.
@@ -133,9 +130,6 @@ class DataParallel:
 
         Each shard's gradients are weighted by its share of the global batch, so that the sum over
         every shard (here on the host, then `reduce` across processes) is the global mean gradient.
-        A device's graph starts computing (in its pool thread) as soon as its replica's backward is
-        recorded, so the next replica is recorded meanwhile; the gradients are summed in device order
-        (the same bytes whatever finishes first), and the devices' updates also compute at once.
         """
         if any(r.training != self.module.training for r in self.replicas):
             self.train(self.module.training)
@@ -143,48 +137,36 @@ class DataParallel:
         sizes = shard_sizes(len(x), self.shard_weights)
         bounds = np.cumsum([0] + sizes)
         started = time.perf_counter()
-        jobs, layout = [], None
-        try:
-            for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
-                opt.zero_grad()
-                if sizes[i] == 0:
-                    continue
-                xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
-                loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
-                loss.backward()
-                with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
-                if layout is not None and with_grad != layout:
-                    raise RuntimeError("DataParallel.step: the replicas' backward passes reached different "
-                                       "parameters")
-                layout = with_grad
-                bucket = self._bucket(replica, layout, sizes[i] / n_global)
-                jobs.append((self._pool.submit(self._compute_and_read, dev, bucket, loss), sizes[i]))
-        except BaseException:
-            for job, _ in jobs:   # no compute of this step is left running
-                job.exception()
-            raise
-        total, loss_sum = 0.0, 0.0
-        for job, size in jobs:   # in device order: every run sums the same terms in the same order
-            gradients, loss = job.result()
-            total = total + gradients
-            loss_sum += loss * size / n_global
+        losses, buckets, layout = [], [], None
+        for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
+            opt.zero_grad()
+            if sizes[i] == 0:
+                continue
+            xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
+            loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
+            loss.backward()
+            losses.append((loss, sizes[i]))
+            with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
+            if layout is not None and with_grad != layout:
+                raise RuntimeError("DataParallel.step: the replicas' backward passes reached different parameters")
+            layout = with_grad
+            buckets.append(self._bucket(replica, layout, sizes[i] / n_global))
+        self._compute_all()
         computed = time.perf_counter()
+        total = sum(b.numpy().astype(np.float64) for b in buckets)
+        loss_sum = sum(loss.item() * size for loss, size in losses) / n_global
         total, loss_sum = self.reduce(total, loss_sum)
         if max_grad_norm is not None:
             norm = float(np.sqrt(np.dot(total, total)))
             total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
         total = total.astype(np.float32)
         reduced = time.perf_counter()
-        list(self._pool.map(self._update, self.replicas, self.optimizers, self.devices,
-                            [layout] * len(self.devices), [total] * len(self.devices)))
+        for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices):
+            self._unbucket(replica, layout, tensor(total, device=dev))
+            opt.step()
         self.timings = {"step": time.perf_counter() - started, "compute": computed - started,
                         "reduce": reduced - computed, "update": time.perf_counter() - reduced}
         return float(loss_sum)
-
-    def _update(self, replica, optimizer, device, layout, total):
-        """Give `replica` the averaged gradients `total` and apply its optimizer's step (in a pool thread)."""
-        self._unbucket(replica, layout, tensor(total, device=device))
-        optimizer.step()
 
     def reduce(self, gradients, loss):
         """Combine this process's weighted gradient sum and loss with other processes' (none here)."""

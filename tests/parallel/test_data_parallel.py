@@ -194,8 +194,8 @@ def test_replicas_stay_bitwise_identical_after_50_steps(two_devices):
 
 
 def test_a_failing_replica_ends_the_step_and_the_next_step_trains(two_devices):
-    """The first device computes while the second replica is recorded; an error there ends the step with
-    no update anywhere (the replicas stay equal), and the next step trains as one from those weights."""
+    """An error while the second replica is recorded ends the step with no update anywhere (the replicas
+    stay equal; the first one's recorded graph is never computed), and the next step trains as one."""
     x, y = _data(n=32)
     calls = []
 

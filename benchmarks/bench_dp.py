@@ -6,11 +6,17 @@ ggrad.rpc_server --threads 1`, driven by one DataParallel client), or `N` MPI ra
 same total threads (N threads on N cores) running the plain W2 step. The global batch is W2's 16
 sequences (split 8 + 8 over 2 workers). Prints samples/s (medians over --rounds rounds of the median
 step of --steps steps), the scaling efficiency (samples/s of N workers / (N x samples/s of 1 worker)),
-the ratio to the one-process baseline, and the reduction's share of the step: the time from the
-devices' graphs being computed to the update starting (gradient download, host sum and, for MPI,
-the all-reduce including any wait for the other rank).
+the ratio to the one-process baseline, the reduction's share of the step and the update's, the
+graph computes a step per process, and cpu_ms: the CPU time a step of the measuring process (the
+one process, the RPC driver, MPI rank 0), steadier than wall time on a loaded machine. Reduction:
+for RPC, from the devices' graphs computed to the update starting (gradient download, host sum,
+clipping); for MPI on the host path (`--mpi host`), the same plus the all-reduce including any wait
+for the other rank; for MPI in the graph (`--mpi graph`, what a rank on the CPU does by default) the
+time inside the all-reduce node (including the wait). Update: the uploads and the second compute
+that applies the update (none when the all-reduce is in the graph).
 
-    python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3]
+    python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
+                                  [--ways rpc mpi]
 """
 
 import argparse
@@ -51,29 +57,28 @@ else:
         dp = DataParallel(model, [gg.rpc_add_server(e)[0] for e in endpoints], opt)
     else:
         dp = distributed.DistributedDataParallel(model, ["cpu"], opt)
-    marks = {{}}
-    compute_all, reduce = dp._compute_all, dp.reduce
-    def timed_compute():
-        compute_all()
-        marks["computed"] = time.perf_counter()
-    def timed_reduce(g, loss):
-        out = reduce(g, loss)
-        marks["reduced"] = time.perf_counter()
-        return out
-    dp._compute_all, dp.reduce = timed_compute, timed_reduce
+        dp.in_graph = dp.in_graph and {in_graph!r}
     x, y = batch_data()
     loss_fn = lambda out, t: ggrad.cross_entropy(out.reshape(-1, W2["vocab"]), t.reshape(-1))
     def step():
         dp.step(x, y, loss_fn)
-        windows.append(marks["reduced"] - marks["computed"])
+        windows.append((dp.timings["reduce"], dp.timings["update"]))
+computes, cpu = [], []
 for i in range(3 + steps):
-    t0 = time.perf_counter()
+    c0 = ggrad.stats()["computes"]
+    t0, p0 = time.perf_counter(), time.process_time()
     step()
     if i >= 3:
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - p0)
+        computes.append(ggrad.stats()["computes"] - c0)
 if mode != "mpi" or distributed.rank() == 0:
-    share = statistics.median(w / t for w, t in zip(windows[3:], times)) if windows else 0.0
-    print("RESULT " + json.dumps(dict(step_s=statistics.median(times), share=share)), flush=True)
+    w = windows[3:]
+    share = statistics.median(r / t for (r, _), t in zip(w, times)) if w else 0.0
+    update = statistics.median(u / t for (_, u), t in zip(w, times)) if w else 0.0
+    print("RESULT " + json.dumps(dict(step_s=statistics.median(times), share=share, update=update,
+                                      computes=statistics.median(computes), cpu_s=statistics.median(cpu))),
+          flush=True)
 """
 
 
@@ -83,9 +88,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1):
+def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=True):
     code = _WORKER.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), mode=mode, threads=threads,
-                          steps=steps, endpoints=list(endpoints))
+                          steps=steps, endpoints=list(endpoints), in_graph=in_graph)
     cmd = [sys.executable, "-c", code]
     if mode == "mpi":
         cmd = [shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec", "-n", str(ranks)] + cmd
@@ -127,13 +132,21 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mpi", choices=["graph", "host", "both"], default="graph",
+                        help="MPI ranks all-reduce inside the step's graph (one compute a step), on the host "
+                             "(compute, read, all-reduce, upload, update), or both rows")
+    parser.add_argument("--ways", nargs="+", default=["rpc", "mpi"], choices=["rpc", "mpi"],
+                        help="which ways to run besides the one-process baseline (always run: the ratios need it)")
     args = parser.parse_args(argv)
     batch = 16
     ways = [("one process", lambda n: _run_worker("single", n, args.steps, ",".join(map(str, range(n)))))]
-    ways.append(("RPC servers", lambda n: _rpc(n, args.steps)))
-    if _mpi_available():
-        ways.append(("MPI ranks", lambda n: _run_worker("mpi", 1, args.steps, None, ranks=n)))
-    else:
+    if "rpc" in args.ways:
+        ways.append(("RPC servers", lambda n: _rpc(n, args.steps)))
+    if "mpi" in args.ways and _mpi_available():
+        for kind in (["graph", "host"] if args.mpi == "both" else [args.mpi]):
+            ways.append((f"MPI ranks ({kind})", lambda n, g=kind == "graph": _run_worker("mpi", 1, args.steps, None,
+                                                                                         ranks=n, in_graph=g)))
+    elif "mpi" in args.ways:
         print('MPI ranks skipped: pip install -e ".[mpi]"')
     results = {}
     for _ in range(args.rounds):   # rounds alternate the ways, so that a load spike hits them alike
@@ -153,11 +166,15 @@ def main(argv=None):
                              efficiency=f"{sps / (n / args.workers[0] * one):.2f}",
                              vs_one_process=f"{sps / base:.2f}",
                              reduction_share="-" if name == "one process" else
-                             f"{statistics.median(r['share'] for r in rs):.1%}"))
+                             f"{statistics.median(r['share'] for r in rs):.1%}",
+                             update_share="-" if name == "one process" else
+                             f"{statistics.median(r['update'] for r in rs):.1%}",
+                             computes=f"{statistics.median(r['computes'] for r in rs):g}",
+                             cpu_ms=f"{1e3 * statistics.median(r['cpu_s'] for r in rs):.0f}"))
     print_table(f"W2 data parallel, global batch {batch}, {args.rounds} rounds x {args.steps} steps (medians), "
                 f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f}", rows,
                 ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process",
-                 "reduction_share"])
+                 "reduction_share", "update_share", "computes", "cpu_ms"])
 
 
 if __name__ == "__main__":

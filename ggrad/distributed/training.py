@@ -9,18 +9,22 @@ across ranks by MPI (non-blocking all-reduces of float32 buckets of at most `buc
 them the global mean. Every rank then applies the same bytes with the same optimizer, so the replicas
 stay bitwise identical: MPI's sum of two ranks is one IEEE addition, the same on both; for more ranks
 this relies on the MPI library giving every rank the same sum, as the MPI standard advises (2 ranks
-are tested). Rank 0's
-initial weights are broadcast first, as PyTorch's DDP does. Only rank 0 writes checkpoints and shows
+are tested). A rank whose one device is the CPU does all of this inside its step's graph
+(in_graph.py: the bucket is all-reduced by a GGML node where GGML computed it, then the update):
+one compute a step, no copy of the gradients. Rank 0's initial weights are broadcast first, as
+PyTorch's DDP does. Only rank 0 writes checkpoints and shows
 progress; `resume=` is read by rank 0 and broadcast.
 """
 
 import io
+import time
 
 import numpy as np
 
 from ..parallel.checkpoint import fit_from, read_checkpoint, restore
 from ..parallel.data_parallel import DataParallel, default_devices, shard_sizes
 from ..parallel.training import DataParallelTrainer
+from .in_graph import reduced_step
 from .mpi import allreduce_sum, broadcast_arrays, broadcast_bytes, world
 
 
@@ -40,6 +44,9 @@ class DistributedDataParallel(DataParallel):
         comm (mpi4py Comm, optional): the ranks to train with. Default: every rank (COMM_WORLD).
         timeout (float): seconds an all-reduce may wait for the other ranks before a RankLostError.
         bucket_mb (float): largest all-reduce message, in MiB of float32.
+
+    `in_graph` is True when the all-reduce runs inside the step's graph (devices == [the CPU]); setting
+    it False takes the host path (compute, read the bucket, all-reduce, upload, update) instead.
     """
 
     def __init__(self, model, devices, optimizer, shard_weights=None, comm=None, timeout=300.0, bucket_mb=25.0):
@@ -50,6 +57,9 @@ class DistributedDataParallel(DataParallel):
         self.bucket_size = max(1, int(bucket_mb * 2**20) // 4)
         _broadcast_weights(model, self.comm, self.timeout)
         super().__init__(model, devices, optimizer, shard_weights)
+        # a rank on the CPU alone all-reduces inside its step's graph (in_graph.py): one compute a step
+        self.in_graph = len(self.devices) == 1 and self.devices[0].is_cpu
+        self._reduce_in_place = self._allreduce_in_place   # one bound method for every step (graph cache)
 
     def step(self, x, y, loss_fn, max_grad_norm=None):
         """One step on a GLOBAL batch (the same on every rank): this rank trains on its share of it."""
@@ -62,7 +72,21 @@ class DistributedDataParallel(DataParallel):
                              f"{self.comm.size} ranks (each needs at least one sample)")
         lo = sum(sizes[:self.comm.rank])
         hi = lo + sizes[self.comm.rank]
-        return self._step(x[lo:hi], y[lo:hi], loss_fn, max_grad_norm, len(x))
+        if not self.in_graph:
+            return self._step(x[lo:hi], y[lo:hi], loss_fn, max_grad_norm, len(x))
+        started = time.perf_counter()
+        self.timings = {"reduce": 0.0}
+        loss = reduced_step(self.module, self.optimizers[0], self.devices[0], x[lo:hi], y[lo:hi], loss_fn,
+                            (hi - lo) / len(x), self._reduce_in_place, max_grad_norm)
+        self.timings.update(step=time.perf_counter() - started, compute=time.perf_counter() - started, update=0.0)
+        return loss.item()
+
+    def _allreduce_in_place(self, flat):
+        """Sum the float32 array `flat` across the ranks, in place, in buckets (called inside the graph)."""
+        started = time.perf_counter()
+        allreduce_sum(self.comm, [flat[i:i + self.bucket_size] for i in range(0, len(flat), self.bucket_size)],
+                      self.timeout)
+        self.timings["reduce"] += time.perf_counter() - started
 
     def reduce(self, gradients, loss):
         """Sum the ranks' weighted gradients and losses: one float32 vector, all-reduced in buckets."""

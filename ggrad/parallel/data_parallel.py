@@ -9,6 +9,7 @@ devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
 """
 
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -91,6 +92,8 @@ class DataParallel:
         self.replicas = [model] + [replicate_module(model, dev) for dev in self.devices[1:]]
         self.optimizers = [optimizer] + [replicate_optimizer(optimizer, model, r) for r in self.replicas[1:]]
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
+        self.timings = {}   # seconds of the last step: all of it, compute (recording, computes), reduce (reading
+        #                     and summing the buckets, `reduce`, clipping), update (uploads and the updates)
 
     @property
     def module(self):
@@ -133,6 +136,7 @@ class DataParallel:
         sync_hyperparameters(self.optimizers[0], self.optimizers[1:])
         sizes = shard_sizes(len(x), self.shard_weights)
         bounds = np.cumsum([0] + sizes)
+        started = time.perf_counter()
         losses, buckets, layout = [], [], None
         for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
             opt.zero_grad()
@@ -148,6 +152,7 @@ class DataParallel:
             layout = with_grad
             buckets.append(self._bucket(replica, layout, sizes[i] / n_global))
         self._compute_all()
+        computed = time.perf_counter()
         total = sum(b.numpy().astype(np.float64) for b in buckets)
         loss_sum = sum(loss.item() * size for loss, size in losses) / n_global
         total, loss_sum = self.reduce(total, loss_sum)
@@ -155,9 +160,12 @@ class DataParallel:
             norm = float(np.sqrt(np.dot(total, total)))
             total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
         total = total.astype(np.float32)
+        reduced = time.perf_counter()
         for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices):
             self._unbucket(replica, layout, tensor(total, device=dev))
             opt.step()
+        self.timings = {"step": time.perf_counter() - started, "compute": computed - started,
+                        "reduce": reduced - computed, "update": time.perf_counter() - reduced}
         return float(loss_sum)
 
     def reduce(self, gradients, loss):

@@ -124,3 +124,56 @@ def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):
         text = (tmp_path / f"report{r}.txt").read_text()
         assert f"rank {r} of 3: rank 2 (pid" in text and "exited" in text, text
     assert proc.returncode == 7   # mpiexec passes on the dead rank's exit status
+
+
+_IN_GRAPH = """
+import sys
+import numpy as np
+import ggrad
+from ggrad import distributed, nn, optim
+ggrad.set_num_threads(1)
+out = sys.argv[1]
+rng = np.random.default_rng(1)
+x = rng.standard_normal((64, 6)).astype(np.float32)
+y = x[:, :3].argmax(1).astype(np.int32)
+
+
+def run(in_graph):
+    ggrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 3))
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    ddp = distributed.DistributedDataParallel(model, ["cpu"], opt)
+    assert ddp.in_graph
+    ddp.in_graph = in_graph
+    computes, losses = [], []
+    for step in range(50):
+        n = 9 + (step * 7) % 30                  # odd sizes: the two ranks' shards differ by one sample
+        opt.param_groups[0]["lr"] = 1e-2 / (1 + step)
+        before = ggrad.stats()["computes"]
+        losses.append(ddp.step(x[:n], y[:n], ggrad.cross_entropy, max_grad_norm=0.5 if step % 3 else None))
+        computes.append(ggrad.stats()["computes"] - before)
+    ddp.close()
+    return [p.numpy() for p in model.parameters()], losses, computes
+
+
+weights, losses, computes = run(True)
+host_weights, host_losses, host_computes = run(False)
+np.savez(f"{out}/rank{distributed.rank()}.npz", *weights, losses=np.array(losses), computes=np.array(computes),
+         host_computes=np.array(host_computes), host_losses=np.array(host_losses),
+         **{f"host{i}": w for i, w in enumerate(host_weights)})
+"""
+
+
+def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_path):
+    """A rank on the CPU alone all-reduces inside its graph: one compute a step, 50 steps with dropout,
+    shards of unequal size, clipping and a changing learning rate leave both ranks bitwise equal, and
+    the run matches the host path's (compute, read, all-reduce, upload, update) to float32 rounding."""
+    proc = _mpiexec(tmp_path, 2, _IN_GRAPH, str(tmp_path))
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
+    names = [k for k in ranks[0].files if k.startswith("arr_")]
+    assert names and all(np.array_equal(ranks[0][k], ranks[1][k]) for k in names + ["losses"])
+    assert set(ranks[0]["computes"].tolist()) == {1} and set(ranks[0]["host_computes"].tolist()) == {2}
+    for i, k in enumerate(names):
+        np.testing.assert_allclose(ranks[0][k], ranks[0][f"host{i}"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ranks[0]["losses"], ranks[0]["host_losses"], rtol=1e-5)

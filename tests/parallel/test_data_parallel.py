@@ -168,11 +168,12 @@ def test_weighted_uneven_batches_match_one_device(two_devices):
 
 
 def test_replicas_stay_bitwise_identical_after_50_steps(two_devices):
-    """AdamW, uneven shards, short batches, clipping and a changing learning rate: every replica gets the
-    same bytes, so they stay identical bit for bit."""
+    """AdamW, dropout, uneven shards, short batches, clipping and a changing learning rate: every replica
+    gets the same bytes, so they stay identical bit for bit."""
     x, y = _data(n=64, seed=3)
-    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.0), nn.Linear(16, 3))
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 3))
     opt = optim.AdamW(model.parameters(), lr=1e-2)
+    initial = _params(model)
     dp = DataParallel(model, two_devices, opt, shard_weights=[0.7, 0.3])
     try:
         for step in range(50):
@@ -183,9 +184,43 @@ def test_replicas_stay_bitwise_identical_after_50_steps(two_devices):
         dp.close()
     assert dp.optimizers[1].param_groups[0]["lr"] == opt.param_groups[0]["lr"]
     assert dp.optimizers[1].state[next(dp.replicas[1].parameters())]["step"] == 50
-    for a, b in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters()):
+    assert all(r.training for r in dp.replicas)   # dropout was on
+    moved = 0.0
+    for a, b, p0 in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters(), initial):
         assert a.device.name != b.device.name
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert np.array_equal(a.numpy(), b.numpy())
+        moved = max(moved, float(np.abs(a.numpy() - p0).max()))
+    assert moved > 1e-3   # they trained
+
+
+def test_a_failing_replica_ends_the_step_and_the_next_step_trains(two_devices):
+    """An error while the second replica is recorded ends the step with no update anywhere (the replicas
+    stay equal; the first one's recorded graph is never computed), and the next step trains as one."""
+    x, y = _data(n=32)
+    calls = []
+
+    def loss_fn(out, target):
+        calls.append(out.device.name)
+        if len(calls) == 2:
+            raise ValueError("loss of the second replica")
+        return ggrad.cross_entropy(out, target)
+    model = _model()
+    before = _params(model)
+    dp = DataParallel(model, two_devices, optim.SGD(model.parameters(), lr=0.1))
+    try:
+        with pytest.raises(ValueError, match="second replica"):
+            dp.step(x, y, loss_fn)
+        assert calls == [gg.device(d).name for d in two_devices]
+        for p, q, b in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters(), before):
+            assert np.array_equal(p.numpy(), b) and np.array_equal(q.numpy(), b)
+        loss = dp.step(x, y, loss_fn)
+    finally:
+        dp.close()
+    reference, losses = _single_device_losses(x, y, steps=1)
+    np.testing.assert_allclose(loss, losses[0], rtol=1e-5)
+    for p, q, r in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters(), reference.parameters()):
+        assert np.array_equal(p.numpy(), q.numpy())
+        np.testing.assert_allclose(p.numpy(), r.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_max_grad_norm_clips_the_averaged_gradient(two_devices):

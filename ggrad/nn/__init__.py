@@ -15,6 +15,8 @@ from .sparse import Embedding
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
+from .rnn import RNN, LSTM, GRU
+from .rnn_cells import RNNCell, LSTMCell, GRUCell
 from .kv_cache import KVCache, LayerKVCache
 from . import generation
 from .quantized import quantize_, QuantizedParameter

@@ -16,6 +16,8 @@ from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, A
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
 from .rnn import RNN, LSTM, GRU
+from .transformer_layers import (TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder,
+                                 TransformerDecoder, Transformer)
 from .rnn_cells import RNNCell, LSTMCell, GRUCell
 from .kv_cache import KVCache, LayerKVCache
 from . import generation

@@ -9,54 +9,13 @@ import ggrad
 import ggrad.nn as nn
 
 torch = pytest.importorskip("torch")
-RNG = np.random.default_rng(3)
+from torch_parity_util import compare, copy_weights, leaf, randn  # noqa: E402  (needs torch)
 T, B, IN, H = 5, 3, 4, 6
-
-
-def randn(*shape):
-    return RNG.standard_normal(shape).astype(np.float32)
 
 
 def pair(name, *args, **kwargs):
     torch.manual_seed(0)
-    theirs = getattr(torch.nn, name)(*args, **kwargs)
-    ours = getattr(nn, name)(*args, **kwargs)
-    ours_shapes = [(k, tuple(v.shape)) for k, v in ours.state_dict().items()]
-    assert ours_shapes == [(k, tuple(v.shape)) for k, v in theirs.state_dict().items()]
-    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
-    return ours, theirs
-
-
-def leaf(array):
-    return ggrad.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
-
-
-def flat(result):
-    """The tensors of a result: a tensor, or nested tuples of tensors ((output, (h, c)))."""
-    if isinstance(result, (tuple, list)):
-        return [t for part in result for t in flat(part)]
-    return [result]
-
-
-def compare(ours, theirs, our_inputs, their_inputs, atol=2e-5):
-    """Call both, backward a random weighting of every result, compare the values and all the gradients
-    (of the inputs, the initial states and every parameter)."""
-    mine, yours = flat(ours(*our_inputs)), flat(theirs(*their_inputs))
-    assert len(mine) == len(yours)
-    loss_ours, loss_theirs = 0.0, 0.0
-    for a, b in zip(mine, yours):
-        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-4, atol=atol)
-        w = randn(*b.shape)
-        loss_ours = loss_ours + (a * ggrad.tensor(w)).sum()
-        loss_theirs = loss_theirs + (b * torch.tensor(w)).sum()
-    loss_ours.backward()
-    loss_theirs.backward()
-    for x, y in zip(flat(our_inputs), flat(their_inputs)):
-        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-4, atol=atol)
-    theirs_named = dict(theirs.named_parameters())
-    for name, p in ours.named_parameters():
-        np.testing.assert_allclose(p.grad.numpy(), theirs_named[name].grad.numpy(), rtol=1e-4, atol=atol,
-                                   err_msg=name)
+    return copy_weights(getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs))
 
 
 CONFIGS = {

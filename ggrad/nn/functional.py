@@ -24,10 +24,11 @@ from ..autograd.ops import (selu, celu, logsigmoid, mish, hardsigmoid, hardswish
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm, isneginf as _isneginf
 from ..ggml import f32, i32
 from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live beside it)
+from .group_norm import group_norm, instance_norm, local_response_norm  # noqa: F401
 from .adaptive_pool import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: F401
 from ..ggml.errors import ShapeError
 
-__all__ = ["batch_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
+__all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
            "max_pool2d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
            "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",

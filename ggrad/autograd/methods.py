@@ -46,9 +46,18 @@ def _assign(self, value, op):
     return self
 
 
+def _before(t):
+    """A new Tensor object for t's value and history, for an in-place op to read: what the op saves for
+    backward stays t's old value when t is rebound (PyTorch saves the result or the old value instead)."""
+    old = alias(t)
+    old.grad_fn, old._output_nr, old.requires_grad = t.grad_fn, t._output_nr, t.requires_grad
+    return old
+
+
 def _inplace(fn, name):
     def method(self, *args, **kwargs):
-        return _assign(self, fn(self, *args, **kwargs), name)
+        _check_inplace(self, name)
+        return _assign(self, fn(_before(self), *args, **kwargs), name)
     method.__name__ = name
     return method
 

@@ -14,7 +14,8 @@ from .batch_norm import BatchNorm1d, BatchNorm2d
 from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm
 from .adaptive_pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .sparse import Embedding
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, AvgPool2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
 from .rnn import RNN, LSTM, GRU

@@ -1,5 +1,4 @@
-"""Convolution and pooling layers: `Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d`, `MaxPool2d`,
-`AvgPool2d`."""
+"""Convolution layers: `Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d` (pooling: pooling.py)."""
 
 import math
 
@@ -268,71 +267,3 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     n = 2
     conv = staticmethod(F.conv_transpose2d)
-
-
-class _Pool2d(Module):
-    op = ""
-
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        layer = type(self).__name__
-        self.kernel_size = _ntuple(kernel_size, 2, "kernel_size", layer)
-        self.stride = self.kernel_size if stride is None else _ntuple(stride, 2, "stride", layer)
-        self.padding = _ntuple(padding, 2, "padding", layer)
-        if any(v <= 0 for v in self.kernel_size + self.stride):
-            raise ValueError(f"{layer}: kernel_size and stride must be positive, got {self.kernel_size}, "
-                             f"{self.stride}")
-        if any(p < 0 or 2 * p > k for p, k in zip(self.padding, self.kernel_size)):
-            raise ValueError(f"{layer}: padding should be at most half of kernel size, but got "
-                             f"padding={self.padding} and kernel_size={self.kernel_size}")
-
-    def forward(self, x):
-        if x.ndim not in (3, 4):
-            raise ShapeError(f"{type(self).__name__}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                             f"{tuple(x.shape)}")
-        unbatched = x.ndim == 3
-        if unbatched:
-            x = x.unsqueeze(0)
-        for i in range(2):
-            if x.shape[2 + i] + 2 * self.padding[i] < self.kernel_size[i]:
-                raise ShapeError(f"{type(self).__name__}: input of shape {tuple(x.shape)} is smaller than the kernel "
-                                 f"{self.kernel_size} (padding {self.padding})")
-        pool = F.max_pool2d if self.op == "max" else F.avg_pool2d
-        y = pool(x, self.kernel_size, self.stride, self.padding)
-        return y.squeeze(0) if unbatched else y
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class MaxPool2d(_Pool2d):
-    """2-D max pooling over an input of shape (N, C, H, W).
-
-    y[n, c, i, j] = max_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (padding never wins)
-
-    Args:
-        kernel_size (int or (int, int)): window size.
-        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
-        padding (int or (int, int), default 0): implicit padding on both sides, at most half the kernel.
-
-    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
-    """
-
-    op = "max"
-
-
-class AvgPool2d(_Pool2d):
-    """2-D average pooling over an input of shape (N, C, H, W).
-
-    y[n, c, i, j] = mean_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (zero padding counted, as
-    PyTorch's default count_include_pad=True)
-
-    Args:
-        kernel_size (int or (int, int)): window size.
-        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
-        padding (int or (int, int), default 0): zero padding on both sides, at most half the kernel.
-
-    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
-    """
-
-    op = "avg"

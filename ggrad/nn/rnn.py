@@ -117,10 +117,11 @@ class RNNBase(Module):
         """One layer in one direction: the outputs (T, B, out) and the final state (a list)."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
         t, b = x.shape[0], x.shape[1]
-        gx = F.linear(x.reshape(t * b, x.shape[2]), w_ih, self._input_bias(b_ih, b_hh)).reshape(t, b, -1)
+        gx = F.linear(x.reshape(t * b, x.shape[2]), w_ih, self._input_bias(b_ih, b_hh))
+        steps = [g.reshape(b, g.shape[-1]) for g in gx.split(b, 0)]   # views; backward is one concat
         outs = [None] * t
         for step in (range(t - 1, -1, -1) if reverse else range(t)):
-            state = self._step(gx[step], state, w_hh, b_hh, w_hr)
+            state = self._step(steps[step], state, w_hh, b_hh, w_hr)
             outs[step] = state[0]
         return stack(outs, 0), state
 

@@ -20,16 +20,19 @@ NONLINEARITIES = {"tanh": F.tanh, "relu": F.relu}
 # ---- the steps ------------------------------------------------------------------------------------
 def elman_step(gx, h, w_hh, act):
     """h' = act(gx + h W_hh^T), gx = x W_ih^T + b_ih + b_hh."""
-    return act(gx + h @ w_hh.t())
+    return act(gx + F.linear(h, w_hh))
 
 
 def lstm_step(gx, h, c, w_hh, w_hr=None):
     """(h', c') of an LSTM: gates i, f, g, o from gx + h W_hh^T (gx holds b_ih + b_hh);
-    c' = f c + i g, h' = o tanh(c') (times W_hr^T with a projection)."""
-    i, f, g, o = (gx + h @ w_hh.t()).chunk(4, -1)
-    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
-    h = F.sigmoid(o) * F.tanh(c)
-    return (h if w_hr is None else h @ w_hr.t()), c
+    c' = f c + i g, h' = o tanh(c') (times W_hr^T with a projection). One sigmoid covers every gate
+    (g's share is unused): fewer nodes per time step."""
+    gates = gx + F.linear(h, w_hh)
+    i, f, _, o = F.sigmoid(gates).chunk(4, -1)
+    g = F.tanh(gates.narrow(-1, 2 * c.shape[-1], c.shape[-1]))
+    c = f * c + i * g
+    h = o * F.tanh(c)
+    return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
 def gru_step(gx, h, w_hh, b_hh):

@@ -152,3 +152,21 @@ def test_repr():
     assert repr(nn.LSTM(IN, H, num_layers=2, batch_first=True)) == repr(
         torch.nn.LSTM(IN, H, num_layers=2, batch_first=True))
     assert repr(nn.GRUCell(IN, H, bias=False)) == repr(torch.nn.GRUCell(IN, H, bias=False))
+
+
+def test_a_sequence_is_one_graph_with_a_fixed_cost_per_step():
+    """Forward, backward and the read compute as one graph; each time step adds about the same nodes
+    (the concatenations that join per-step pieces vary a little with the count)."""
+    model = nn.LSTM(IN, H, num_layers=2, bidirectional=True)
+    counts = []
+    for steps in (4, 8, 12):
+        x = ggrad.tensor(randn(steps, B, IN), requires_grad=True)
+        ggrad.reset_stats()
+        out, (h, c) = model(x)
+        (out.sum() + c.sum()).backward()
+        x.grad.numpy()
+        stats = ggrad.stats()
+        assert stats["computes"] == 1
+        counts.append(stats["nodes"])
+    first, second = counts[1] - counts[0], counts[2] - counts[1]
+    assert abs(second - first) <= 0.05 * first

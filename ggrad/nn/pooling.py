@@ -129,14 +129,19 @@ def _argmax_dim(score, index, dim, k, s, p, d, out):
     return best.reshape(shape), taken.reshape(shape)
 
 
+def _fused(pool, x, n, k, s, p):
+    """GGML's pool_2d (a 1-D pool as a 2-D one of height 1)."""
+    if n == 2:
+        return pool(x, k, s, p)
+    return pool(x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p).squeeze(2)
+
+
 def _max_pool(x, n, op, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     k, s, p, d = _settings(op, n, kernel_size, stride, padding, dilation)
     x, unbatched = _batched(x, n, op)
     outs = _shapes(x, n, k, s, p, d, ceil_mode, op)
     if all(v == 1 for v in d) and not ceil_mode:
-        y = _ggml_max_pool2d(x.unsqueeze(2) if n == 1 else x, ((1,) if n == 1 else ()) + k,
-                             ((1,) if n == 1 else ()) + s, ((0,) if n == 1 else ()) + p)
-        y = y.squeeze(2) if n == 1 else y
+        y = _fused(_ggml_max_pool2d, x, n, k, s, p)
     else:
         y = x if x.dtype.is_float else x.float()
         for i in reversed(range(n)):
@@ -154,9 +159,7 @@ def _avg_pool(x, n, op, kernel_size, stride, padding, ceil_mode, count_include_p
     x, unbatched = _batched(x, n, op)
     outs = _shapes(x, n, k, s, p, d, ceil_mode, op)
     if not ceil_mode and count_include_pad and divisor_override is None:
-        y = _ggml_avg_pool2d(x.unsqueeze(2) if n == 1 else x, ((1,) if n == 1 else ()) + k,
-                             ((1,) if n == 1 else ()) + s, ((0,) if n == 1 else ()) + p)
-        y = y.squeeze(2) if n == 1 else y
+        y = _fused(_ggml_avg_pool2d, x, n, k, s, p)
     else:
         y = x if x.dtype.is_float else x.float()
         for i in reversed(range(n)):

@@ -170,3 +170,21 @@ def test_a_sequence_is_one_graph_with_a_fixed_cost_per_step():
         counts.append(stats["nodes"])
     first, second = counts[1] - counts[0], counts[2] - counts[1]
     assert abs(second - first) <= 0.05 * first
+
+
+@pytest.mark.parametrize("shape", [(4 * H, H), (H, 4 * H), (6, 2, 3)])
+def test_orthogonal_init(shape):
+    """init.orthogonal_ (common on LSTM weight_hh): orthonormal rows or columns times gain, as torch's."""
+    t = ggrad.zeros(*shape)
+    nn.init.orthogonal_(t, gain=2.0)
+    q = t.numpy().reshape(shape[0], -1)
+    gram = q.T @ q if q.shape[0] >= q.shape[1] else q @ q.T
+    np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-5)
+    reference = torch.nn.init.orthogonal_(torch.zeros(*shape), gain=2.0).numpy().reshape(shape[0], -1)
+    np.testing.assert_allclose(np.linalg.svd(q, compute_uv=False), np.linalg.svd(reference, compute_uv=False),
+                               rtol=1e-5)
+    model = nn.LSTM(IN, H)
+    for name, p in model.named_parameters():
+        if "weight_hh" in name:
+            nn.init.orthogonal_(p)
+    np.testing.assert_allclose(model.weight_hh_l0.numpy().T @ model.weight_hh_l0.numpy(), np.eye(H), atol=1e-5)

@@ -159,3 +159,14 @@ def test_errors():
 def test_square_subsequent_mask():
     np.testing.assert_array_equal(nn.Transformer.generate_square_subsequent_mask(4).numpy(),
                                   torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
+
+
+def test_unbatched_layers():
+    ours, theirs = pair("TransformerEncoderLayer", E, HEADS, FF, dropout=0.0)
+    x, tx = leaf(randn(S, E))
+    mask = np.array([False] * (S - 2) + [True, True])
+    compare(ours, theirs, [x], [tx], src_key_padding_mask=(ggrad.tensor(mask), torch.tensor(mask)))
+    ours, theirs = pair("TransformerDecoderLayer", E, HEADS, FF, dropout=0.0, norm_first=True)
+    tgt, ttgt = leaf(randn(T, E))
+    memory, tmemory = leaf(randn(S, E))
+    compare(ours, theirs, [tgt, memory], [ttgt, tmemory], tgt_mask=causal(T))

@@ -7,14 +7,21 @@ from .module import Module
 from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
 from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
-                         Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink)
+                         Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink,
+                         Threshold)
 from .normalization import LayerNorm, RMSNorm, Dropout
 from .batch_norm import BatchNorm1d, BatchNorm2d
+from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm
 from .adaptive_pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .sparse import Embedding
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, MaxPool2d, AvgPool2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d
 from .attention import MultiHeadAttention, MultiheadAttention
 from .transformer import TransformerBlock
+from .rnn import RNN, LSTM, GRU
+from .transformer_layers import (TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder,
+                                 TransformerDecoder, Transformer)
+from .rnn_cells import RNNCell, LSTMCell, GRUCell
 from .kv_cache import KVCache, LayerKVCache
 from . import generation
 from .quantized import quantize_, QuantizedParameter

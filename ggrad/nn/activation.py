@@ -1,7 +1,8 @@
 """Activation layers: ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, and
-SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink.
+SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink, Threshold.
 
-`inplace=` is accepted for PyTorch compatibility and ignored: ggrad never overwrites an input.
+`inplace=True` (where PyTorch takes it) makes the input Tensor itself take the result, as in PyTorch
+(see ggrad.nn.inplace: the Tensor is rebound to the new value and its history).
 """
 
 from ..autograd import Parameter
@@ -16,14 +17,18 @@ class ReLU(Module):
     y = max(x, 0)
 
     Args:
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, inplace=False):
         super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace)
 
 
 class GELU(Module):
@@ -55,14 +60,18 @@ class SiLU(Module):
     y = x * sigmoid(x)
 
     Args:
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, inplace=False):
         super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.silu(x)
+        return F.silu(x, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace)
 
 
 class Tanh(Module):
@@ -92,18 +101,18 @@ class LeakyReLU(Module):
 
     Args:
         negative_slope (float, default 0.01): slope for negative inputs.
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + _inplace_repr(self.inplace, ", ")
 
 
 class ELU(Module):
@@ -113,18 +122,18 @@ class ELU(Module):
 
     Args:
         alpha (float, default 1.0): scale of the negative part.
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self):
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + _inplace_repr(self.inplace, ", ")
 
 
 class Softplus(Module):
@@ -188,17 +197,31 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
-def _stateless(name, fn, formula):
-    """A layer with no arguments: y = fn(x)."""
-    def forward(self, x):
-        return fn(x)
+def _inplace_repr(inplace, separator=""):
+    return separator + "inplace=True" if inplace else ""
 
-    def __init__(self, inplace=False):
-        Module.__init__(self)
 
-    doc = f"{name}.\n\n    {formula}\n\n    Args:\n        inplace (bool, default False): accepted and ignored.\n    "
-    return type(name, (Module,), {"__init__": __init__, "forward": forward, "__doc__": doc,
-                                  "__module__": __name__})
+def _stateless(name, fn, formula, takes_inplace=True):
+    """A layer with no arguments but PyTorch's `inplace` (where it takes one): y = fn(x)."""
+    if takes_inplace:
+        def __init__(self, inplace=False):
+            Module.__init__(self)
+            self.inplace = inplace
+
+        def forward(self, x):
+            return fn(x, self.inplace)
+
+        def extra_repr(self):
+            return _inplace_repr(self.inplace)
+        args = "\n\n    Args:\n        inplace (bool, default False): the input takes the result.\n    "
+        members = {"__init__": __init__, "forward": forward, "extra_repr": extra_repr}
+    else:
+        def forward(self, x):
+            return fn(x)
+        args = "\n    "
+        members = {"forward": forward}
+    members.update({"__doc__": f"{name}.\n\n    {formula}{args}", "__module__": __name__})
+    return type(name, (Module,), members)
 
 
 SELU = _stateless("SELU", F.selu, "y = 1.0507 * (x if x > 0 else 1.6733 (exp(x) - 1))")
@@ -206,9 +229,31 @@ Mish = _stateless("Mish", F.mish, "y = x tanh(softplus(x))")
 Hardswish = _stateless("Hardswish", F.hardswish, "y = x clamp(x + 3, 0, 6) / 6")
 Hardsigmoid = _stateless("Hardsigmoid", F.hardsigmoid, "y = clamp(x + 3, 0, 6) / 6")
 ReLU6 = _stateless("ReLU6", F.relu6, "y = clamp(x, 0, 6)")
-LogSigmoid = _stateless("LogSigmoid", F.logsigmoid, "y = log(sigmoid(x))")
-Softsign = _stateless("Softsign", F.softsign, "y = x / (1 + |x|)")
-Tanhshrink = _stateless("Tanhshrink", F.tanhshrink, "y = x - tanh(x)")
+LogSigmoid = _stateless("LogSigmoid", F.logsigmoid, "y = log(sigmoid(x))", takes_inplace=False)
+Softsign = _stateless("Softsign", F.softsign, "y = x / (1 + |x|)", takes_inplace=False)
+Tanhshrink = _stateless("Tanhshrink", F.tanhshrink, "y = x - tanh(x)", takes_inplace=False)
+
+
+class Threshold(Module):
+    """Replaces the values at or below a threshold.
+
+    y = x if x > threshold else value
+
+    Args:
+        threshold (float): the threshold.
+        value (float): what replaces x at or below it.
+        inplace (bool, default False): the input takes the result.
+    """
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x):
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self.inplace, ", ")
 
 
 class CELU(Module):
@@ -218,18 +263,18 @@ class CELU(Module):
 
     Args:
         alpha (float, default 1.0): scale of the negative part.
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
-        self.alpha = alpha
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
-        return F.celu(x, self.alpha)
+        return F.celu(x, self.alpha, self.inplace)
 
     def extra_repr(self):
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + _inplace_repr(self.inplace, ", ")
 
 
 class Hardtanh(Module):
@@ -240,20 +285,20 @@ class Hardtanh(Module):
     Args:
         min_val (float, default -1.0): lower bound.
         max_val (float, default 1.0): upper bound.
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): the input takes the result.
     """
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if min_val > max_val:
             raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x):
-        return F.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_repr(self.inplace, ", ")
 
 
 class GLU(Module):

@@ -1,5 +1,4 @@
-"""Convolution and pooling layers: `Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d`, `MaxPool2d`,
-`AvgPool2d`."""
+"""Convolution layers: `Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d` (pooling: pooling.py)."""
 
 import math
 
@@ -9,6 +8,9 @@ from . import functional as F
 from . import init
 from .module import Module
 from ..autograd import Parameter
+
+
+_PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
 
 
 def _ntuple(value, n, name, layer):
@@ -25,9 +27,14 @@ class _ConvNd(Module):
     transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
-                 dtype):
+                 dtype, padding_mode="zeros"):
         super().__init__()
         layer = type(self).__name__
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got padding_mode='{padding_mode}'")
+        if self.transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {layer}')
+        self.padding_mode = padding_mode
         for name, value in (("in_channels", in_channels), ("out_channels", out_channels), ("groups", groups)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{layer}: {name} must be a positive integer, got {value!r}")
@@ -99,6 +106,20 @@ class _ConvNd(Module):
                                  f"smaller than the kernel's reach {reach}")
         return x, unbatched
 
+    def _padded(self, x):
+        """x padded by padding_mode ('reflect', 'replicate', 'circular'; F.pad's modes) and the padding left
+        to the convolution: zero after an explicit pad, self.padding for padding_mode='zeros'."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        amounts = []
+        for i in reversed(range(self.n)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                amounts += [total // 2, total - total // 2]
+            else:
+                amounts += [self.padding[i], self.padding[i]]
+        return F.pad(x, amounts, mode=_PADDING_MODES[self.padding_mode]), 0
+
     def _describe(self):
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
 
@@ -112,6 +133,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -129,6 +152,7 @@ class Conv1d(_ConvNd):
         dilation (int, default 1): spacing between kernel taps.
         groups (int, default 1): channel groups convolved separately (C_in and C_out divisible by it).
         bias (bool, default True): learn a per-channel bias.
+        padding_mode (str, default 'zeros'): 'zeros', 'reflect', 'replicate' or 'circular' (as F.pad's modes).
         device, dtype (optional): where the parameters live and their dtype.
 
     Shape: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out), L_out = (L + 2p - d (k - 1) - 1) // s + 1.
@@ -138,13 +162,14 @@ class Conv1d(_ConvNd):
     n = 1
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, device=None, dtype=None):
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
-                         dtype)
+                         dtype, padding_mode)
 
     def forward(self, x):
         x, unbatched = self._check_input(x)
-        y = F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(x)
+        y = F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
         return y.squeeze(0) if unbatched else y
 
 
@@ -162,6 +187,7 @@ class Conv2d(_ConvNd):
         dilation (int or (int, int), default 1): spacing between kernel taps.
         groups (int, default 1): channel groups convolved separately (C_in and C_out divisible by it).
         bias (bool, default True): learn a per-channel bias.
+        padding_mode (str, default 'zeros'): 'zeros', 'reflect', 'replicate' or 'circular' (as F.pad's modes).
         device, dtype (optional): where the parameters live and their dtype.
 
     Shape: (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out).
@@ -171,13 +197,14 @@ class Conv2d(_ConvNd):
     n = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, device=None, dtype=None):
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
-                         dtype)
+                         dtype, padding_mode)
 
     def forward(self, x):
         x, unbatched = self._check_input(x)
-        y = F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        x, padding = self._padded(x)
+        y = F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
         return y.squeeze(0) if unbatched else y
 
 
@@ -189,9 +216,9 @@ class _ConvTransposeNd(_ConvNd):
     conv = None   # F.conv_transpose1d or F.conv_transpose2d
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, device=None, dtype=None):   # PyTorch's order and defaults
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):   # PyTorch's order
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
-                         dtype)
+                         dtype, padding_mode)
         self.output_padding = _ntuple(output_padding, self.n, "output_padding", type(self).__name__)
 
     def _output_padding(self, x, output_size):
@@ -240,71 +267,3 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     n = 2
     conv = staticmethod(F.conv_transpose2d)
-
-
-class _Pool2d(Module):
-    op = ""
-
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        layer = type(self).__name__
-        self.kernel_size = _ntuple(kernel_size, 2, "kernel_size", layer)
-        self.stride = self.kernel_size if stride is None else _ntuple(stride, 2, "stride", layer)
-        self.padding = _ntuple(padding, 2, "padding", layer)
-        if any(v <= 0 for v in self.kernel_size + self.stride):
-            raise ValueError(f"{layer}: kernel_size and stride must be positive, got {self.kernel_size}, "
-                             f"{self.stride}")
-        if any(p < 0 or 2 * p > k for p, k in zip(self.padding, self.kernel_size)):
-            raise ValueError(f"{layer}: padding should be at most half of kernel size, but got "
-                             f"padding={self.padding} and kernel_size={self.kernel_size}")
-
-    def forward(self, x):
-        if x.ndim not in (3, 4):
-            raise ShapeError(f"{type(self).__name__}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                             f"{tuple(x.shape)}")
-        unbatched = x.ndim == 3
-        if unbatched:
-            x = x.unsqueeze(0)
-        for i in range(2):
-            if x.shape[2 + i] + 2 * self.padding[i] < self.kernel_size[i]:
-                raise ShapeError(f"{type(self).__name__}: input of shape {tuple(x.shape)} is smaller than the kernel "
-                                 f"{self.kernel_size} (padding {self.padding})")
-        pool = F.max_pool2d if self.op == "max" else F.avg_pool2d
-        y = pool(x, self.kernel_size, self.stride, self.padding)
-        return y.squeeze(0) if unbatched else y
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class MaxPool2d(_Pool2d):
-    """2-D max pooling over an input of shape (N, C, H, W).
-
-    y[n, c, i, j] = max_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (padding never wins)
-
-    Args:
-        kernel_size (int or (int, int)): window size.
-        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
-        padding (int or (int, int), default 0): implicit padding on both sides, at most half the kernel.
-
-    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
-    """
-
-    op = "max"
-
-
-class AvgPool2d(_Pool2d):
-    """2-D average pooling over an input of shape (N, C, H, W).
-
-    y[n, c, i, j] = mean_{u, v} x[n, c, s0 i + u - p0, s1 j + v - p1]   (zero padding counted, as
-    PyTorch's default count_include_pad=True)
-
-    Args:
-        kernel_size (int or (int, int)): window size.
-        stride (int or (int, int), optional): step between windows; defaults to kernel_size.
-        padding (int or (int, int), default 0): zero padding on both sides, at most half the kernel.
-
-    Shape: (N, C, H, W) or (C, H, W) -> (N, C, (H + 2p0 - k0) // s0 + 1, (W + 2p1 - k1) // s1 + 1).
-    """
-
-    op = "avg"

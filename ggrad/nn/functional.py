@@ -14,25 +14,32 @@ from ..autograd import Function, Tensor, no_grad
 from ..autograd.autocast_hook import autocast_op
 from ..autograd.boundary import guard as _guard
 from ..autograd.factory import tensor as _tensor
-from ..autograd.ops import (linear, relu, gelu, silu, tanh, sigmoid, leaky_relu, elu, softplus,  # noqa: F401
-                            softmax, softmax_ext, log_softmax, layer_norm, dropout, conv1d, conv2d,
-                            max_pool2d, avg_pool2d, cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
+from ..autograd.ops import (linear, gelu, tanh, sigmoid, softplus,  # noqa: F401
+                            softmax, softmax_ext, log_softmax, layer_norm, conv1d, conv2d,
+                            cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
                             smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
-from ..autograd.ops import (selu, celu, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,  # noqa: F401
+from ..autograd.ops import (logsigmoid,  # noqa: F401
                             softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate, conv_transpose1d,
                             conv_transpose2d)
+from .inplace import (relu, relu6, leaky_relu, elu, selu, celu, silu, mish, hardtanh,  # noqa: F401
+                      hardsigmoid, hardswish, threshold, dropout, relu_, elu_, leaky_relu_, hardtanh_, celu_,
+                      selu_, threshold_)
+from . import inplace as _inplace
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm, isneginf as _isneginf
 from ..ggml import f32, i32
 from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live beside it)
+from .group_norm import group_norm, instance_norm, local_response_norm  # noqa: F401
+from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d  # noqa: F401
 from .adaptive_pool import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: F401
 from ..ggml.errors import ShapeError
 
-__all__ = ["batch_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
+__all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
-           "max_pool2d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
+           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
            "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
            "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
            "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate", "conv_transpose1d", "conv_transpose2d"]
+__all__ += [name for name in _inplace.NAMES if name not in __all__]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30

@@ -1,4 +1,5 @@
-"""Parameter initialisation, as `torch.nn.init`: uniform, normal, constant, Xavier/Glorot, Kaiming/He.
+"""Parameter initialisation, as `torch.nn.init`: uniform, normal, constant, Xavier/Glorot, Kaiming/He,
+orthogonal.
 
 Values are drawn on the host from ggrad's seeded generator (`ggrad.manual_seed`), so initialisation is
 reproducible on every backend, then copied into the tensor (no gradient is recorded). Every function
@@ -139,3 +140,23 @@ def kaiming_normal_(t, a=0.0, mode="fan_in", nonlinearity="leaky_relu"):
     if fan == 0:
         return t
     return normal_(t, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+
+
+def orthogonal_(t, gain=1.0):
+    """A (semi-)orthogonal matrix times `gain`, as PyTorch's: Q of the QR decomposition of a normal draw of
+    shape (rows, cols) = (t.shape[0], prod(t.shape[1:])) (transposed when rows < cols), signs fixed by R's
+    diagonal so the result is uniformly distributed."""
+    if t.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    rows = t.shape[0]
+    cols = t.numel() // rows if rows else 0
+    if t.numel() == 0:
+        return t
+    draw = generator().normal(0.0, 1.0, size=(rows, cols))
+    if rows < cols:
+        draw = draw.T
+    q, r = np.linalg.qr(draw)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(t, gain * q)

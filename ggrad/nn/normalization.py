@@ -106,7 +106,7 @@ class Dropout(Module):
 
     Args:
         p (float, default 0.5): probability of an element being zeroed.
-        inplace (bool, default False): accepted and ignored.
+        inplace (bool, default False): in training, the input takes the result.
     """
 
     def __init__(self, p=0.5, inplace=False):
@@ -114,9 +114,10 @@ class Dropout(Module):
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
         self.p = float(p)
+        self.inplace = inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"

@@ -35,7 +35,7 @@ def np_conv1d(x, w, b=None, stride=1, padding=0, dilation=1):
 
 
 def np_pool2d(x, kernel, stride, padding, op):
-    (k0, k1), (s0, s1), (p0, p1) = kernel, stride, padding
+    (k0, k1), (s0, s1), (p0, p1) = ((v, v) if isinstance(v, int) else v for v in (kernel, stride, padding))
     fill = -np.inf if op == "max" else 0.0
     x = np.pad(x, ((0, 0), (0, 0), (p0, p0), (p1, p1)), constant_values=fill)
     oh = (x.shape[2] - k0) // s0 + 1
@@ -144,4 +144,4 @@ def test_pool_checks_and_repr():
     with pytest.raises(ggrad.ShapeError, match="smaller than the kernel"):
         nn.MaxPool2d(5)(ggrad.randn(1, 1, 3, 8))
     assert nn.MaxPool2d(2)(ggrad.randn(3, 4, 4)).shape == (3, 2, 2)
-    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"

@@ -206,7 +206,7 @@ def test_activation(layer, ref):
 def test_activation_reprs():
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
     assert repr(nn.Softmax(1)) == "Softmax(dim=1)"
-    assert repr(nn.ReLU(inplace=True)) == "ReLU()"
+    assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"   # as PyTorch
     with pytest.raises(ValueError, match="approximate"):
         nn.GELU("fast")
 

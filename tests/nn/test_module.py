@@ -211,7 +211,7 @@ def test_repr_lists_the_tree_with_extra_repr():
     assert "(head): Linear(in_features=4, out_features=2, bias=False)" in text
     assert text.endswith(")")
     assert repr(nn.ReLU()) == "ReLU()"
-    assert repr(nn.Dropout(0.1)) == "Dropout(p=0.1)"
+    assert repr(nn.Dropout(0.1)) == "Dropout(p=0.1, inplace=False)"   # as PyTorch
 
 
 def test_forward_missing_and_call():

@@ -38,6 +38,9 @@ KNOWN = {
     ("ggrad.avg_pool2d", "dim_out_of_range"): "torch reads 5 as kernel_size and fails on the 2-D input with "
                                               "IndexError; ggrad checks the input's dims first (ShapeError)",
     ("ggrad.avg_pool2d", "negative_dim_out_of_range"): "the same",
+    ("nn.functional.avg_pool2d", "dim_out_of_range"): "the same (F.avg_pool2d, with PyTorch's pooling options)",
+    ("nn.functional.avg_pool2d", "negative_dim_out_of_range"): "torch IndexError for the 2-D input; ggrad first "
+                                                               "refuses the negative kernel_size (ArgumentError)",
     ("ggrad.embedding", "mismatched_shapes"): "float indices: torch RuntimeError, ggrad DTypeError (TypeError)",
     ("nn.functional.embedding", "mismatched_shapes"): "the same",
     ("ggrad.hardsigmoid", "mismatched_shapes"): "torch reads the 2nd tensor as inplace=True and refuses an "

@@ -43,7 +43,17 @@ def accumulate_leaf(leaf, grad):
         raise RuntimeError(f"gradient of shape {grad.shape} for a tensor of shape {leaf.shape}")
     if grad.dtype != leaf.dtype:
         grad = grad.to(leaf.dtype)
-    leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+    leaf.grad = _own(grad) if leaf.grad is None else leaf.grad + grad
+
+
+def _own(grad):
+    """`grad` as a Tensor object of its own for a `.grad`: one gradient often reaches several leaves (both
+    operands of an add, LSTM's bias_ih and bias_hh) and must not be one object there (or a view of one
+    storage), or an in-place change of one `.grad` (clip_grad_norm_'s mul_) would change the others;
+    PyTorch's gradients never share storage either. Values and history stay."""
+    own = alias(grad)
+    own.grad_fn, own._output_nr, own.requires_grad = grad.grad_fn, grad._output_nr, grad.requires_grad
+    return own
 
 
 def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
@@ -296,4 +306,4 @@ def _retain(node, grads):
         for nr, ref in node.retained.items():
             t = ref()
             if t is not None and grads[nr] is not None:
-                t.grad = grads[nr] if t.grad is None else t.grad + grads[nr]
+                t.grad = _own(grads[nr]) if t.grad is None else t.grad + grads[nr]

@@ -203,3 +203,22 @@ def test_autograd_grad_calls_only_the_hooks_on_its_path():
         lib.autograd.grad((off_path * on_path).sum(), x)
         calls.append(seen)
     assert calls[0] == calls[1] == ["on"]
+
+
+def test_leaves_reached_by_one_gradient_get_gradients_of_their_own():
+    """b_ih and b_hh of an LSTM get the same gradient: an in-place change of one .grad (clip_grad_norm_)
+    must not change the other's (it did: both held one Tensor, so clipping scaled it twice)."""
+    results = []
+    for lib in (torch, ggrad):
+        a = lib.ones(3, requires_grad=True)
+        b = lib.ones(3, requires_grad=True)
+        y = lib.ones(3, requires_grad=True)
+        y_sum = y * 2
+        y_sum.retain_grad()
+        (a + b + y_sum).sum().backward()
+        assert a.grad is not b.grad
+        a.grad.mul_(0.5)
+        lib.nn.utils.clip_grad_norm_([a, b, y], 0.1)
+        results.append([t.grad.numpy().copy() for t in (a, b, y, y_sum)])
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)

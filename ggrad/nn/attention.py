@@ -27,7 +27,7 @@ class MultiHeadAttention(Module):
         num_heads (int): number of heads H; must divide embed_dim.
         dropout (float, default 0.0): dropout on the attention weights (training mode only).
         bias (bool, default True): learn the input and output projection biases.
-        batch_first (bool, default True): inputs are (B, T, E); False means (T, B, E).
+        batch_first (bool, default False, as PyTorch's): inputs are (T, B, E); True means (B, T, E).
         kdim (int, optional): width of the keys (default embed_dim).
         vdim (int, optional): width of the values (default embed_dim).
         device, dtype (optional): where the parameters live and their dtype.
@@ -37,7 +37,7 @@ class MultiHeadAttention(Module):
     `out_proj` (a Linear(E, E)).
     """
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, kdim=None, vdim=None,
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=False, kdim=None, vdim=None,
                  device=None, dtype=None):
         super().__init__()
         for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
@@ -85,8 +85,8 @@ class MultiHeadAttention(Module):
             init.zeros_(self.out_proj.bias)
 
     # ---- forward ---------------------------------------------------------------------------------
-    def forward(self, query, key=None, value=None, attn_mask=None, key_padding_mask=None, is_causal=False,
-                need_weights=False, average_attn_weights=True, kv_cache=None):
+    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False, kv_cache=None):
         """Attend from `query` to `key`/`value` (self-attention when they are omitted or the same tensor).
 
         Args:
@@ -100,7 +100,8 @@ class MultiHeadAttention(Module):
             key_padding_mask (Tensor | array, optional): (B, S); boolean True = padding (ignored), or float
                 (added).
             is_causal (bool, default False): query i attends only keys j <= i (combined with the masks).
-            need_weights (bool, default False): also return the attention weights.
+            need_weights (bool, default True, as PyTorch's): also return the attention weights (False
+                saves computing their average).
             average_attn_weights (bool, default True): average the returned weights over heads.
             kv_cache (LayerKVCache, optional): incremental self-attention (not in PyTorch's module): this
                 call's keys and values are appended to the cache and the query attends to every cached
@@ -222,8 +223,8 @@ class MultiHeadAttention(Module):
             s += f", kdim={self.kdim}, vdim={self.vdim}"
         if self.in_proj_bias is None:
             s += ", bias=False"
-        if not self.batch_first:
-            s += ", batch_first=False"
+        if self.batch_first:
+            s += ", batch_first=True"
         return s
 
 

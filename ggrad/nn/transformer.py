@@ -53,7 +53,7 @@ class TransformerBlock(Module):
         `kv_cache` (a LayerKVCache) makes x the next T positions after those cached (incremental decoding)."""
         h = self.ln1(x)
         a, _ = self.attn(h, h, h, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=self.causal,
-                         kv_cache=kv_cache)
+                         need_weights=False, kv_cache=kv_cache)
         x = x + self.dropout(a)
         return x + self.dropout(self.fc2(self.act(self.fc1(self.ln2(x)))))
 

@@ -62,7 +62,7 @@ def _randomise(module):
 # ---- MultiHeadAttention ------------------------------------------------------------------------
 def test_self_attention_fused_qkv_matches_numpy_with_gradients():
     e, h = 8, 2
-    mha = nn.MultiHeadAttention(e, h)
+    mha = nn.MultiHeadAttention(e, h, batch_first=True)
     _randomise(mha)
     assert mha.in_proj_weight.shape == (3 * e, e) and mha.q_proj_weight is None
 
@@ -75,7 +75,7 @@ def test_self_attention_fused_qkv_matches_numpy_with_gradients():
 
 def test_separate_kdim_vdim_matches_numpy_with_gradients():
     e, h = 8, 4
-    mha = nn.MultiHeadAttention(e, h, kdim=5, vdim=3)
+    mha = nn.MultiHeadAttention(e, h, kdim=5, vdim=3, batch_first=True)
     _randomise(mha)
     assert mha.in_proj_weight is None and mha.k_proj_weight.shape == (e, 5) and mha.v_proj_weight.shape == (e, 3)
     names = [n for n, _ in mha.named_parameters()]
@@ -93,7 +93,7 @@ def test_separate_kdim_vdim_matches_numpy_with_gradients():
 @pytest.mark.parametrize("same_kv", [True, False])
 def test_cross_attention_with_the_fused_weight(same_kv):
     e, h = 6, 3
-    mha = nn.MultiHeadAttention(e, h)
+    mha = nn.MultiHeadAttention(e, h, batch_first=True)
     _randomise(mha)
 
     def ref(q, k, *rest):
@@ -116,7 +116,7 @@ def _count_matmuls(monkeypatch):
 
 def test_one_projection_matmul_and_batched_heads(monkeypatch):
     calls = _count_matmuls(monkeypatch)
-    mha = nn.MultiHeadAttention(16, 4)
+    mha = nn.MultiHeadAttention(16, 4, batch_first=True)
     x = ggrad.randn(2, 5, 16)
     mha(x)
     # qkv projection, scores, weighted values, output projection: no per-head or per-q/k/v matmuls.
@@ -129,7 +129,7 @@ def test_one_projection_matmul_and_batched_heads(monkeypatch):
 
 def test_key_padding_mask_gives_masked_keys_zero_weight():
     e, h, b, t = 8, 2, 3, 5
-    mha = nn.MultiHeadAttention(e, h)
+    mha = nn.MultiHeadAttention(e, h, batch_first=True)
     _randomise(mha)
     x = randn(b, t, e)
     pad = np.zeros((b, t), bool)
@@ -160,7 +160,7 @@ def test_key_padding_mask_gives_masked_keys_zero_weight():
 
 def test_causal_mask_and_its_host_cache():
     e, h, t = 8, 2, 6
-    mha = nn.MultiHeadAttention(e, h)
+    mha = nn.MultiHeadAttention(e, h, batch_first=True)
     x = randn(1, t, e)
     F.causal_mask_host.cache_clear()
     _, w = mha(ggrad.tensor(x), is_causal=True, need_weights=True)
@@ -181,7 +181,7 @@ def test_causal_mask_and_its_host_cache():
 @pytest.mark.parametrize("kind", ["bool2d", "bool3d", "float2d", "int4d", "causal+bool"])
 def test_attn_mask_forms(kind):
     e, h, b, t = 4, 2, 2, 3
-    mha = nn.MultiHeadAttention(e, h)
+    mha = nn.MultiHeadAttention(e, h, batch_first=True)
     x = randn(b, t, e)
     bool_mask = RNG.random((t, t)) < 0.4
     np.fill_diagonal(bool_mask, False)
@@ -221,7 +221,7 @@ def test_batch_first_false_and_unbatched_inputs():
 
 
 def test_attention_dropout_only_in_training():
-    mha = nn.MultiHeadAttention(8, 2, dropout=0.5)
+    mha = nn.MultiHeadAttention(8, 2, dropout=0.5, batch_first=True)
     x = ggrad.tensor(randn(2, 6, 8))
     _, w = mha(x, need_weights=True, average_attn_weights=False)
     w = w.numpy()
@@ -236,7 +236,7 @@ def test_attention_dropout_only_in_training():
 def test_mha_input_checks():
     with pytest.raises(ValueError, match=r"embed_dim \(10\) must be divisible by num_heads \(3\)"):
         nn.MultiHeadAttention(10, 3)
-    mha = nn.MultiHeadAttention(8, 2)
+    mha = nn.MultiHeadAttention(8, 2, batch_first=True)
     x = ggrad.randn(2, 3, 8)
     with pytest.raises(ggrad.ShapeError, match="expected query with embed_dim=8 features, got shape \\(2, 3, 6\\)"):
         mha(ggrad.randn(2, 3, 6))
@@ -262,7 +262,7 @@ def test_mha_repr_and_alias():
 def test_mha_matches_torch():
     torch = pytest.importorskip("torch")
     for kwargs in ({}, {"kdim": 5, "vdim": 3}):
-        ours = nn.MultiHeadAttention(8, 2, **kwargs)
+        ours = nn.MultiHeadAttention(8, 2, **kwargs, batch_first=True)
         _randomise(ours)
         theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, **kwargs)
         theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
@@ -354,3 +354,24 @@ def test_transformer_block_defaults_masks_and_repr():
     with pytest.raises(ValueError, match="activation must be one of"):
         nn.TransformerBlock(8, 2, activation="swish")
     assert isinstance(nn.TransformerBlock(8, 2, activation=nn.SiLU()).act, nn.SiLU)
+
+
+def test_mha_defaults_and_positional_arguments_are_torchs():
+    """batch_first=False and need_weights=True by default, and forward's positional order (query, key,
+    value, key_padding_mask, need_weights, attn_mask), as torch.nn.MultiheadAttention."""
+    torch = pytest.importorskip("torch")
+    ours = nn.MultiHeadAttention(8, 2)
+    _randomise(ours)
+    theirs = torch.nn.MultiheadAttention(8, 2)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    assert ours.batch_first is theirs.batch_first is False
+    x = randn(5, 3, 8)   # (T, B, E)
+    pad = np.zeros((3, 5), bool)
+    pad[2, 3:] = True
+    for args in ((), (pad,), (pad, False)):
+        g_out, g_w = ours(ggrad.tensor(x), ggrad.tensor(x), ggrad.tensor(x), *args)
+        t_out, t_w = theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x), *(torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        np.testing.assert_allclose(g_out.numpy(), t_out.detach().numpy(), rtol=1e-4, atol=1e-5)
+        assert (g_w is None) == (t_w is None)
+        if t_w is not None:
+            np.testing.assert_allclose(g_w.numpy(), t_w.detach().numpy(), rtol=1e-4, atol=1e-6)

@@ -112,7 +112,7 @@ def test_cached_transformer_block_matches_the_full_causal_forward(chunks):
 
 
 def test_kv_cache_serves_self_attention_only():
-    mha = nn.MultiHeadAttention(8, 2)
+    mha = nn.MultiHeadAttention(8, 2, batch_first=True)
     cache = nn.KVCache(1, 1, 2, 4, 4)
     x, y = ggrad.tensor(randn(1, 2, 8)), ggrad.tensor(randn(1, 2, 8, seed=1))
     with ggrad.no_grad(), pytest.raises(ValueError, match="self-attention only"):

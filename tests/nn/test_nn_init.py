@@ -82,7 +82,7 @@ def test_layer_defaults_match_pytorch_schemes():
     assert abs(emb.weight.numpy().std() - 1.0) < 0.03
     ln = nn.LayerNorm(6)
     assert (ln.weight.numpy() == 1).all() and not ln.bias.numpy().any()
-    mha = nn.MultiHeadAttention(16, 4)
+    mha = nn.MultiHeadAttention(16, 4, batch_first=True)
     assert not mha.in_proj_bias.numpy().any() and not mha.out_proj.bias.numpy().any()
     assert np.abs(mha.in_proj_weight.numpy()).max() <= math.sqrt(6 / (16 + 48))
 

@@ -12,12 +12,14 @@ The inf/nan check is one scalar per device, computed in the same graph as the ba
 gradient of g * 0, which is nan exactly when some element is inf or nan). `step` reads it once per
 device (one host sync per step, as PyTorch's) and only then schedules the optimizer's update; a
 skipped step leaves parameters and optimizer state untouched. The scale itself is a host number
-(every decision about it follows that one read), so `get_scale()` costs nothing.
+(every decision about it follows that one read), so `get_scale()` costs nothing; it enters the graphs as
+uploaded data, so a changed scale still reuses the cached step graphs.
 """
 
 import math
 
 from ..autograd import grad_mode
+from ..autograd.factory import full
 from ..autograd.tensor import Tensor
 from ..ggml import f32
 
@@ -59,7 +61,7 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            return outputs * self._scale
+            return outputs * _as_data(self._scale, outputs)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("GradScaler.scale: outputs must be a Tensor or an iterable of Tensors")
@@ -75,6 +77,7 @@ class GradScaler:
         if state["stage"] is STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = 1.0 / self._scale
+        factors = {}   # per device: the inverse scale as a 0-d tensor
         checks = {}
         with grad_mode.no_grad():
             for group in optimizer.param_groups:
@@ -83,7 +86,10 @@ class GradScaler:
                         continue
                     if p.grad.dtype is not f32:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    p.grad = p.grad * inv_scale
+                    factor = factors.get(p.device.name)
+                    if factor is None:
+                        factor = factors[p.device.name] = _as_data(inv_scale, p.grad)
+                    p.grad = p.grad * factor
                     # nan exactly when some element is inf or nan; rows first: one SUM over a whole
                     # gradient is a single slow workgroup on Vulkan (48 ms a big-GPT step on the H200)
                     zeros = p.grad * 0.0
@@ -181,3 +187,9 @@ class GradScaler:
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
         self._growth_tracker = int(state_dict["_growth_tracker"])
+
+
+def _as_data(value, like):
+    """`value` as a 0-d float32 tensor on `like`'s device: uploaded data, not a constant of the graph, so a
+    step after the scale changed reuses the cached graph (ggrad.set_graph_cache)."""
+    return full((), value, dtype=f32, device=like.device)

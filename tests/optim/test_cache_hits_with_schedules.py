@@ -10,7 +10,7 @@ import ggrad.nn as nn
 from ggrad import optim
 
 
-def _loop(cached, make_opt, dtype=ggrad.float32, steps=5, scaler=False):
+def _loop(cached, make_opt, dtype=ggrad.float32, steps=5, scaler=False, growth_interval=2000):
     """`steps` steps of a small model with a LambdaLR schedule; (losses, parameters, hits, misses)."""
     ggrad.set_graph_cache(cached)
     try:
@@ -18,7 +18,7 @@ def _loop(cached, make_opt, dtype=ggrad.float32, steps=5, scaler=False):
         model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).to(dtype)
         opt = make_opt(model.parameters())
         schedule = optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0 / (i + 1))
-        amp = ggrad.amp.GradScaler(init_scale=2.0 ** 8) if scaler else None
+        amp = ggrad.amp.GradScaler(init_scale=2.0 ** 8, growth_interval=growth_interval) if scaler else None
         x = ggrad.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)).to(dtype)
         ggrad.realize()
         ggrad.reset_stats()
@@ -64,3 +64,13 @@ def test_grad_scaler_with_adamw_and_a_schedule_misses_only_in_its_first_steps():
     _assert_bitwise(plain, cached)
     assert cached[2] + cached[3] == 10
     assert cached[3] <= 3   # step 1: both graphs; step 2: the update, whose states are computed now
+
+
+def test_a_changing_grad_scale_reuses_the_cached_graphs():
+    """The scale (and its inverse) go into the graph as data: a scale that grows every step (growth_interval
+    1) misses no more than a constant one."""
+    make = lambda params: optim.AdamW(params, lr=1e-2, weight_decay=0.1)  # noqa: E731
+    plain = _loop(False, make, steps=6, scaler=True, growth_interval=1)
+    cached = _loop(True, make, steps=6, scaler=True, growth_interval=1)
+    _assert_bitwise(plain, cached)
+    assert cached[3] <= 3 and cached[2] + cached[3] == 12

@@ -22,6 +22,7 @@ from . import math as mt
 from . import reduce as rd
 from . import unary as un
 from .broadcast import broadcast_shapes, expand_to, reduce_to
+from .indexing import known_values
 from .sampling import check_values
 
 
@@ -87,7 +88,13 @@ def _modulo(a, b, rounding):
 def _nonzero_divisor(b, dtype):
     """`b` when dividing integers of `dtype` by it: PyTorch's RuntimeError for a zero in it (floats divide
     into inf and nan instead)."""
-    if not dtype.is_float:
+    if dtype.is_float:
+        return b
+    host = known_values(b)
+    if host is not None:   # host data: numpy looks, no compute
+        if (host == 0).any():
+            raise RuntimeError("ZeroDivisionError")
+    else:
         check_values(b, lambda t: rd.SumAll.apply(1.0 - un.Step.apply(un.abs(t.to(f32)))), "ZeroDivisionError")
     return b
 

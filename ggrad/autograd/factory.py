@@ -66,8 +66,6 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     array = np.asarray(data)
     if array.dtype == object:
         raise TypeError("tensor: data must be numbers or (nested) sequences of numbers")
-    if array.ndim > 4:
-        raise ValueError(f"tensor: GGML tensors have at most 4 dimensions; got shape {array.shape}")
     dt = _resolve_dtype(dtype, array)
     t = pending.leaf(dev, _host_array(array, dt), dt)
     if requires_grad:

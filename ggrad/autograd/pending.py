@@ -3,8 +3,9 @@
 Ops build nodes into the PendingGraph of their inputs' device and get Tensors back at once; a read,
 `optimizer.step()` or `ggrad.realize()` computes the whole pending graph (see execution.py).
 
-Shapes: a Tensor's `shape` is numpy order (0 to 4 dims); GGML's `ne` is the reverse, padded with 1s.
-`ne_of` is the one place where one becomes the other.
+Shapes: a Tensor's `shape` is numpy order (any rank); GGML's `ne` is the reverse, padded with 1s, with the
+leading dimensions of a shape of more than 4 merged (folding.py). `ne_of` is the one place where one becomes
+the other.
 """
 
 import weakref
@@ -21,9 +22,13 @@ _CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more co
 
 
 def ne_of(shape):
-    """GGML `ne` (4 values, innermost first) of a numpy-order shape."""
+    """GGML `ne` (4 values, innermost first) of a numpy-order shape; the dimensions before the last three of a
+    shape of more than 4 share the outermost (the folded layout of folding.py)."""
     if len(shape) > 4:
-        raise ShapeError(f"GGML tensors have at most 4 dimensions; got shape {tuple(shape)}")
+        lead = 1
+        for n in shape[:-3]:
+            lead *= int(n)
+        return [int(shape[-1]), int(shape[-2]), int(shape[-3]), lead]
     ne = [1, 1, 1, 1]
     for i, n in enumerate(reversed(shape)):
         ne[i] = int(n)

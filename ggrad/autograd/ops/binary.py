@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from ..factory import arange, tensor
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from . import unary as un
+from . import views as vw
 
 
 class Add(Primitive):
@@ -172,6 +173,9 @@ def _broadcast_apply(fn, a, b, op, commutative):
     if a.shape == b.shape:
         return fn.apply(a, b)
     out_shape = broadcast_shapes(a.shape, b.shape, op)
+    if len(out_shape) > 4:
+        return vw.folding().broadcast_apply(lambda x, y: _broadcast_apply(fn, x, y, op, commutative), a, b,
+                                            out_shape, op)
     if a.shape != out_shape:
         if commutative and b.shape == out_shape:
             a, b = b, a

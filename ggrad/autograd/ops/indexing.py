@@ -284,8 +284,6 @@ def _select_tensor(x, d, index):
         flat = vw.reshape(index, index.numel())
         picked = index_select(x, d, flat)
         shape = x.shape[:d] + index.shape + x.shape[d + 1:]
-        if len(shape) > 4:
-            raise ShapeError(f"indexing: result shape {shape} has more than 4 dimensions")
         return vw.reshape(picked, shape)
     return index_select(x, d, index)
 

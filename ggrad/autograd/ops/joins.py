@@ -6,7 +6,7 @@ from ..function import Function
 from .. import view_tracking
 from ..primitive import Primitive
 from ..tensor import _axis
-from .views import Slice, SliceStep, narrow, unsqueeze
+from .views import Slice, SliceStep, folding, narrow, unsqueeze
 
 
 class Concat(Primitive):
@@ -44,6 +44,8 @@ def cat(tensors, dim=0):
     parts = [t for t in tensors if t.numel()] or tensors   # zero-size pieces add nothing
     if len(parts) == 1 and len(tensors) > 1:
         return parts[0] * 1   # a new tensor, as cat always gives
+    if first.ndim > 4:
+        return folding().cat(parts, d)
     out = parts[0]
     for t in parts[1:]:
         out = Concat.apply(out, t, d)

@@ -120,7 +120,11 @@ def matmul(a, b):
     if a.shape[-1] != b.shape[-2]:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} don't match "
                          f"(inner dims {a.shape[-1]} != {b.shape[-2]})")
-    out = matmul_nt(a, mv.transpose(b, -1, -2))
+    if a.ndim > 4 or b.ndim > 4:
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], "matmul")
+        out = mv.folding().matmul(matmul, a, b, batch)
+    else:
+        out = matmul_nt(a, mv.transpose(b, -1, -2))
     if a.dtype is b.dtype and a.dtype.name in ("f16", "bf16"):
         out = out.to(a.dtype)   # half @ half is half, as PyTorch (GGML accumulates in float32)
     for d in squeeze:

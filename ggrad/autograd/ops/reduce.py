@@ -86,6 +86,9 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
         kept = _kept_shape(x.shape, dims)
         if dims == (x.ndim - 1,):
             out = SumRows.apply(src)
+        elif x.ndim > 4:
+            from ..folding import sum_to   # folding builds on this module
+            out = sum_to(src, kept)
         else:
             out = SumTo.apply(src, kept)
         if not keepdim:

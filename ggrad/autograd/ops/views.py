@@ -37,8 +37,6 @@ def infer_shape(shape, numel, op="reshape"):
         shape = tuple(numel // known if s == -1 else s for s in shape)
     if prod(shape) != numel or any(s < 0 for s in shape):
         raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
-    if len(shape) > 4:
-        raise ShapeError(f"{op}: GGML tensors have at most 4 dimensions; got shape {shape}")
     return shape
 
 
@@ -150,6 +148,8 @@ def slice_scatter(x, y, starts):
     """x with y written at offset `starts` (y of the block's shape and x's dtype)."""
     if not y.numel():
         return x
+    if x.ndim > 4:
+        return folding().slice_scatter(x, y, tuple(starts))
     return SliceScatter.apply(x, y, tuple(starts))
 
 
@@ -208,13 +208,13 @@ class PermuteStep(_Step):
         self.in_shape, self.perm = in_shape, perm
 
     def apply(self, x):
-        return Permute.apply(x, self.perm)
+        return _permuted(x, self.perm)
 
     def scatter(self, x, value):
         inverse = [0] * len(self.perm)
         for i, p in enumerate(self.perm):
             inverse[p] = i
-        return Permute.apply(value, tuple(inverse))
+        return _permuted(value, tuple(inverse))
 
     def geometry(self, sizes, strides, offset):
         return tuple(sizes[p] for p in self.perm), tuple(strides[p] for p in self.perm), offset
@@ -228,6 +228,8 @@ class SliceStep(_Step):
         self.in_shape, self.starts, self.stops = in_shape, starts, stops
 
     def apply(self, x):
+        if x.ndim > 4:
+            return folding().slice_(x, self.starts, self.stops)
         return Slice.apply(x, self.starts, self.stops)
 
     def scatter(self, x, value):
@@ -249,6 +251,8 @@ class ExpandStep(_Step):
         self.writable = src == shape
 
     def apply(self, x):
+        if len(self.shape) > 4:
+            return folding().expand(x, self.src, self.shape)
         return Expand.apply(Reshape.apply(x, self.src) if self.src != self.in_shape else x, self.shape)
 
     def scatter(self, x, value):
@@ -278,6 +282,16 @@ class DetachStep(_Step):
 
     def geometry(self, sizes, strides, offset):
         return sizes, strides, offset
+
+
+def folding():
+    """The module lowering >4-D tensors (imported when first needed: it builds on this one)."""
+    from .. import folding
+    return folding
+
+
+def _permuted(x, perm):
+    return folding().permute(x, perm) if len(perm) > 4 else Permute.apply(x, perm)
 
 
 def apply_view(x, step, meta=None):

@@ -14,7 +14,7 @@ from .torch_dtypes import from_storage
 
 
 class Tensor:
-    """An n-dimensional array (up to 4-D) on a GGML device, optionally recording gradients.
+    """An n-dimensional array on a GGML device (beyond 4-D folded: folding.py), optionally recording gradients.
 
     Attributes:
         shape: numpy-order shape (tuple).

@@ -104,3 +104,18 @@ def test_write_into_unfoldable_5d_slice_is_a_runtime_error():
     x = ggrad.zeros(2, 3, 4, 5, 6)
     with pytest.raises(RuntimeError, match=r"slice_scatter: .*\(1, 2, 3, 4, 5\) into \(2, 3, 4, 5, 6\)"):
         x[1:, 1:, 1:, 1:, 1:] = 1.0
+
+
+def test_code_of_at_most_4_dims_never_reaches_folding(monkeypatch):
+    from ggrad.autograd import folding
+
+    def refuse(*args):
+        raise AssertionError("a <=4-D op went through folding.py")
+    for name in ("permute", "expand", "broadcast_apply", "slice_", "slice_scatter", "sum_to", "cat", "matmul"):
+        monkeypatch.setattr(folding, name, refuse)
+    ggrad.manual_seed(0)
+    block = ggrad.nn.TransformerBlock(16, 4)
+    x = ggrad.randn(2, 5, 16, requires_grad=True)
+    loss = (block(x)[:, 1:, ::2].softmax(-1) * x.sum(0, keepdim=True)[:, 1:, ::2]).mean()
+    loss.backward()
+    assert x.grad.shape == x.shape and np.isfinite(x.grad.numpy()).all()

@@ -10,7 +10,8 @@ reshapes and <=4-D ops, so that autograd differentiates them through those ops:
   slice's untouched inner dimensions); when the merged rank is <=4, one <=4-D op does it;
 - a permute whose groups do not fit is a sequence of moves of one group (two merged blocks swapped: a 4-D
   permute and a copy each);
-- a reduction, a concat, a batch matmul fold the dimensions before and after the one they read.
+- a reduction, a concat, a roll or a scan along one dimension folds the dimensions before and after it; a batch
+  matmul folds its batch dimensions into one; repeat tiles through an expand of (1, s0, 1, s1, ...).
 
 Every result ends with a Reshape to its logical shape, so the node of a >4-D Tensor always has the folded
 layout. An expand whose expanded and kept runs alternate more than 4 times repeats one dimension at a time.
@@ -160,6 +161,21 @@ def slice_scatter(x, y, starts):
 def around(x, d):
     """x as (prod of the dims before d, x.shape[d], prod of the dims after d)."""
     return _reshape(x, (_prod(x.shape[:d]), x.shape[d], _prod(x.shape[d + 1:])))
+
+
+def along(x, d, fn):
+    """`fn(y, 1)` for an op along one dimension, on y = x folded around dimension d, unfolded after (the
+    op may change that dimension's size)."""
+    out = fn(around(x, d), 1)
+    return _reshape(out, x.shape[:d] + (out.shape[1],) + x.shape[d + 1:])
+
+
+def tile(x, src, sizes):
+    """x (of shape `src`) tiled `sizes[i]` times along each dimension i: an expand of (1, s0, 1, s1, ...)
+    to (r0, s0, r1, s1, ...), which is the tiling in row-major order."""
+    inner = tuple(n for s in src for n in (1, s))
+    outer = tuple(n for r, s in zip(sizes, src) for n in (r, s))
+    return _reshape(expand(_reshape(x, inner), inner, outer), tuple(r * s for r, s in zip(sizes, src)))
 
 
 def sum_to(x, kept):

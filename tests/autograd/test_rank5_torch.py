@@ -119,3 +119,32 @@ def test_code_of_at_most_4_dims_never_reaches_folding(monkeypatch):
     loss = (block(x)[:, 1:, ::2].softmax(-1) * x.sum(0, keepdim=True)[:, 1:, ::2]).mean()
     loss.backward()
     assert x.grad.shape == x.shape and np.isfinite(x.grad.numpy()).all()
+
+
+MORE_CASES = [
+    ("roll", lambda T, x: T.roll(x, (1, -2), (1, 4)), [(2, 3, 4, 5, 6)]),
+    ("repeat", lambda T, x: x.repeat(1, 2, 1, 1, 2), [(2, 3, 4, 5, 6)]),
+    ("repeat new dims", lambda T, x: x.repeat(2, 1, 1, 2, 1), [(3, 4, 5, 6)]),
+    ("cumprod", lambda T, x: T.cumprod(x, 2), [(2, 3, 4, 5, 6)]),
+    ("cumsum", lambda T, x: T.cumsum(x, 1), [(2, 3, 4, 5, 6)]),
+    ("split", lambda T, x: T.split(x, 2, 1)[1] * T.split(x, [1, 2], 1)[0], [(2, 3, 4, 5, 6)]),
+    ("chunk", lambda T, x: x.chunk(2, 4)[1], [(2, 3, 4, 5, 6)]),
+    ("flip", lambda T, x: T.flip(x, [1, 3]), [(2, 3, 4, 5, 6)]),
+    ("var", lambda T, x: x.var(1), [(2, 3, 4, 5, 6)]),
+    ("max dim", lambda T, x: x.max(2)[0], [(2, 3, 4, 5, 6)]),
+    ("log_softmax", lambda T, x: T.log_softmax(x, 1), [(2, 3, 4, 5, 6)]),
+    ("layer_norm", lambda T, x: T.nn.functional.layer_norm(x, (6,)), [(2, 3, 4, 5, 6)]),
+    ("where", lambda T, x: T.where(x > 0, x, x * 2), [(2, 3, 4, 5, 6)]),
+    ("index list", lambda T, x: x[:, [0, 2]], [(2, 3, 4, 5, 6)]),
+]
+
+
+@pytest.mark.parametrize("name, fn, shapes", MORE_CASES, ids=[c[0] for c in MORE_CASES])
+def test_rank5_ops_along_a_dim_match_torch(name, fn, shapes):
+    test_rank5_matches_torch(name, fn, shapes)
+
+
+def test_one_hot_of_a_4d_index_is_5d():
+    idx = np.random.default_rng(0).integers(0, 3, (2, 3, 2, 2))
+    got = ggrad.nn.functional.one_hot(ggrad.tensor(idx), 3)
+    np.testing.assert_array_equal(got.numpy(), torch.nn.functional.one_hot(torch.tensor(idx), 3).numpy())

@@ -6,7 +6,7 @@ from ..function import Function
 from .. import view_tracking
 from ..primitive import Primitive
 from ..tensor import _axis
-from .views import Slice, SliceStep, folding, narrow, unsqueeze
+from .views import Slice, SliceStep, folding, narrow, slice_view, unsqueeze
 
 
 class Concat(Primitive):
@@ -100,6 +100,11 @@ def split(x, split_size_or_sections, dim=0):
             raise ShapeError(f"split: sections {sizes} do not add up to dimension {d} of size {n}")
     if len(sizes) == 1:
         return (x,)
+    if x.ndim > 4:   # one folded slice view each
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return tuple(slice_view(x, tuple(a if i == d else 0 for i in range(x.ndim)),
+                                tuple(a + n if i == d else x.shape[i] for i in range(x.ndim)),
+                                view_tracking.MULTI_OUTPUT) for a, n in zip(starts, sizes))
     pieces, start = Split.apply(x, d, tuple(sizes)), 0
     for piece, size in zip(pieces, sizes):   # each piece is a view of x (PyTorch's multi-output views)
         starts, stops = [0] * x.ndim, list(x.shape)

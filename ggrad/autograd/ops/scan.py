@@ -17,7 +17,7 @@ from ..primitive import Primitive
 from ..tensor import _axis
 from ..torch_dtypes import INT64
 from .shape_ops import flip
-from .views import PadTo, Slice, contiguous
+from .views import PadTo, Slice, contiguous, folding
 
 
 class CumsumRows(Primitive):
@@ -61,7 +61,9 @@ def cumprod(x, dim, dtype=None):
     """y[..., i] = x[..., 0] * ... * x[..., i] along `dim`."""
     src = as_float32(x, "cumprod", allow_int=True)
     out = src * 1.0
-    if x.ndim:
+    if x.ndim > 4:
+        out = folding().along(out, _axis(dim, x.ndim), lambda y, d: _doubling_scan(y, d, lambda a, b: a * b, 1.0))
+    elif x.ndim:
         out = _doubling_scan(out, _axis(dim, x.ndim), lambda a, b: a * b, 1.0)
     want = _result_dtype(x, dtype)
     return out if out.dtype is want else out.to(want)

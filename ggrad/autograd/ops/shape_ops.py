@@ -12,7 +12,6 @@ import numpy as np
 
 from ...ggml import f32, ops
 from ..torch_dtypes import INT64
-from ...ggml.errors import ShapeError
 from ..factory import arange, tensor, zeros
 from .. import execution
 from ..grad_mode import no_grad
@@ -22,7 +21,7 @@ from ..tensor import Tensor, _axis
 from .broadcast import Expand
 from . import unary as un
 from .indexing import count_outside, index_select, known_values
-from .views import PadTo, Slice, narrow, reshape
+from .views import PadTo, Slice, folding, narrow, reshape
 
 
 def _dims(dims, ndim, op):
@@ -80,7 +79,13 @@ def roll(x, shifts, dims=None):
     if not any(per_dim) or x.numel() == 0:
         return x * 1
     src = x if x.dtype is f32 else x.to(f32)
-    out = Roll.apply(src, tuple(per_dim))
+    if x.ndim > 4:   # one dimension at a time, folded around it
+        out = src
+        for d, shift in enumerate(per_dim):
+            if shift:
+                out = folding().along(out, d, lambda y, k, shift=shift: Roll.apply(y, (0, shift, 0)))
+    else:
+        out = Roll.apply(src, tuple(per_dim))
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
@@ -96,11 +101,11 @@ def repeat(x, *sizes):
         raise RuntimeError(f"repeat: repeats {sizes} must be non-negative")
     src = (1,) * (len(sizes) - x.ndim) + x.shape
     shape = tuple(n * s for n, s in zip(src, sizes))
-    if len(shape) > 4:
-        raise ShapeError(f"repeat: result shape {shape} has more than GGML's 4 dimensions")
     base = reshape(x, src)
     if 0 in shape:
         return zeros(shape, dtype=x.dtype, device=x.device)
+    if len(shape) > 4 and shape != src:
+        return folding().tile(base, src, sizes)
     return base * 1 if shape == src else Expand.apply(base, shape)
 
 
@@ -263,8 +268,6 @@ def one_hot(x, num_classes=-1):
             num_classes = int(values.max()) + 1 if values.size else 0
         if values.size and values.max() >= num_classes:
             raise RuntimeError("one_hot: Class values must be smaller than num_classes.")
-    if x.ndim >= 4:
-        raise ShapeError(f"one_hot: result of shape {x.shape + (num_classes,)} has more than 4 dimensions")
     with no_grad(), execution.lock_of(x.device):
         labels = x.to(f32)
         if values is None:

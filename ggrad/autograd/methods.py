@@ -4,7 +4,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, ops, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
 from .factory import tensor
 from .function import Function
 from .ops import logical, mask_index, mask_positions, views
@@ -243,6 +243,7 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+_METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):

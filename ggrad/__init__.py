@@ -20,6 +20,7 @@ from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, ara
                                initial_seed, default_generator,
                                linspace, logspace, randperm)
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
+from .autograd.torch_dtypes import INT8 as int8, UINT8 as uint8, INT16 as int16
 from .autograd.dtype_rules import result_type, promote_types
 from .autograd.ops.logical import (eq, ne, lt, le, gt, ge, greater, less, greater_equal, less_equal, not_equal,
                                    logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or,
@@ -47,6 +48,8 @@ float = float32  # noqa: A001  (torch.float)
 half = float16
 int = int32  # noqa: A001
 long = int64
+short = int16
+float64 = double = ggml.dtypes.from_name("f64")   # named so PyTorch code reads; creating one raises (no f64 compute)
 
 
 def is_floating_point(t):

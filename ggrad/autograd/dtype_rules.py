@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ..ggml import f32
-from .torch_dtypes import BOOL, INT64, category, is_integer
+from .torch_dtypes import BOOL, INT64, category, from_host, host_of, is_integer, wrap_number
 from ..ggml.errors import DTypeError
 from .factory import full
 from .function import apply_function
@@ -76,8 +76,8 @@ def as_float32(x, op, allow_int=False):
 
 
 def promote_types(a, b):
-    """The dtype two tensor dtypes meet in: the higher category; float16 with bfloat16 is float32,
-    int32 with int64 is int64."""
+    """The dtype two tensor dtypes meet in: the higher category; float16 with bfloat16 is float32;
+    integers as numpy promotes them, as PyTorch's table (uint8 with int8 is int16, int32 with int64 int64)."""
     if a is b:
         return a
     ca, cb = category(a), category(b)
@@ -85,7 +85,7 @@ def promote_types(a, b):
         return a if ca > cb else b
     if ca == 2:
         return f32
-    return INT64
+    return from_host(np.promote_types(host_of(a), host_of(b)))
 
 
 def _as_number(x):
@@ -134,5 +134,6 @@ def promote(a, b, op):
             raise TypeError(f"{op}: expected a Tensor or a number as operand, got {type(v).__name__} {v!r:.40}")
     dtype = result_type(a, b)
     device = a.device if isinstance(a, Tensor) else b.device
-    a, b = (widen(x, dtype) if isinstance(x, Tensor) else full((), x, dtype=dtype, device=device) for x in (a, b))
+    a, b = (widen(x, dtype) if isinstance(x, Tensor) else full((), wrap_number(x, dtype), dtype=dtype, device=device)
+            for x in (a, b))
     return a, b

@@ -12,7 +12,7 @@ from .. import ggml
 from ..ggml.errors import DTypeError
 from . import pending
 from .generator import Generator
-from .torch_dtypes import BOOL, INT64, resolve, to_storage
+from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
 
 default_generator = Generator().manual_seed(0)   # PyTorch's torch.default_generator
 
@@ -37,10 +37,13 @@ def generator():
 
 def _resolve_dtype(dtype, array):
     if dtype is not None:
-        return resolve(dtype)
+        return refuse_float64(resolve(dtype), "tensor")
     kind = array.dtype.kind
     if kind == "f":
         return ggml.f16 if array.dtype == np.float16 else ggml.f32
+    small = {np.dtype(np.int8): INT8, np.dtype(np.uint8): UINT8, np.dtype(np.int16): INT16}
+    if array.dtype in small:
+        return small[array.dtype]
     if kind in "iu":   # as PyTorch: int32 stays int32, Python ints and int64 are int64
         return ggml.i32 if array.dtype.itemsize <= 4 and array.dtype != np.uint32 else INT64
     if kind == "b":

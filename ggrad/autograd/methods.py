@@ -4,14 +4,14 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, ops, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
 from .factory import tensor
 from .function import Function
-from .ops import logical, mask_index, views
+from .ops import logical, mask_index, mask_positions, views
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
-from .torch_dtypes import BOOL, INT64
+from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8
 
 
 def _flip(fn):
@@ -120,7 +120,8 @@ def _type_method(dt):
 def _type(self, dtype=None):
     """`.type()` names the dtype as PyTorch does ("torch.FloatTensor"); `.type(dtype)` converts."""
     if dtype is None:
-        names = {"f32": "Float", "f16": "Half", "bf16": "BFloat16", "i32": "Int", "i64": "Long", "bool": "Bool"}
+        names = {"f32": "Float", "f16": "Half", "bf16": "BFloat16", "i32": "Int", "i64": "Long", "bool": "Bool",
+                 "i8": "Char", "u8": "Byte", "i16": "Short"}
         return f"ggrad.{names.get(self.dtype.name, self.dtype.name)}Tensor"
     return to(self, dtype)
 
@@ -148,14 +149,21 @@ def _masked_fill_(self, mask, value):
 
 
 def _getitem(self, key):
-    return mask_index.getitem(self, key) if mask_index.is_mask(key) else ops.getitem(self, key)
+    if mask_index.is_mask(key):
+        return mask_index.getitem(self, key)
+    return mask_positions.getitem(self, key) if mask_positions.find(key) else ops.getitem(self, key)
 
 
 def _setitem(self, key, value):
     if self.requires_grad and self.is_leaf and grad_mode.is_grad_enabled():
         raise RuntimeError("__setitem__: a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation; wrap it in ggrad.no_grad() (as optimizers do)")
-    new = mask_index.setitem(self, key, value) if mask_index.is_mask(key) else ops.setitem(self, key, value)
+    if mask_index.is_mask(key):
+        new = mask_index.setitem(self, key, value)
+    elif mask_positions.find(key):
+        new = mask_positions.setitem(self, key, value)
+    else:
+        new = ops.setitem(self, key, value)
     _assign(self, new, "__setitem__")
 
 
@@ -209,6 +217,7 @@ _METHODS = {
     "to": to, "detach": views.detach, "clone": clone, "dequantize": ops.dequantize,
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
+    "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8), "byte": _type_method(UINT8), "short": _type_method(INT16),
     "cpu": lambda self: to(self, "cpu"),
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
@@ -234,6 +243,7 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+_METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):

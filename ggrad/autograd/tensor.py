@@ -209,7 +209,8 @@ class Tensor:
         return (tensor, (self.numpy(), self.dtype.name, None, self.requires_grad))
 
 
-_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8",
+                "i16": "int16"}
 
 
 def _axis(dim, ndim):

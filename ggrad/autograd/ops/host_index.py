@@ -33,7 +33,7 @@ def rows(x, key):
 def _host_indices(key):
     """The values of an integer index held on the host (numpy array), else None."""
     if isinstance(key, Tensor):
-        if key.dtype.is_float or key.dtype.name == "bool" or key.numel() == 0:
+        if key.dtype.is_float or key.dtype.name in ("bool", "i8", "u8", "i16") or key.numel() == 0:
             return None
         return _host_values(key)
     if isinstance(key, list) and not all(v.__class__ is int for v in key):

@@ -9,6 +9,7 @@ from .. import execution, view_tracking
 from ..pending import alias, graph_of
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
+from ..torch_dtypes import SMALL_INTS
 from ..factory import arange, tensor
 from . import host_index
 from . import reduce as rd
@@ -94,8 +95,8 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
             raise _not_integer(op, f"numpy dtype {array.dtype}", wrap)
         array = _checked_host(array.astype(np.int64), size, op, dim, wrap)
         return tensor(array.astype(np.int32), dtype=i32, device=device)
-    if index.dtype.is_float:
-        raise _not_integer(op, index.dtype.name, wrap)
+    if index.dtype.is_float or index.dtype in SMALL_INTS:   # PyTorch indexes with long and int only
+        raise _not_integer(op, index.dtype.torch_name if index.dtype in SMALL_INTS else index.dtype.name, wrap)
     index = index if index.dtype is i32 else index.to(i32)
     values = known_values(index)
     if values is not None:

@@ -31,3 +31,4 @@ from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, N
 from .sequential import Sequential
 
 from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)
+from .dropout_channels import Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: E402

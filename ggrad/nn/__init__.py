@@ -33,3 +33,4 @@ from .sequential import Sequential
 from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)
 from .dropout_channels import Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: E402
 from .pooling3d import MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d  # noqa: E402
+from .unpool import MaxUnpool1d, MaxUnpool2d  # noqa: E402

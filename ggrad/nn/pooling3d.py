@@ -16,8 +16,7 @@ from ..autograd import no_grad
 from ..autograd.factory import tensor
 from ..autograd.ops import cat
 from ..ggml.errors import ArgumentError, ShapeError
-from .adaptive_pool import _sizes
-from .module import Module
+from .adaptive_pool import AdaptiveAvgPool1d, _sizes
 from .pooling import _MaxPool, AvgPool2d, _argmax_dim, _out_size, _pool_dim, _settings, _window_counts
 
 _SPATIAL = 3
@@ -154,32 +153,18 @@ class AvgPool3d(AvgPool2d):
     count_include_pad (True), divisor_override (None); each size an int or a triple.
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
-        Module.__init__(self)
-        _settings("AvgPool3d", _SPATIAL, kernel_size, stride, padding, 1)
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+    n = _SPATIAL
 
     def forward(self, x):
         return avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                           self.divisor_override)
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(AdaptiveAvgPool1d):
     """Adaptive average pooling to `output_size` (an int, or (D, H, W) with None keeping that size)."""
-
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
 
     def forward(self, x):
         return adaptive_avg_pool3d(x, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class AdaptiveMaxPool3d(AdaptiveAvgPool3d):

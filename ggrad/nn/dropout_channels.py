@@ -18,6 +18,7 @@ not hold yet: dropout3d takes the unbatched (C, D, H, W) form.
 import math
 import warnings
 
+from ..autograd import Tensor
 from ..autograd.factory import bernoulli_mask
 from ..autograd.methods import _inplace
 from .module import Module
@@ -26,8 +27,15 @@ _SELU_SATURATION = 1.7580993408473766   # -SELU(-inf) = selu scale * selu alpha
 
 
 def _check_p(p):
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+    """torch's check, with torch's errors for a p that is no number (TypeError, or RuntimeError from a
+    tensor's ambiguous truth value)."""
+    if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _check_input(input, name):  # noqa: A002
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
 
 
 def _noise_shape(shape, feature, unbatched):
@@ -57,6 +65,7 @@ def _dropout(x, p, training, feature, alpha, unbatched=False):
 
 def _run(x, p, training, inplace, feature, alpha, name, unbatched=False):
     _check_p(p)
+    _check_input(x, name)
     if inplace and training:
         return _inplace(lambda t: _dropout(t, p, training, feature, alpha, unbatched), name + "_")(x)
     return _dropout(x, p, training, feature, alpha, unbatched)

@@ -16,8 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..amp.autocast import is_autocast_enabled
-from ..autograd import grad_mode
+from ..autograd import autocast_hook, grad_mode
 from ..autograd.factory import tensor
 from . import functional as F
 from .activation import GELU, ReLU
@@ -67,7 +66,7 @@ def nested_keep(encoder, src, mask, src_key_padding_mask):
     first = encoder.layers[0]
     if not encoder.use_nested_tensor or first.training or src.ndim != 3 or src_key_padding_mask is None:
         return None
-    if mask is not None or is_autocast_enabled():
+    if mask is not None or autocast_hook.current() is not None:   # an autocast region is active
         return None
     weights = [p for p in first.parameters()]
     if grad_mode.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in weights)):

@@ -228,7 +228,25 @@ class MultiHeadAttention(Module):
         return s
 
 
-MultiheadAttention = MultiHeadAttention
+class MultiheadAttention(MultiHeadAttention):
+    """torch.nn.MultiheadAttention: MultiHeadAttention with torch's rule for `is_causal`, a hint that
+    attn_mask is the causal mask. is_causal without attn_mask raises RuntimeError; with no
+    key_padding_mask and need_weights=False the causal mask is used in place of attn_mask (as torch's
+    fused path does); otherwise attn_mask is used and the hint is ignored. (MultiHeadAttention's
+    is_causal applies the causal mask by itself, combined with the others.)"""
+
+    def forward(self, query, key=None, value=None, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False, kv_cache=None):
+        if is_causal and kv_cache is None:
+            if attn_mask is None:
+                raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                                   "module method `generate_square_subsequent_mask` to create this mask.")
+            if key_padding_mask is None and not need_weights:
+                attn_mask = None
+            else:
+                is_causal = False
+        return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                               is_causal, kv_cache)
 
 
 def _batched(x, unbatched, batch_first, name):

@@ -31,6 +31,10 @@ from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live
 from .group_norm import group_norm, instance_norm, local_response_norm  # noqa: F401
 from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d  # noqa: F401
 from .adaptive_pool import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: F401
+from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  # noqa: F401
+                               feature_alpha_dropout)
+from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
+from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
 from ..ggml.errors import ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
@@ -40,6 +44,9 @@ __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "
            "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
            "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate", "conv_transpose1d", "conv_transpose2d"]
 __all__ += [name for name in _inplace.NAMES if name not in __all__]
+__all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+            "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+            "max_unpool1d", "max_unpool2d"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30

@@ -280,10 +280,12 @@ class AvgPool2d(Module):
     window's sum by it instead of the window's size.
     """
 
+    n = 2
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
-        _settings("AvgPool2d", 2, kernel_size, stride, padding, 1)
+        _settings(type(self).__name__, self.n, kernel_size, stride, padding, 1)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode = padding, ceil_mode

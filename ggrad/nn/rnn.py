@@ -3,17 +3,22 @@
 Each layer and direction projects the inputs of every time step in ONE matmul (T*B rows against
 weight_ih), then a Python time loop records one recurrent step per time step (a matmul with
 weight_hh and the gate arithmetic); the whole sequence, backward included, computes as one graph.
-PackedSequence (variable-length batches) is not supported: pad the batch, and mask the outputs.
+A PackedSequence input (variable lengths) runs padded, sorted by length: at the steps past a sequence's
+end a 0/1 mask keeps its state, so each sequence's final state is the one at its last real step (the
+reverse direction starts there), and the output is packed again, as torch returns it.
 """
 
 import warnings
 
+import numpy as np
+
 from ..autograd import Parameter
-from ..autograd.factory import empty, zeros
+from ..autograd.factory import empty, tensor, zeros
 from ..autograd.ops import cat, stack
 from ..ggml.errors import ShapeError
 from . import functional as F
 from .module import Module
+from .utils_rnn import PackedSequence, pack_padded_sequence, packed_lengths, pad_packed_sequence
 from .rnn_cells import NONLINEARITIES, check_sizes, elman_step, gru_step, init_recurrent_, lstm_step
 
 
@@ -95,7 +100,7 @@ class RNNBase(Module):
             raise ShapeError(f"{type(self).__name__}: Expected {name} size {want}, got {tuple(state.shape)}")
         return state.unsqueeze(1) if unbatched else state
 
-    def _run(self, x, states):
+    def _run(self, x, states, masks=None):
         """Run every layer and direction over x (T, B, in); `states` is a list of per-state tensors
         (L*D, B, .); returns the last layer's outputs (T, B, D*out) and the final states, stacked."""
         directions = 2 if self.bidirectional else 1
@@ -106,22 +111,27 @@ class RNNBase(Module):
             outputs = []
             for d, suffix in enumerate(("", "_reverse")[:directions]):
                 start = [s[k * directions + d] for s in states]
-                seq, last = self._direction(x, start, self._weights(k, suffix), reverse=d == 1)
+                seq, last = self._direction(x, start, self._weights(k, suffix), d == 1, masks)
                 outputs.append(seq)
                 for f, value in zip(finals, last):
                     f.append(value)
             x = outputs[0] if directions == 1 else cat(outputs, -1)
         return x, [stack(f, 0) for f in finals]
 
-    def _direction(self, x, state, weights, reverse):
-        """One layer in one direction: the outputs (T, B, out) and the final state (a list)."""
+    def _direction(self, x, state, weights, reverse, masks=None):
+        """One layer in one direction: the outputs (T, B, out) and the final state (a list); masks[t]
+        (B, 1) is 1 where step t is real and 0 where the state is carried over unchanged."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
         t, b = x.shape[0], x.shape[1]
         gx = F.linear(x.reshape(t * b, x.shape[2]), w_ih, self._input_bias(b_ih, b_hh))
         steps = [g.reshape(b, g.shape[-1]) for g in gx.split(b, 0)]   # views; backward is one concat
         outs = [None] * t
         for step in (range(t - 1, -1, -1) if reverse else range(t)):
-            state = self._step(steps[step], state, w_hh, b_hh, w_hr)
+            new = self._step(steps[step], state, w_hh, b_hh, w_hr)
+            if masks is not None:
+                keep = masks[step]
+                new = [n * keep + o * (1.0 - keep) for n, o in zip(new, state)]
+            state = new
             outs[step] = state[0]
         return stack(outs, 0), state
 
@@ -130,6 +140,8 @@ class RNNBase(Module):
         return None if b_ih is None else b_ih + b_hh
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, unbatched = self._sequence(input)
         states = self._initial_states(hx, x, unbatched)
         out, finals = self._run(x, states)
@@ -138,6 +150,24 @@ class RNNBase(Module):
         elif self.batch_first:
             out = out.transpose(0, 1)
         return out, self._pack(finals)
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence in, one out (same batch sizes and order); the final states in the batch's
+        original order, as torch."""
+        lengths = packed_lengths(packed)
+        x, _ = pad_packed_sequence(PackedSequence(packed.data, packed.batch_sizes))   # (T, B, in), sorted
+        self._sequence(x)   # the size checks
+        order, unorder = packed.sorted_indices, packed.unsorted_indices
+        if hx is not None and order is not None:
+            hx = tuple(h.index_select(1, order) for h in hx) if isinstance(hx, tuple) else hx.index_select(1, order)
+        states = self._initial_states(hx, x, False)
+        masks = [tensor((lengths > t).astype(np.float32).reshape(-1, 1), dtype=x.dtype, device=x.device)
+                 for t in range(x.shape[0])]
+        out, finals = self._run(x, states, masks)
+        if unorder is not None:
+            finals = [f.index_select(1, unorder) for f in finals]
+        data = pack_padded_sequence(out, lengths).data
+        return PackedSequence(data, packed.batch_sizes, order, unorder), self._pack(finals)
 
     def _initial_states(self, hx, x, unbatched):
         return [self._initial(hx, x, unbatched, self.hidden_size, "hidden")]

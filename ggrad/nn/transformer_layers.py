@@ -4,8 +4,8 @@
 Built on `MultiheadAttention`, `Linear`, `LayerNorm` and `Dropout` under PyTorch's attribute names
 (self_attn, multihead_attn, linear1, linear2, norm1..norm3, layers.{i}, norm), so a state_dict saved
 from a torch model loads. (`ggrad.nn.TransformerBlock` is the examples' GPT block, a different layer.)
-Not emulated: PyTorch's eval-mode nested-tensor fast path, which returns zeros at the positions that
-src_key_padding_mask pads; here those positions hold the values the layers compute, as in training.
+TransformerEncoder's eval-mode nested-tensor path returns zeros at the positions that src_key_padding_mask
+pads, under torch's conditions (encoder_fast_path.py).
 """
 
 import copy
@@ -17,6 +17,7 @@ from . import functional as F
 from . import init
 from .attention import MultiheadAttention
 from .containers import ModuleList
+from .encoder_fast_path import nested_keep, use_nested_tensor
 from .linear import Linear
 from .module import Module
 from .normalization import Dropout, LayerNorm
@@ -153,8 +154,9 @@ class TransformerEncoder(Module):
         encoder_layer (TransformerEncoderLayer): the layer copied.
         num_layers (int): how many.
         norm (Module, optional): applied to the last layer's output.
-        enable_nested_tensor, mask_check (bool): accepted for PyTorch's signature; ggrad has no nested
-            tensors (see the module docstring).
+        enable_nested_tensor (bool, default True): in eval mode without autograd, zero the padded positions
+            as torch's nested-tensor path does (encoder_fast_path.py says exactly when).
+        mask_check (bool, default True): take that path only when every row's padding comes last.
 
     forward(src, mask=None, src_key_padding_mask=None, is_causal=None).
     """
@@ -164,11 +166,16 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        self.use_nested_tensor = use_nested_tensor(encoder_layer, enable_nested_tensor)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        keep = nested_keep(self, src, mask, src_key_padding_mask)
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        if keep is not None:
+            x = x * keep
         return x if self.norm is None else self.norm(x)
 
 

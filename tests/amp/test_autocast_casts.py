@@ -126,7 +126,7 @@ def test_attention_scores_are_never_cast(dtype):
     """Inside attention the products keep float32 (PyTorch's fused SDPA never rounds its scores): no cast
     of a (B, H, L, S) tensor in the forward or the backward."""
     ggrad.manual_seed(0)
-    mha = nn.MultiheadAttention(16, 2, batch_first=True)
+    mha = nn.MultiHeadAttention(16, 2, batch_first=True)   # ggrad's: is_causal needs no attn_mask
     x = ggrad.randn(3, 12, 16)
 
     def step():

@@ -165,7 +165,7 @@ class Module(ModuleHooks):
         return module
 
     # ---- walking the tree ------------------------------------------------------------------------
-    def named_modules(self, memo: set[Module] | None = None, prefix: str = "",
+    def named_modules(self, memo: set[int] | None = None, prefix: str = "",   # memo: ids of modules seen
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """(dotted name, module) for this module and every descendant, each once."""
         if memo is None:

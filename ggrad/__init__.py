@@ -7,6 +7,10 @@
     print(x.grad)
 """
 
+from __future__ import annotations
+
+from typing import Any as _Any
+
 from . import ggml
 from .ggml import (Device, devices, device, set_num_threads, get_num_threads, GGRADError, ShapeError, DTypeError,
                    DeviceError, GGMLError, ArgumentError)
@@ -52,33 +56,33 @@ short = int16
 float64 = double = ggml.dtypes.from_name("f64")   # named so PyTorch code reads; creating one raises (no f64 compute)
 
 
-def is_floating_point(t):
+def is_floating_point(t: Tensor) -> bool:
     return t.dtype.is_float
 __version__ = "0.1.0"
 
 
-def stats():
+def stats() -> dict[str, _Any]:
     """Counters of the execution engine: graph computes, nodes, bytes uploaded/read, tensors persisted."""
     from .autograd.execution import stats as _stats
     return _stats.as_dict()
 
 
-def reset_stats():
+def reset_stats() -> None:
     from .autograd.execution import stats as _stats
     _stats.reset()
 
 
-def is_tensor(obj):
+def is_tensor(obj: object) -> bool:
     """Whether `obj` is a ggrad Tensor (PyTorch's torch.is_tensor)."""
     return isinstance(obj, Tensor)
 
 
-def numel(input):  # noqa: A002 (PyTorch's name)
+def numel(input: Tensor) -> int:  # noqa: A002 (PyTorch's name)
     """The number of elements of `input` (PyTorch's torch.numel)."""
     return input.numel()
 
 
-def set_graph_cache(enabled):
+def set_graph_cache(enabled: bool) -> None:
     """Reuse the graph, nodes and memory plan of a step whose recorded trace repeats (on by default;
     `GGRAD_GRAPH_CACHE=0` turns it off at start). Results are the same either way."""
     from .autograd.execution import set_graph_cache as _set

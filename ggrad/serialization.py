@@ -10,17 +10,21 @@ Before numpy reads a member, its .npy header is checked against the archive's ow
 so a small hostile file cannot make load allocate or inflate far more than the file holds.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import sys
 import zipfile
+from typing import Any
 
 import numpy as np
 
 from .autograd import Parameter, Tensor
 from .autograd.factory import tensor
 from .autograd.raw import from_raw, to_raw
+from .autograd.typing_aliases import DeviceLike
 from . import ggml
 from . import serialization_gguf
 from .ggml.files import atomic_write
@@ -166,7 +170,7 @@ def _is_gguf(path):
     return not hasattr(path, "write") and not hasattr(path, "read") and os.fspath(path).endswith(".gguf")
 
 
-def save(obj, path):
+def save(obj: Any, path: str | os.PathLike[str]) -> None:
     """Write `obj` (a state dict, or nested dicts/lists of Tensors, arrays, numbers, strings) to `path`.
 
     The write is atomic: a temporary file in the same directory, flushed and fsynced, then renamed over
@@ -186,7 +190,8 @@ def save(obj, path):
         np.savez(f, **members)
 
 
-def load(path, map_location=None, dequantize=False, metadata=False):
+def load(path: str | os.PathLike[str], map_location: DeviceLike | None = None, dequantize: bool = False,
+         metadata: bool = False) -> Any:
     """Read what `save` wrote. Tensors are created on `map_location` (a device; default CPU).
 
     Raises FileNotFoundError for a missing file and ValueError, naming the path, for a file that is not a

@@ -4,20 +4,25 @@ Random values are drawn on the host with numpy's PCG64 generator, seeded by `man
 are reproducible on every backend.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Sequence
 
 import numpy as np
 
 from .. import ggml
 from ..ggml.errors import DTypeError
 from . import pending
+from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
 from .generator import Generator
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
+from .typing_aliases import ArrayLike, DeviceLike, DTypeLike, Number, Size
 
 default_generator = Generator().manual_seed(0)   # PyTorch's torch.default_generator
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> int:
     """Seed the generator behind rand, randn, randint, dropout and layer initialisation."""
     if not isinstance(seed, numbers.Integral):
         raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
@@ -25,12 +30,12 @@ def manual_seed(seed):
     return seed
 
 
-def initial_seed():
+def initial_seed() -> int:
     """The seed the default generator started from (PyTorch's torch.initial_seed)."""
     return default_generator.initial_seed()
 
 
-def generator():
+def generator() -> np.random.Generator:
     """The default generator's numpy stream."""
     return default_generator.numpy
 
@@ -60,7 +65,8 @@ def _host_array(array, dtype):
     return array.astype(np.float32, copy=False)
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data: ArrayLike,
+           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor)."""
     from .tensor import Tensor
     dev = ggml.device(device)
@@ -76,7 +82,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return t
 
 
-def from_numpy(array):
+def from_numpy(array: np.ndarray) -> _tensor.Tensor:
     return tensor(array)
 
 
@@ -86,7 +92,8 @@ def _shape(size):
     return tuple(int(s) for s in size)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size: Size, fill_value: Number,
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     size = (size,) if isinstance(size, int) else tuple(size)
     if dtype is None:
         dtype = BOOL if isinstance(fill_value, bool) else INT64 if isinstance(fill_value, numbers.Integral) else ggml.f32
@@ -95,15 +102,18 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                   requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size: int | Sequence[int],
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return full(_shape(size), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size: int | Sequence[int],
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return full(_shape(size), 1.0, dtype or ggml.f32, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size: int | Sequence[int],
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -111,50 +121,60 @@ def _like(t, dtype, device):
     return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
 
 
-def zeros_like(t, dtype=None, device=None, requires_grad=False):
+def zeros_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, 0, dt, dev, requires_grad)
 
 
-def ones_like(t, dtype=None, device=None, requires_grad=False):
+def ones_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, 1, dt, dev, requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(t: _tensor.Tensor, fill_value: Number, dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, fill_value, dt, dev, requires_grad)
 
 
-def empty_like(t, dtype=None, device=None, requires_grad=False):
+def empty_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return zeros_like(t, dtype, device, requires_grad)
 
 
-def new_full(t, size, fill_value, dtype=None, device=None, requires_grad=False):
+def new_full(t: _tensor.Tensor, size: Size, fill_value: Number,
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
     dt, dev = _like(t, dtype, device)
     return full(_shape((size,)), fill_value, dt, dev, requires_grad)
 
 
-def new_zeros(t, *size, dtype=None, device=None, requires_grad=False):
+def new_zeros(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return new_full(t, _shape(size), 0, dtype, device, requires_grad)
 
 
-def new_ones(t, *size, dtype=None, device=None, requires_grad=False):
+def new_ones(t: _tensor.Tensor, *size: int | Sequence[int],
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return new_full(t, _shape(size), 1, dtype, device, requires_grad)
 
 
-def new_empty(t, *size, dtype=None, device=None, requires_grad=False):
+def new_empty(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return new_zeros(t, *size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def new_tensor(t, data, dtype=None, device=None, requires_grad=False):
+def new_tensor(t: _tensor.Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
     dt, dev = _like(t, dtype, device)
     return tensor(data, dt, dev, requires_grad)   # tensor() copies a Tensor's values too
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start: Number, end: Number | None = None, step: Number = 1,
+           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
@@ -163,41 +183,47 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return tensor(values, dtype, device, requires_grad)
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n: int, m: int | None = None,
+        dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size: int | Sequence[int],
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return tensor(generator().random(_shape(size)), dtype or ggml.f32, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size: int | Sequence[int],
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     return tensor(generator().standard_normal(_shape(size)), dtype or ggml.f32, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None):
+def randint(low: int, high: int | None = None, size: Sequence[int] = (),
+            dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
     if high is None:
         low, high = 0, low
     return tensor(generator().integers(low, high, size=tuple(size)), dtype or INT64, device)
 
 
-def rand_like(t, dtype=None, device=None):
+def rand_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
     dt, dev = _like(t, dtype, device)
     return rand(t.shape, dtype=dt, device=dev)
 
 
-def randn_like(t, dtype=None, device=None):
+def randn_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
     dt, dev = _like(t, dtype, device)
     return randn(t.shape, dtype=dt, device=dev)
 
 
-def bernoulli_mask(shape, keep, scale=1.0, device=None):
+def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
+                   device: DeviceLike | None = None) -> _tensor.Tensor:
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
     keep_mask = generator().random(shape, dtype=np.float32) < keep
     return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start: Number, end: Number, steps: int,
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`steps` values from start to end, evenly spaced: the first half counted from start, the second
     back from end, as PyTorch computes them for float32."""
     return tensor(_linspace_values(start, end, steps), dtype or ggml.f32, device, requires_grad)
@@ -218,12 +244,14 @@ def _linspace_values(start, end, steps):
     return values
 
 
-def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     exponents = _linspace_values(start, end, steps).astype(np.float32).astype(np.float64)
     values = np.power(float(base), exponents)
     return tensor(values, dtype or ggml.f32, device, requires_grad)
 
 
-def randperm(n, dtype=None, device=None, requires_grad=False):
+def randperm(n: int,
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
     return tensor(generator().permutation(int(n)), dtype or INT64, device, requires_grad)

@@ -4,29 +4,34 @@
 The switch lives in a ContextVar, so threads and async tasks each see their own setting.
 """
 
+from __future__ import annotations
+
 import contextvars
 import functools
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])   # a decorated function keeps its own signature
 
 _enabled = contextvars.ContextVar("ggrad_grad_enabled", default=True)
 
 
-def is_grad_enabled():
+def is_grad_enabled() -> bool:
     return _enabled.get()
 
 
 class set_grad_enabled:
     """Turn gradient recording on or off, as a function call, a context manager or a decorator."""
 
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         self._token = _enabled.set(bool(mode))
 
-    def __enter__(self):
+    def __enter__(self) -> set_grad_enabled:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _enabled.reset(self._token)
 
-    def __call__(self, fn):
+    def __call__(self, fn: F) -> F:
         mode = _enabled.get()
         _enabled.reset(self._token)
 
@@ -40,14 +45,14 @@ class set_grad_enabled:
 class _Switch:
     mode = True
 
-    def __enter__(self):
+    def __enter__(self) -> _Switch:
         self._token = _enabled.set(self.mode)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _enabled.reset(self._token)
 
-    def __call__(self, fn):
+    def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with type(self)():
@@ -68,7 +73,7 @@ class enable_grad(_Switch):
 _inference = contextvars.ContextVar("ggrad_inference_mode", default=False)
 
 
-def is_inference_mode_enabled():
+def is_inference_mode_enabled() -> bool:
     return _inference.get()
 
 
@@ -80,18 +85,18 @@ class inference_mode:
     inference off and gradients on, even inside no_grad.
     """
 
-    def __init__(self, mode=True):
+    def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
 
-    def __enter__(self):
+    def __enter__(self) -> inference_mode:
         self._tokens = (_inference.set(self.mode), _enabled.set(not self.mode))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         _enabled.reset(self._tokens[1])
         _inference.reset(self._tokens[0])
 
-    def __call__(self, fn):
+    def __call__(self, fn: F) -> F:
         mode = self.mode
 
         @functools.wraps(fn)

@@ -4,7 +4,10 @@ Operators and methods forward to the functions in `ggrad.autograd.ops`; this mod
 Tensor's state, conversions and reads.
 """
 
+from __future__ import annotations
+
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 
@@ -12,8 +15,13 @@ from .. import ggml
 from . import engine, execution, grad_api, hooks
 from .torch_dtypes import from_storage
 
+if TYPE_CHECKING:   # the methods methods.py installs, declared for type checkers (tensor_methods.pyi)
+    from .tensor_methods import TensorMethods as _Methods
+else:
+    _Methods = object
 
-class Tensor:
+
+class Tensor(_Methods):
     """An n-dimensional array on a GGML device (beyond 4-D folded: folding.py), optionally recording gradients.
 
     Attributes:
@@ -27,6 +35,13 @@ class Tensor:
 
     __slots__ = ("_node", "shape", "dtype", "device", "_block", "_pending", "requires_grad", "grad", "grad_fn",
                  "_output_nr", "_version", "_view_of", "_views", "__weakref__")
+
+    shape: tuple[int, ...]
+    dtype: ggml.DType
+    device: ggml.Device
+    requires_grad: bool
+    grad: Tensor | None
+    grad_fn: Any   # the Node (ggrad.autograd.Node) that produced it, or None
 
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
 
@@ -62,42 +77,48 @@ class Tensor:
 
     # ---- state -------------------------------------------------------------------------------
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
-    def dim(self):
+    def dim(self) -> int:
         return len(self.shape)
 
-    def numel(self):
+    def numel(self) -> int:
         n = 1
         for s in self.shape:
             n *= s
         return n
 
-    def size(self, dim=None):
+    @overload
+    def size(self, dim: None = None) -> tuple[int, ...]: ...
+
+    @overload
+    def size(self, dim: int) -> int: ...
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
         if dim is None:
             return self.shape
         return self.shape[_axis(dim, self.ndim)]
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
         return self.grad_fn is None
 
     @property
-    def is_pending(self):
+    def is_pending(self) -> bool:
         """True until GGML has computed this tensor."""
         return self._pending is not None
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """The same values and storage, detached from the graph (a write into it changes this tensor)."""
         return self.detach()
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables")
         if requires_grad and not self.dtype.is_float:
@@ -105,7 +126,7 @@ class Tensor:
         self.requires_grad = bool(requires_grad)
         return self
 
-    def retain_grad(self):
+    def retain_grad(self) -> Tensor:
         """Keep `.grad` on this non-leaf tensor after backward."""
         if self.grad_fn is None:
             return self
@@ -114,7 +135,8 @@ class Tensor:
         self.grad_fn.retained[self._output_nr] = weakref.ref(self)
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
         """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad
         (of `inputs` only, when given); `retain_graph` defaults to `create_graph`."""
         if inputs is None:
@@ -122,23 +144,23 @@ class Tensor:
         else:
             grad_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> hooks.RemovableHandle:
         """`hook(grad)` runs on this tensor's gradient in every backward; a Tensor it returns replaces
         the gradient. Returns a handle whose `remove()` unregisters it."""
         return hooks.register_hook(self, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> hooks.RemovableHandle:
         """`hook(self)` runs after this leaf's gradient was accumulated into `.grad`."""
         return hooks.register_post_accumulate_grad_hook(self, hook)
 
     # ---- reads -------------------------------------------------------------------------------
-    def realize(self):
+    def realize(self) -> Tensor:
         """Compute this tensor (and everything else pending on its device) now."""
         if self._pending is not None:
             execution.realize(self._pending)
         return self
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """A numpy copy of the values (float32 for bf16, np.int64 for int64, np.bool_ for bool)."""
         self.realize()
         shape = self.shape
@@ -146,48 +168,48 @@ class Tensor:
         execution.stats.bytes_read += self._node.nbytes
         return from_storage(out.reshape(shape), self.dtype)
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> bool:
         return self.dtype.is_float
 
-    def item(self):
+    def item(self) -> int | float | bool:
         if self.numel() != 1:
             raise ValueError(f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar")
         return self.numpy().reshape(()).item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self.numpy().tolist()
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.item())
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(self.item())
 
-    def __index__(self):
+    def __index__(self) -> int:
         if self.dtype.is_float:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         if self.numel() != 1:
             raise RuntimeError(f"Boolean value of a Tensor with {self.numel()} elements is ambiguous")
         return bool(self.item())
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if not self.shape:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(",
                                  formatter={"bool": lambda b: "True" if b else "False"})
         extra = []
@@ -201,7 +223,7 @@ class Tensor:
             extra.append("requires_grad=True")
         return "tensor(" + ", ".join([values] + extra) + ")"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
     def __reduce__(self):

@@ -5,14 +5,18 @@ Most are the differentiable ops of `ggrad.autograd.ops`; this module adds `embed
 scaled + masked softmax, GGML's soft_max_ext).
 """
 
+from __future__ import annotations
+
 import functools
 import math
+from typing import Sequence
 
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
 from ..autograd.autocast_hook import autocast_op
 from ..autograd.boundary import guard as _guard
+from ..autograd.typing_aliases import ArrayLike
 from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, gelu, tanh, sigmoid, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, conv1d, conv2d,
@@ -54,7 +58,8 @@ _BLOCKED = float("-inf")
 _F32_EPS = float(np.finfo(np.float32).eps)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * weight over the trailing `normalized_shape` dims.
 
     eps=None uses float32's machine epsilon, as PyTorch does.
@@ -79,7 +84,7 @@ class _MaskRowGrad(Function):
         return g * keep, None, None
 
 
-def embedding(input, weight, padding_idx=None):
+def embedding(input: Tensor | ArrayLike, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape input.shape + (dim,).
 
     Args:
@@ -195,8 +200,9 @@ def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_ro
     return weights @ v, weights
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None):
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | ArrayLike | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None) -> Tensor:
     """softmax(query @ key^T * scale + mask) @ value, as PyTorch's F.scaled_dot_product_attention.
 
     Args:

@@ -6,7 +6,10 @@ Assigning a `Parameter` or a `Module` to an attribute registers it (`__setattr__
 once); `parameters`, `buffers`, `state_dict`, `zero_grad`, `to` and the rest are built on it.
 """
 
+from __future__ import annotations
+
 from collections import OrderedDict
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
@@ -17,7 +20,10 @@ from ..autograd.ops import quantize
 from ..autograd.raw import from_raw, to_raw
 from ..ggml.errors import ShapeError
 from ..autograd import Parameter
+from ..autograd.typing_aliases import DeviceLike, DTypeLike
 from .hooks import ModuleHooks, call_with_hooks
+
+T = TypeVar("T", bound="Module")   # the methods that return self return the caller's own class
 
 
 class Module(ModuleHooks):
@@ -28,23 +34,23 @@ class Module(ModuleHooks):
         training: True in training mode (`train()`), False in evaluation mode (`eval()`).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", OrderedDict())
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if "_hooks" not in self.__dict__:
             return self.forward(*args, **kwargs)
         return call_with_hooks(self, args, kwargs)
 
     # ---- registration ----------------------------------------------------------------------------
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
@@ -89,7 +95,7 @@ class Module(ModuleHooks):
                 self.__dict__[registry].pop(name, None)
         self.__dict__["_non_persistent_buffers"].discard(name)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: look in the registries.
         d = self.__dict__
         for registry in ("_parameters", "_buffers", "_modules"):
@@ -98,7 +104,7 @@ class Module(ModuleHooks):
                 return entries[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         for registry in ("_parameters", "_buffers", "_modules"):
             entries = self.__dict__[registry]
             if name in entries:
@@ -110,7 +116,7 @@ class Module(ModuleHooks):
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a Parameter (or None, a placeholder) under `name`."""
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
@@ -119,7 +125,7 @@ class Module(ModuleHooks):
         self._forget(name)
         self._parameters[name] = param
 
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a Tensor that is module state but not learnable (saved in state_dict when persistent)."""
         self._check_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -130,7 +136,7 @@ class Module(ModuleHooks):
         if not persistent:
             self._non_persistent_buffers.add(name)
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under `name` (None is a placeholder)."""
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
@@ -148,7 +154,7 @@ class Module(ModuleHooks):
         if name == "" or "." in name:
             raise KeyError(f"{kind} name can't be empty or contain \".\", got {name!r}")
 
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
         """The submodule at dotted path `target` ('' is this module)."""
         module = self
         for part in target.split(".") if target else ():
@@ -159,7 +165,8 @@ class Module(ModuleHooks):
         return module
 
     # ---- walking the tree ------------------------------------------------------------------------
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(self, memo: set[int] | None = None, prefix: str = "",   # memo: ids of modules seen
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """(dotted name, module) for this module and every descendant, each once."""
         if memo is None:
             memo = set()
@@ -173,18 +180,18 @@ class Module(ModuleHooks):
                 continue
             yield from child.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
             yield module
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         seen = set()
         for name, child in self._modules.items():
             if child is not None and id(child) not in seen:
                 seen.add(id(child))
                 yield name, child
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         for _, child in self.named_children():
             yield child
 
@@ -201,22 +208,24 @@ class Module(ModuleHooks):
                     memo.add(id(value))
                 yield owner_prefix + ("." if owner_prefix else "") + name, value
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """(dotted name, Parameter) for every parameter; a shared one is listed once, under its first name."""
         return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    def apply(self, fn):
+    def apply(self: T, fn: Callable[[Module], None]) -> T:
         """Call `fn(module)` on every child (recursively), then on this module; returns self."""
         for child in self.children():
             child.apply(fn)
@@ -224,7 +233,7 @@ class Module(ModuleHooks):
         return self
 
     # ---- modes and gradients ---------------------------------------------------------------------
-    def train(self, mode=True):
+    def train(self: T, mode: bool = True) -> T:
         """Set training mode (dropout active) on this module and its descendants; returns self."""
         if not isinstance(mode, bool):
             raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
@@ -232,17 +241,17 @@ class Module(ModuleHooks):
             object.__setattr__(module, "training", mode)
         return self
 
-    def eval(self):
+    def eval(self: T) -> T:
         """Evaluation mode: `train(False)`."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self: T, requires_grad: bool = True) -> T:
         """Turn gradient recording of every parameter on or off (freezing); returns self."""
         for param in self.parameters():
             param.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradient of every parameter: to None (default) or to zeros."""
         for param in self.parameters():
             if param.grad is None:
@@ -253,7 +262,7 @@ class Module(ModuleHooks):
                 param.grad = zeros_like(param.grad)
 
     # ---- devices and dtypes ----------------------------------------------------------------------
-    def to(self, *args, **kwargs):
+    def to(self: T, *args: DeviceLike | DTypeLike, **kwargs: Any) -> T:
         """Move parameters and buffers to a device and/or cast floating ones to a dtype, in place.
 
         `model.to("cpu")`, `model.to(ggrad.float16)`, `model.to(device=..., dtype=...)`. Parameters keep
@@ -286,20 +295,21 @@ class Module(ModuleHooks):
                     module._buffers[name] = convert(buf)
         return self
 
-    def cpu(self):
+    def cpu(self: T) -> T:
         return self.to("cpu")
 
-    def float(self):
+    def float(self: T) -> T:
         return self.to(ggml.f32)
 
-    def half(self):
+    def half(self: T) -> T:
         return self.to(ggml.f16)
 
-    def bfloat16(self):
+    def bfloat16(self: T) -> T:
         return self.to(ggml.bf16)
 
     # ---- state -----------------------------------------------------------------------------------
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, destination: dict[str, Tensor] | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Tensor]:
         """An OrderedDict of every parameter and persistent buffer by dotted name.
 
         Values are detached tensors (sharing memory with the module's, as in PyTorch); `keep_vars=True`
@@ -316,7 +326,7 @@ class Module(ModuleHooks):
                     out[dot + name] = buf if keep_vars else buf.detach()
         return out
 
-    def load_state_dict(self, state_dict, strict=True):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> _IncompatibleKeys:
         """Copy values from `state_dict` into this module's parameters and persistent buffers.
 
         Args:
@@ -355,14 +365,14 @@ class Module(ModuleHooks):
         return _IncompatibleKeys(missing, unexpected)
 
     # ---- printing --------------------------------------------------------------------------------
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """The text inside this module's parentheses in `repr` (its configuration); '' by default."""
         return ""
 
     def _get_name(self):
         return type(self).__name__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra = self.extra_repr()
         extra_lines = extra.split("\n") if extra else []
         child_lines = [f"({name}): " + _indent(repr(child), 2) for name, child in self._modules.items()]
@@ -383,11 +393,11 @@ class _IncompatibleKeys(tuple):
         return super().__new__(cls, (missing_keys, unexpected_keys))
 
     @property
-    def missing_keys(self):
+    def missing_keys(self) -> list[str]:
         return self[0]
 
     @property
-    def unexpected_keys(self):
+    def unexpected_keys(self) -> list[str]:
         return self[1]
 
     def __repr__(self):

@@ -1,9 +1,11 @@
 """Adagrad (Duchi et al.): per-coordinate learning rates from the running sum of squared gradients."""
 
+from __future__ import annotations
+
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import full_like, tensor
-from .optimizer import Optimizer, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_non_negative, l2_gradient
 
 
 class Adagrad(Optimizer):
@@ -28,8 +30,8 @@ class Adagrad(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
-    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
-                 eps=1e-10, maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
         super().__init__(params, defaults)

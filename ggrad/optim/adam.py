@@ -4,11 +4,13 @@ The update decouples its weight decay (p <- p * (1 - lr * weight_decay)); Adam's
 the gradient before it (g <- g + weight_decay * p), AdamW passes its decay through.
 """
 
+from __future__ import annotations
+
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import ParamsT, Optimizer, check_non_negative
 
 
 class Adam(Optimizer):
@@ -37,8 +39,8 @@ class Adam(Optimizer):
 
     decoupled = False   # AdamW: the decay is the update's own, not the gradient's
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
-                 maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize)
         super().__init__(params, defaults)

@@ -1,6 +1,9 @@
 """AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, as PyTorch's (a subclass of Adam)."""
 
+from __future__ import annotations
+
 from .adam import Adam
+from .optimizer import ParamsT
 
 
 class AdamW(Adam):
@@ -29,7 +32,7 @@ class AdamW(Adam):
 
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
-                 maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          maximize=maximize)

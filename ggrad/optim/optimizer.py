@@ -5,14 +5,20 @@ The math of each optimizer is a pure function (`sgd(...)`, `adamw(...)`) that sc
 graph per device (`ggrad.realize`).
 """
 
+from __future__ import annotations
+
 from collections import defaultdict
 from copy import deepcopy
+from typing import Any, Callable, Iterable, Union
 
 import numpy as np
 
 from .. import ggml
 from ..autograd import Tensor, grad_mode, realize, updates
 from ..autograd.factory import tensor, zeros_like
+
+ParamsT = Union[Iterable[Tensor], Iterable[dict[str, Any]]]
+"""What optimizers take: parameters, or parameter groups (dicts with "params" and per-group options)."""
 
 
 class _RequiredParameter:
@@ -61,7 +67,7 @@ class Optimizer:
         state: per-parameter state (a dict per parameter, keyed by the parameter).
     """
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -76,7 +82,7 @@ class Optimizer:
         for group in param_groups:
             self.add_param_group(group)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}")
@@ -92,7 +98,7 @@ class Optimizer:
         self.__dict__.update(state)
 
     # ---- parameter groups ----------------------------------------------------------------------
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (a dict with "params" and optional hyper-parameters) to optimize."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
@@ -144,7 +150,7 @@ class Optimizer:
         return params
 
     # ---- gradients -----------------------------------------------------------------------------
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every optimized parameter (to None, or to zeros)."""
         for group in self.param_groups:
             for p in group["params"]:
@@ -157,7 +163,7 @@ class Optimizer:
                         p.grad = zeros_like(p.grad)
 
     # ---- the update ----------------------------------------------------------------------------
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Tensor | float] | None = None) -> Tensor | float | None:
         """Schedule one update of every parameter that has a gradient, then compute everything pending.
 
         Forward, backward and the updates are computed as one graph per device. `closure`, when given,
@@ -188,7 +194,7 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must define _update_group(group)")
 
     # ---- state dicts ---------------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """The optimizer's state in PyTorch's layout, with parameters replaced by their index.
 
         Returns `{"state": {index: {name: value}}, "param_groups": [{..., "params": [index, ...]}]}`.
@@ -209,7 +215,7 @@ class Optimizer:
                 state[index[id(p)]] = {k: _copy_value(v) for k, v in s.items()}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict made by `state_dict()` (of an optimizer over parameters of the same shapes)."""
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             raise ValueError("optimizer state dict must be a dict with 'state' and 'param_groups' entries")

@@ -1,9 +1,11 @@
 """RMSprop (Hinton's lecture 6e; PyTorch's variant with centering and momentum): `RMSprop`, `rmsprop`."""
 
+from __future__ import annotations
+
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
-from .optimizer import Optimizer, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_non_negative, l2_gradient
 
 
 class RMSprop(Optimizer):
@@ -31,8 +33,9 @@ class RMSprop(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
-                 maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 maximize: bool = False) -> None:
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)

@@ -1,8 +1,10 @@
 """Stochastic gradient descent (with momentum, Nesterov momentum, weight decay): `SGD` and the pure `sgd`."""
 
+from __future__ import annotations
+
 from .. import ggml
 from ..autograd import updates
-from .optimizer import Optimizer, check_non_negative
+from .optimizer import ParamsT, Optimizer, check_non_negative
 
 
 class SGD(Optimizer):
@@ -29,8 +31,8 @@ class SGD(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0,
-                 maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0, maximize: bool = False) -> None:
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)

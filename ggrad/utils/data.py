@@ -9,8 +9,11 @@ TensorDataset batches its (non-differentiable) tensors from a host copy, read on
 in-place change, so a batch is one numpy fancy index and one upload, not a graph op per sample. Loading runs in the calling thread (num_workers=0).
 """
 
+from __future__ import annotations
+
 import itertools
 import numbers
+from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -19,31 +22,33 @@ from ..autograd.factory import generator as _global_generator, tensor
 from ..autograd.generator import Generator
 from ..autograd.ops import stack
 
+T_co = TypeVar("T_co", covariant=True)   # a dataset's sample type
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "BatchSampler", "DataLoader", "default_collate"]
 
 
-class Dataset:
+class Dataset(Generic[T_co]):
     """A map-style dataset: `dataset[i]` is a sample, `len(dataset)` their number."""
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> T_co:
         raise TypeError(f"{type(self).__name__} must define __getitem__")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
         return ConcatDataset([self, other])
 
 
-class IterableDataset:
+class IterableDataset(Generic[T_co]):
     """A dataset that is a stream: iterate it to get samples (no indices, no shuffling by the loader)."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[T_co]:
         raise TypeError(f"{type(self).__name__} must define __iter__")
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Samples are rows: `dataset[i] == tuple(t[i] for t in tensors)`; all tensors share their first dim."""
 
-    def __init__(self, *tensors):
+    def __init__(self, *tensors: Tensor) -> None:
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         sizes = {t.shape[0] if t.ndim else None for t in tensors}
@@ -55,7 +60,7 @@ class TensorDataset(Dataset):
     def __len__(self):
         return self.tensors[0].shape[0]
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
         return tuple(t[index] for t in self.tensors)
 
     def batch(self, indices):
@@ -75,10 +80,10 @@ class TensorDataset(Dataset):
         return array
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The samples of `dataset` at `indices`."""
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset[T_co], indices: Sequence[int]) -> None:
         self.dataset, self.indices = dataset, list(indices)
 
     def __getitem__(self, index):
@@ -90,10 +95,10 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """Datasets one after another."""
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[T_co]]) -> None:
         self.datasets = list(datasets)
         if not self.datasets:
             raise ValueError("ConcatDataset: datasets should not be an empty iterable")
@@ -114,7 +119,8 @@ class ConcatDataset(Dataset):
         return self.datasets[part][index - start]
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
+                 generator: Generator | None = None) -> list[Subset[T_co]]:
     """Split into non-overlapping Subsets of the given lengths (or fractions summing to 1), shuffled."""
     n = len(dataset)
     lengths = list(lengths)
@@ -205,7 +211,7 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-def default_collate(batch):
+def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, field by field (PyTorch's rules for tensors, arrays, numbers)."""
     first = batch[0]
     if isinstance(first, Tensor):
@@ -246,8 +252,10 @@ class DataLoader:
         num_workers (int): only 0 (loading in the main thread) is supported.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
-                 collate_fn=None, pin_memory=False, drop_last=False, generator=None):
+    def __init__(self, dataset: Dataset[Any] | IterableDataset[Any], batch_size: int | None = 1, shuffle: bool = False,
+                 sampler: Iterable[Any] | None = None, batch_sampler: Iterable[Sequence[Any]] | None = None,
+                 num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None, pin_memory: bool = False,
+                 drop_last: bool = False, generator: Generator | None = None) -> None:
         if num_workers != 0:
             raise ValueError(f"DataLoader: num_workers={num_workers}; ggrad loads in the calling thread "
                              "(num_workers=0)")
@@ -272,7 +280,7 @@ class DataLoader:
         self.collate_fn = collate_fn if collate_fn is not None else (default_collate if batch_size is not None
                                                                       or batch_sampler is not None else None)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self._iterable:
             yield from self._iterate_stream()
             return

@@ -113,11 +113,12 @@ class CharGPT(nn.Module):
         h = self.ln_f(h)
         return ggrad.linear(h, self.tok.weight)   # tied output: h @ tok.weight.T without a transpose copy
 
-    def new_kv_cache(self, batch):
-        """An empty KVCache for `batch` sequences of up to `context` positions, where the model lives."""
+    def new_kv_cache(self, batch, static=False):
+        """An empty KVCache for `batch` sequences of up to `context` positions, where the model lives
+        (`static`: see nn.KVCache)."""
         attn = self.blocks[0].attn
         return nn.KVCache(len(self.blocks), batch, attn.num_heads, self.context, attn.head_dim,
-                          device=self.tok.weight.device)
+                          device=self.tok.weight.device, static=static)
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True):
         """`idx` (B, T) followed by `max_new_tokens` sampled tokens (ggrad.nn.generation.generate)."""

@@ -130,8 +130,12 @@ class MultiHeadAttention(Module):
                                  "or the query itself)")
             k, v = kv_cache.update(k, v)
         s = k.shape[2]
-        cached = 0 if kv_cache is None else s - t   # positions before this call's queries
-        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, s, q_in.device, cached)
+        cached = 0 if kv_cache is None else kv_cache.length - t   # positions before this call's queries
+        filled = None if kv_cache is None else kv_cache.key_mask(t, is_causal, q_in.device)   # a static cache's
+        mask = self._merge_masks(attn_mask, key_padding_mask, is_causal and filled is None, b, t, s, q_in.device,
+                                 cached)
+        if filled is not None:
+            mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
         out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
         out = out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim)      # (B, T, H, Dh) -> (B, T, E)
         out = self.out_proj(out)

@@ -3,7 +3,8 @@ that predicts next-token logits, with or without a KVCache.
 
 The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T)
 (with a cache, ids are the T positions after those cached); `model.context` is the longest sequence it
-takes; `model.new_kv_cache(batch)` makes an empty KVCache of `context` positions. Tokens are drawn on the
+takes; `model.new_kv_cache(batch, static=True)` makes an empty KVCache of `context` positions (static: every
+one-token step has the same shapes, so its graph is replayed from the graph cache, not rebuilt; kv_cache.py). Tokens are drawn on the
 host from ggrad's seeded generator (`ggrad.manual_seed`), so sampling is reproducible on every device.
 """
 
@@ -81,7 +82,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     model.eval()
     try:
         with no_grad():
-            cache = model.new_kv_cache(ids.shape[0]) if use_cache else None
+            cache = model.new_kv_cache(ids.shape[0], static=True) if use_cache else None
             for n in range(ids.shape[1], tokens.shape[1]):
                 if cache is not None and n > context:
                     cache = None   # the window slides from here on: every position would change

@@ -4,20 +4,30 @@ Each attention layer gets preallocated key and value buffers of shape (batch, he
 A step writes its new positions' keys and values into them in place (`index_write_`: GGML's set_rows
 on the buffer, the cost of the new rows only) and attends over the first `length` positions, read
 through the write's result so that the read comes after it in the graph.
+
+A *static* cache (`static=True`, what `generate` uses) attends over all `max_len` positions instead, the
+unfilled ones blocked by an additive mask that is uploaded data (`key_mask`), as are the write positions:
+every one-token step then records the same ops on the same shapes, so the graph cache (trace_cache.py)
+replays its graph each token instead of building and planning a new one. It computes attention over
+`max_len` positions from the first token on: worth it where the graph building costs more than that.
 """
 
+import numpy as np
+
 from ..autograd import no_grad
-from ..autograd.factory import zeros
+from ..autograd.factory import tensor, zeros
 from ..autograd.ops.inplace import index_write_
 from ..ggml import f32
 from ..ggml.errors import ShapeError
+from .functional import MASKED
 
 
 class LayerKVCache:
     """One attention layer's cache: `keys` and `values` (B, H, max_len, Dh) and the positions filled."""
 
-    def __init__(self, batch, heads, max_len, head_dim, device=None, dtype=f32):
+    def __init__(self, batch, heads, max_len, head_dim, device=None, dtype=f32, static=False):
         self.shape = (batch, heads, max_len, head_dim)
+        self.static = static
         with no_grad():   # computed with whatever is pending on the device at the first read or write
             self.keys = zeros(self.shape, dtype=dtype, device=device)
             self.values = zeros(self.shape, dtype=dtype, device=device)
@@ -29,7 +39,8 @@ class LayerKVCache:
 
     def update(self, k, v):
         """Store k, v (B, H, T, Dh) at positions [length, length + T); return the cached keys and values
-        of positions [0, length + T), each (B, H, length + T, Dh)."""
+        of positions [0, length + T), each (B, H, length + T, Dh) (a static cache: of all max_len
+        positions, those from length + T on to be blocked by `key_mask`)."""
         b, h, _, dh = self.shape
         t = k.shape[2] if k.ndim == 4 else 0
         for name, x in (("keys", k), ("values", v)):
@@ -45,9 +56,20 @@ class LayerKVCache:
             keys = index_write_(self.keys, 2, positions, k)
             values = index_write_(self.values, 2, positions, v)
         self.length = stop
-        if stop == self.max_len:
+        if stop == self.max_len or self.static:
             return keys, values
         return keys.narrow(2, 0, stop), values.narrow(2, 0, stop)
+
+    def key_mask(self, t, causal, device):
+        """For a static cache, after `update` of t positions: the additive f32 mask (t, max_len) that
+        blocks the positions not filled yet and, when `causal`, query i's keys after position
+        length - t + i; None for a growing cache (its keys are the filled positions only)."""
+        if not self.static:
+            return None
+        length = self.length
+        keys = np.arange(self.max_len)
+        last = (length - t + np.arange(t))[:, None] if causal else length - 1
+        return tensor(np.where(keys[None, :] > last, MASKED, 0.0).astype(np.float32), device=device)
 
 
 class KVCache:
@@ -60,14 +82,17 @@ class KVCache:
         max_len (int): most positions the cache holds (a longer sequence raises ValueError).
         head_dim (int): width of one head's keys and values.
         device, dtype (optional): where the buffers live and their dtype (default float32).
+        static (bool, default False): attend over all max_len positions with the unfilled ones masked, so
+            that every one-token step has the same shapes and replays its cached graph (see above).
     """
 
-    def __init__(self, num_layers, batch, num_heads, max_len, head_dim, device=None, dtype=f32):
+    def __init__(self, num_layers, batch, num_heads, max_len, head_dim, device=None, dtype=f32, static=False):
         for name, value in (("num_layers", num_layers), ("batch", batch), ("num_heads", num_heads),
                             ("max_len", max_len), ("head_dim", head_dim)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"KVCache: {name} must be a positive integer, got {value!r}")
-        self.layers = [LayerKVCache(batch, num_heads, max_len, head_dim, device, dtype) for _ in range(num_layers)]
+        self.layers = [LayerKVCache(batch, num_heads, max_len, head_dim, device, dtype, static)
+                       for _ in range(num_layers)]
         self.layers[0].keys.realize()   # every layer's buffers in one compute
 
     def __getitem__(self, i):

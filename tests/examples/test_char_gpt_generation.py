@@ -34,12 +34,13 @@ def test_greedy_tokens_are_the_same_with_and_without_the_cache():
     assert len(set(cached[0, 3:].tolist())) > 3   # a real sequence, not one repeated token
 
 
-def test_cached_logits_match_the_full_context_forward_at_every_step():
+@pytest.mark.parametrize("static", [False, True])
+def test_cached_logits_match_the_full_context_forward_at_every_step(static):
     model = small_model(context=24).eval()
     seq = np.random.default_rng(1).integers(0, len(VOCAB), (3, 24)).astype(np.int32)
     with ggrad.no_grad():
         full = model(ggrad.tensor(seq)).numpy()
-        cache = model.new_kv_cache(3)
+        cache = model.new_kv_cache(3, static=static)
         steps = [model(ggrad.tensor(seq[:, :4]), kv_cache=cache).numpy()]
         for i in range(4, 24):
             steps.append(model(ggrad.tensor(seq[:, i:i + 1]), kv_cache=cache).numpy())
@@ -106,3 +107,18 @@ def test_generation_runs_on_quantized_linear_weights():
     assert model.blocks[0].fc1.weight.dtype.name == "q8_0"
     cached = model.generate(PROMPT, 20, temperature=0).numpy()
     np.testing.assert_array_equal(cached, model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy())
+
+
+def test_static_cache_decode_steps_replay_one_cached_graph():
+    """generate's static KVCache: every one-token step records the same ops on the same shapes (positions,
+    the key mask and the write rows are uploaded data), so the graph cache hits from the second step on."""
+    model = small_model(context=40)
+    plain = model.generate(PROMPT, 30, temperature=0, use_cache=False).numpy()
+    model.generate(PROMPT, 2, temperature=0)   # warm: the prompt's and the first step's graphs
+    before = ggrad.stats()
+    cached = model.generate(PROMPT, 30, temperature=0).numpy()
+    after = ggrad.stats()
+    np.testing.assert_array_equal(cached, plain)
+    hits = after["cache_hits"] - before["cache_hits"]
+    misses = after["cache_misses"] - before["cache_misses"]
+    assert hits >= 28 and misses <= 2, (hits, misses)

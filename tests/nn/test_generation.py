@@ -95,20 +95,36 @@ def test_kv_cache_bounds_and_shapes():
         nn.KVCache(2, 1, 2, 0, 3)
 
 
+@pytest.mark.parametrize("static", [False, True])
 @pytest.mark.parametrize("chunks", [[6], [1, 1, 1, 1, 1, 1], [3, 1, 2]])
-def test_cached_transformer_block_matches_the_full_causal_forward(chunks):
+def test_cached_transformer_block_matches_the_full_causal_forward(chunks, static):
     ggrad.manual_seed(0)
     block = nn.TransformerBlock(16, 4).eval()
     x = randn(2, 6, 16)
     with ggrad.no_grad():
         full = block(ggrad.tensor(x)).numpy()
-        cache = nn.KVCache(1, 2, 4, 8, 4)
+        cache = nn.KVCache(1, 2, 4, 8, 4, static=static)
         parts, start = [], 0
         for n in chunks:   # several positions after cached ones need the offset causal mask
             parts.append(block(ggrad.tensor(x[:, start:start + n]), kv_cache=cache[0]).numpy())
             start += n
     np.testing.assert_allclose(np.concatenate(parts, 1), full, rtol=1e-5, atol=1e-5)
     assert cache.length == 6
+
+
+def test_static_cache_without_causality_attends_to_the_filled_positions_only():
+    """A non-causal block over a static cache: the positions not written yet (zeros) must not take part."""
+    ggrad.manual_seed(0)
+    block = nn.TransformerBlock(16, 4, causal=False).eval()
+    x = randn(1, 3, 16)
+    with ggrad.no_grad():
+        growing, static = nn.KVCache(1, 1, 4, 8, 4), nn.KVCache(1, 1, 4, 8, 4, static=True)
+        for cache in (growing, static):
+            block(ggrad.tensor(x[:, :2]), kv_cache=cache[0])
+        want = block(ggrad.tensor(x[:, 2:]), kv_cache=growing[0]).numpy()
+        got = block(ggrad.tensor(x[:, 2:]), kv_cache=static[0]).numpy()
+        assert static[0].update(ggrad.zeros(1, 4, 1, 4), ggrad.zeros(1, 4, 1, 4))[0].shape == (1, 4, 8, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_kv_cache_serves_self_attention_only():

@@ -58,13 +58,19 @@ def index_write_(target, dim, index, source):
         entry = _latest.get(id(target))
         latest = entry[1:] if entry is not None and entry[0]() is target else None
         base = latest[2] if latest is not None and latest[0] is graph and latest[1] is node else node
-        written = ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d], outer),
-                               ops.reshape_3d(graph.ctx, graph.contiguous(source), inner, len(positions), outer),
-                               graph.node(rows))
+        src, where = graph.contiguous(source), graph.node(rows)
+        n = len(positions)
+        # events of the graph cache's trace (pending.py), so that a decode step writing its cache replays
+        written = graph.event(("index_write_", inner, target.shape[d], outer, n), (base, src, where),
+                              lambda: ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d],
+                                                                             outer),
+                                                   ops.reshape_3d(graph.ctx, src, inner, n, outer), where))
         graph.effect(written)
         key = id(target)
         _latest[key] = (weakref.ref(target, lambda _, key=key: _latest.pop(key, None)), graph, node, written)
-        return graph.emit(ops.reshape_4d(graph.ctx, written, *node.ne), target.shape, target.dtype)
+        ne = tuple(node.ne)
+        return graph.emit(graph.event(("index_write_ view", ne), (written,),
+                                      lambda: ops.reshape_4d(graph.ctx, written, *ne)), target.shape, target.dtype)
 
 
 def _positions(index, size):

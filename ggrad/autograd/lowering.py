@@ -28,11 +28,14 @@ class Lowering:
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
+        strided_matmul: mul_mat reads operands whose rows are contiguous but whose other strides are not
+            (permuted views) without a copy.
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     row_max: str = "pool_1d"
+    strided_matmul: bool = True
 
 
 CPU = Lowering()

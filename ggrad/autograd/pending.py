@@ -121,7 +121,7 @@ class PendingGraph:
         g = self.node(t)
         if g.is_packed:
             return g
-        return self.event(_CONTIGUOUS, (g,), lambda: _contiguous(self.ctx, g))
+        return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g))
 
     def new_leaf(self, dtype, ne):
         """A new leaf node of `dtype` and GGML dimensions `ne` (for host data: `upload` it)."""
@@ -173,7 +173,8 @@ _CONTIGUOUS = ("contiguous",)
 _LEAF = "leaf"
 
 
-def _contiguous(ctx, g):
+def contiguous_node(ctx, g):
+    """`g` with canonical strides: a reshape view where it is contiguous already, else a copy."""
     if g.is_contiguous and not g.is_transposed:
         return ggml.ops.reshape_4d(ctx, g, *g.ne)
     return ggml.ops.cont(ctx, g)

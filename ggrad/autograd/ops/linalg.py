@@ -15,16 +15,23 @@ from ..primitive import Primitive
 from ..tensor import Tensor
 from .broadcast import broadcast_shapes, reduce_to
 from . import quant
+from ..pending import contiguous_node
 from . import views as mv
 
 
 class MatMulNT(Primitive):
-    """y = x @ w^T for x (..., M, K) and w (..., N, K); w's batch dims broadcast into x's."""
+    """y = x @ w^T for x (..., M, K) and w (..., N, K); w's batch dims broadcast into x's.
+
+    Operands come with their strides: where the backend's mul_mat reads strided rows (lowering.py) a
+    view whose rows are contiguous (attention heads of a fused projection, a double transpose) is read in
+    place; other views are copied."""
     saves = "inputs"
+    views = True
 
     @staticmethod
     def build(ctx, graph, x, w):
-        return ops.mul_mat(graph.ctx, w, x)
+        strided = lowering.for_device(graph.device).strided_matmul
+        return ops.mul_mat(graph.ctx, _rows(graph, w, strided, True), _rows(graph, x, strided, False))
 
     @staticmethod
     def shape(x, w):
@@ -44,6 +51,17 @@ class MatMulNT(Primitive):
         if ctx.needs_input_grad[1]:
             gw = reduce_to(weight_grad(g, x), w.shape)
         return gx, gw
+
+
+def _rows(graph, g, strided, first):
+    """`g` as mul_mat reads it: itself when packed, or (`strided`) a view with contiguous rows that is
+    not transposed (GGML asserts that of its first operand); else a contiguous copy."""
+    if g.is_packed:
+        return g
+    nb = g.nb
+    if strided and nb[0] == g.dtype.type_size and not (first and nb[0] > nb[1]):
+        return g
+    return contiguous_node(graph.ctx, g)
 
 
 class OutProd(Primitive):

@@ -1,0 +1,77 @@
+"""A/B timing of the W2 GPT training step: two or more variants measured in alternating processes.
+
+A variant is a source tree of ggrad (a checkout or a `git archive` of a commit, with the compiled
+ggrad/ggml/_ffi.abi3.so beside it) and optionally lowering choices set for the CPU, `TREE` or
+`TREE:field=value,...`, e.g. `.:strided_matmul=False`. Each round runs every variant once, in its own
+process (its own graph cache), and takes the median of --steps steps after warm-up; the report gives
+each variant's median over the rounds. On a shared machine the alternation spreads the load over all
+variants alike.
+
+    python benchmarks/ab_step.py /work/main . --rounds 5 --steps 10 [--threads 2] [--config w2]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import dataclasses, sys
+sys.path.insert(1, {here!r})
+import ggrad
+from ggrad.autograd import lowering
+import bench_gpt
+from common import median_ms
+from gpt_torch import CONFIGS
+ggrad.set_num_threads({threads})
+dev = ggrad.device("cpu")
+choices = dataclasses.replace(lowering.CPU, **{choices})
+with lowering.forced(dev, choices):
+    step = bench_gpt.ggrad_step_fn("cpu", CONFIGS[{config!r}])
+    print(median_ms(step, warmup=3, repeats={steps}))
+"""
+
+
+def parse_variant(text):
+    tree, _, rest = text.partition(":")
+    choices = {}
+    for item in filter(None, rest.split(",")):
+        field, _, value = item.partition("=")
+        choices[field] = {"True": True, "False": False}.get(value, value)
+    return os.path.abspath(tree), choices
+
+
+def run(tree, choices, args):
+    code = CHILD.format(here=HERE, threads=args.threads, choices=choices, config=args.config, steps=args.steps)
+    env = dict(os.environ, PYTHONPATH=tree)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"variant {tree} {choices} failed:\n{out.stderr}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variants", nargs="+", help="TREE or TREE:field=value,...")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--config", default="w2")
+    args = parser.parse_args()
+    variants = [parse_variant(v) for v in args.variants]
+    times = [[] for _ in variants]
+    for r in range(args.rounds):
+        for i, (tree, choices) in enumerate(variants):
+            times[i].append(run(tree, choices, args))
+        print(f"round {r + 1}: " + "  ".join(f"{t[-1]:.1f}" for t in times), flush=True)
+    print(f"\n{args.config} step ms, median of {args.rounds} rounds (each the median of {args.steps} steps), "
+          f"{args.threads} threads")
+    for text, t in zip(args.variants, times):
+        print(f"  {statistics.median(t):8.1f}  {text}   (all: {', '.join(f'{x:.0f}' for x in t)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The W2 GPT training step's copies (GGML CONT nodes) stay at most what they are now, under the CPU and
+the CUDA lowering (lowering.py; the CUDA choices built and run on the CPU): a rule that brings a
+materialised transpose back fails here. benchmarks/count_step_nodes.py says where each copy comes from."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import optim
+from ggrad.autograd import execution, lowering
+from ggrad.examples.char_gpt import CharGPT
+
+# W2: vocab 96, d_model 128, 4 layers, 4 heads, context 64 (batch 2: the counts do not depend on it)
+MOST_CONTS = {"CPU": 87, "CUDA": 114}
+
+
+def step_conts(choices):
+    """CONT nodes of the second step built with `choices` (the graph cache, which does not key on the
+    lowering, is off and forgets graphs built under other choices)."""
+    was = execution.trace_cache.ENABLED
+    execution.set_graph_cache(False)
+    try:
+        return _conts(choices)
+    finally:
+        execution.set_graph_cache(was)
+
+
+def _conts(choices):
+    ggrad.manual_seed(0)
+    cpu = ggrad.device("cpu")
+    with lowering.forced(cpu, choices):
+        model = CharGPT(96, 128, 4, 4, 64)
+        opt = optim.AdamW(model.parameters(), lr=3e-4)
+        rng = np.random.default_rng(0)
+        x = ggrad.tensor(rng.integers(0, 96, (2, 64)).astype(np.int32))
+        y = ggrad.tensor(rng.integers(0, 96, (2 * 64,)).astype(np.int32))
+
+        def step():
+            loss = ggrad.cross_entropy(model(x).reshape(-1, 96), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        step()
+        with ggrad.profile() as prof:
+            step()
+    return prof.by_op()["CONT"][0]
+
+
+@pytest.mark.parametrize("backend", sorted(MOST_CONTS))
+def test_w2_step_copies_do_not_come_back(backend):
+    assert step_conts(getattr(lowering, backend)) <= MOST_CONTS[backend]
+
+
+def test_strided_matmul_reads_attention_heads_in_place():
+    # the q and k head views of the fused projection feed mul_mat without copies: 2 a layer fewer
+    import dataclasses
+    copied = step_conts(dataclasses.replace(lowering.CPU, strided_matmul=False))
+    assert step_conts(lowering.CPU) <= copied - 2 * 4

@@ -38,7 +38,9 @@ class Lowering:
     strided_matmul: bool = True
 
 
-CPU = Lowering()
+# CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
+# operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
+CPU = Lowering(strided_matmul=False)
 CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -13,7 +13,7 @@ autocast dtype, as PyTorch's result, and notes the rounding (autograd/roundings.
 computing in float32 next reads the float32 value instead of casting back.
 """
 
-from ..autograd import autocast_hook
+from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
@@ -29,7 +29,10 @@ class LowPrecisionProduct(Function):
 
     @staticmethod
     def forward(ctx, x, w, bias, x_low, w_low):
-        ctx.save_for_backward(x_low, w_low)
+        # the weight gradient reads float32 rows where the backend takes it from out_prod (float32 only
+        # there): copy-free, where the low precision copy would need two transposed copies
+        f32_rows = x.dtype is f32 and lowering.for_device(x.device).weight_grad == "out_prod"
+        ctx.save_for_backward(x if f32_rows else x_low, w_low)
         ctx.sources = (x.shape, x.dtype, w.shape, w.dtype)
         out = MatMulNT.apply(x_low, w_low)
         if bias is None:
@@ -39,14 +42,14 @@ class LowPrecisionProduct(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x_low, w_low = ctx.saved_tensors
+        x_rows, w_low = ctx.saved_tensors
         x_shape, x_dtype, w_shape, w_dtype = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
         gx = gw = gb = None
         if need_x:   # g @ w: rows of g against rows of w^T
             gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
         if need_w:
-            gw = _as(reduce_to(weight_grad(g, x_low), w_shape), w_dtype)
+            gw = _as(reduce_to(weight_grad(g, x_rows), w_shape), w_dtype)
         if need_bias:
             gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])
         return gx, gw, gb, None, None

@@ -19,6 +19,7 @@ results) hands the replayed nodes back to the pending graph as ordinary unalloca
 import os
 
 from ..ggml import DType, placement
+from . import lowering as _lowering
 
 ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
 MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
@@ -65,7 +66,7 @@ class Entry:
 
     __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
                  "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
-                 "proxy_views")
+                 "proxy_views", "lowering")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -79,7 +80,7 @@ class Trace:
     """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
 
     __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins", "proxies",
-                 "layouts", "proxy_of", "sources")
+                 "layouts", "proxy_of", "sources", "lowering")
 
     def __init__(self, cache):
         self.cache = cache        # the device's list of Entries, most recently used first
@@ -91,6 +92,7 @@ class Trace:
         self.origins = {}         # id(node) -> index of the event that made it, or a stand-in's mark
         self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
         self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in; the nodes (ids stay valid)
+        self.lowering = None      # the device's Lowering when the first event recorded: builds depend on it
 
     def event(self, graph, key, nodes, build, ctx=None):
         """The node of `build()` for this event, or the cached one when the key matches."""
@@ -98,6 +100,8 @@ class Trace:
         full = (key, tuple([origins.get(id(n), n) for n in nodes]))   # an event's index, or the node itself
         pos = self.pos
         entry = self.entry
+        if pos == 0 and self.lowering is None:
+            self.lowering = _lowering.for_device(graph.device)
         if entry is None and pos == 0 and self.cache:
             entry = self.entry = self._candidate(full)
             if entry is not None:
@@ -166,8 +170,8 @@ class Trace:
                 self.proxies[k] = entry.proxies[k] + self.proxies[k]
 
     def _candidate(self, first_key):
-        for entry in self.cache:
-            if entry.keys and entry.keys[0] == first_key:
+        for entry in self.cache:   # an entry built under another lowering (lowering.forced) made other nodes
+            if entry.keys and entry.keys[0] == first_key and entry.lowering == self.lowering:
                 return entry
         return None
 
@@ -231,6 +235,7 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.externals = [k for key in trace.keys for k in key[1] if k.__class__ is not int]   # keeps their ids
     entry.output_views = placement.views_of(planned, [node.ptr for node in outputs])
     entry.proxies, entry.layouts = trace.proxies, trace.layouts
+    entry.lowering = trace.lowering
     entry.proxy_views = placement.views_of_chain(entry.contexts, [p.ptr for slot in trace.proxies for p in slot])
     cache.insert(0, entry)
     del cache[MAX_ENTRIES:]

@@ -132,6 +132,10 @@ class Runtime:
         self.scheduler = None
         self.pool = BufferPool(device)
         self.peak = 0              # the most device memory a compute has used (see memory())
+        # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
+        # server then runs its stored copy with the tensor addresses of last time; a replayed entry's held
+        # results have fresh buffers. Planning again gives the splits new uids: the graph is sent again.
+        self.resends_graphs = device.backend_name == "RPC"
 
     def compute_buffer_bytes(self):
         return self.scheduler.buffer_size() if self.scheduler is not None else 0
@@ -297,7 +301,7 @@ def _reuse(rt, entry, pending, alive):
         buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
         buffer.place(node)
         blocks[p] = buffer
-    if rt.planned_for is not entry or rt.scheduler is None:
+    if rt.planned_for is not entry or rt.scheduler is None or rt.resends_graphs:
         placement.unplace(entry.planned)
         rt.scheduler_for(entry.graph.size).alloc(entry.graph)
         rt.planned_for = entry

@@ -1,19 +1,23 @@
 """Data-parallel scaling of the W2 char GPT on this host: RPC servers and MPI ranks vs one process.
 
-Each worker is pinned to one core with one thread: `N` RPC servers (`taskset -c i python -m
-ggrad.rpc_server --threads 1`, driven by one DataParallel client), or `N` MPI ranks
-(`mpiexec -n N`, each rank pinned with os.sched_setaffinity). The baseline is one process with the
-same total threads (N threads on N cores) running the plain W2 step. The global batch is W2's 16
-sequences (split 8 + 8 over 2 workers). Prints samples/s (medians over --rounds rounds of the median
-step of --steps steps), the scaling efficiency (samples/s of N workers / (N x samples/s of 1 worker)),
-the ratio to the one-process baseline, the reduction's share of the step and the update's, the
-graph computes a step per process, and cpu_ms: the CPU time a step of the measuring process (the
-one process, the RPC driver, MPI rank 0), steadier than wall time on a loaded machine. Reduction:
-for RPC, from the devices' graphs computed to the update starting (gradient download, host sum,
-clipping); for MPI on the host path (`--mpi host`), the same plus the all-reduce including any wait
-for the other rank; for MPI in the graph (`--mpi graph`, what a rank on the CPU does by default) the
-time inside the all-reduce node (including the wait). Update: the uploads and the second compute
-that applies the update (none when the all-reduce is in the graph).
+Each worker is pinned to one core (os.sched_setaffinity) with one thread: `N` RPC servers (`python -m
+ggrad.rpc_server --threads 1` on core i, driven by one DataParallel client), or `N` MPI ranks
+(`mpiexec -n N`, rank r on core r; each rank checks that the world has N ranks). The baseline is one
+process with the same total threads (N threads pinned to N cores) running the plain W2 step. The
+global batch is W2's 16 sequences (split 8 + 8 over 2 workers).
+
+Every run prints a row at once (flushed: a run cut short still leaves its figures): the median step
+and its phases, the consecutive spans of `DataParallel.timings` (record: building the replicas'
+graphs, the first devices already computing; compute: until every gradient bucket is read; reduce:
+host sum, clipping and, for MPI, the all-reduce including any wait for the other rank, or for MPI
+in the graph the time inside the all-reduce node; update: the uploads and the updates' computes,
+none when the all-reduce is in the graph). For the one process, record is the host work and compute
+GGML's graph compute (`stats()["compute_seconds"]`). cpu_ms is the CPU time a step of the measuring
+process (the one process, the RPC driver, MPI rank 0); load the 1-minute load average after the run
+(other processes on the same cores make every figure slower and noisier). The summary table then gives samples/s
+(medians over --rounds rounds of the median step of --steps steps), the scaling efficiency
+(samples/s of N workers / (N x samples/s of 1 worker)), the ratio to the one-process baseline, the
+phases in ms and the reduction's share of the step.
 
     python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
                                   [--ways rpc mpi]
@@ -40,21 +44,34 @@ from ggrad import optim
 from ggrad.examples.char_gpt import CharGPT
 from ggrad.parallel import DataParallel
 from bench_gpt import W2, batch_data, ggrad_step_fn
-mode, threads, steps, endpoints = {mode!r}, {threads}, {steps}, {endpoints!r}
+mode, threads, steps, endpoints, ranks = {mode!r}, {threads}, {steps}, {endpoints!r}, {ranks}
 if mode == "mpi":
     from ggrad import distributed
+    if distributed.world_size() != ranks:
+        raise SystemExit(f"mpiexec -n {{ranks}} started a world of {{distributed.world_size()}} ranks "
+                         "(is mpi4py built for this mpiexec?)")
     os.sched_setaffinity(0, {{distributed.rank() % os.cpu_count()}})
 ggrad.set_num_threads(threads)
-times, windows = [], []
+PHASES = ("record", "compute", "reduce", "update")
+times, phases = [], []
 if mode == "single":
-    step = ggrad_step_fn("cpu")
+    run = ggrad_step_fn("cpu")
+    def step():
+        c0 = ggrad.stats()["compute_seconds"]
+        t0 = time.perf_counter()
+        run()
+        compute = ggrad.stats()["compute_seconds"] - c0
+        return dict(record=time.perf_counter() - t0 - compute, compute=compute, reduce=0.0, update=0.0)
 else:
     ggrad.manual_seed(0)
     model = CharGPT(W2["vocab"], W2["d_model"], W2["layers"], W2["heads"], W2["context"])
     opt = optim.AdamW(model.parameters(), lr=W2["lr"])
     if mode == "rpc":
         import ggrad.ggml as gg
-        dp = DataParallel(model, [gg.rpc_add_server(e)[0] for e in endpoints], opt)
+        devices = [gg.rpc_add_server(e)[0] for e in endpoints]
+        if len({{d.name for d in devices}}) != len(endpoints):
+            raise SystemExit(f"{{len(endpoints)}} servers gave the devices {{[d.name for d in devices]}}")
+        dp = DataParallel(model, devices, opt)
     else:
         dp = distributed.DistributedDataParallel(model, ["cpu"], opt)
         dp.in_graph = dp.in_graph and {in_graph!r}
@@ -62,22 +79,21 @@ else:
     loss_fn = lambda out, t: ggrad.cross_entropy(out.reshape(-1, W2["vocab"]), t.reshape(-1))
     def step():
         dp.step(x, y, loss_fn)
-        windows.append((dp.timings["reduce"], dp.timings["update"]))
+        return {{k: dp.timings[k] for k in PHASES}}
 computes, cpu = [], []
 for i in range(3 + steps):
     c0 = ggrad.stats()["computes"]
     t0, p0 = time.perf_counter(), time.process_time()
-    step()
+    spans = step()
     if i >= 3:
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - p0)
         computes.append(ggrad.stats()["computes"] - c0)
+        phases.append(spans)
 if mode != "mpi" or distributed.rank() == 0:
-    w = windows[3:]
-    share = statistics.median(r / t for (r, _), t in zip(w, times)) if w else 0.0
-    update = statistics.median(u / t for (_, u), t in zip(w, times)) if w else 0.0
-    print("RESULT " + json.dumps(dict(step_s=statistics.median(times), share=share, update=update,
-                                      computes=statistics.median(computes), cpu_s=statistics.median(cpu))),
+    print("RESULT " + json.dumps(dict(step_s=statistics.median(times), computes=statistics.median(computes),
+                                      cpu_s=statistics.median(cpu),
+                                      **{{k: statistics.median(p[k] for p in phases) for k in PHASES}})),
           flush=True)
 """
 
@@ -88,15 +104,21 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _pinned(cores):
+    """A preexec_fn that pins the child process to `cores` (None: leave it free)."""
+    if cores is None:
+        return None
+    cores = {c % os.cpu_count() for c in cores}
+    return lambda: os.sched_setaffinity(0, cores)
+
+
 def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=True):
     code = _WORKER.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), mode=mode, threads=threads,
-                          steps=steps, endpoints=list(endpoints), in_graph=in_graph)
+                          steps=steps, endpoints=list(endpoints), ranks=ranks, in_graph=in_graph)
     cmd = [sys.executable, "-c", code]
-    if mode == "mpi":
+    if mode == "mpi":   # each rank pins itself
         cmd = [shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec", "-n", str(ranks)] + cmd
-    else:
-        cmd = ["taskset", "-c", cores] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_pinned(cores))
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"{mode} worker failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
@@ -109,17 +131,32 @@ def _rpc(n, steps):
     try:
         for i in range(n):
             port = _free_port()
-            proc = subprocess.Popen(["taskset", "-c", str(i % os.cpu_count()), sys.executable, "-m", "ggrad.rpc_server",
-                                     "--port", str(port), "--threads", "1"], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1"],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    preexec_fn=_pinned([i]))
             servers.append(proc)
             P.wait_listening(port, proc)
             endpoints.append(f"127.0.0.1:{port}")
-        return _run_worker("rpc", 1, steps, ",".join(map(str, range(os.cpu_count()))), endpoints)
+        return _run_worker("rpc", 1, steps, None, endpoints)   # the driver mostly waits: not pinned
     finally:
         for proc in servers:
             proc.kill()
             proc.wait()
+
+
+_PHASES = ("record", "compute", "reduce", "update")
+
+
+class _Row:
+    """Rows printed one at a time under a header, in fixed columns, each flushed at once."""
+
+    def __init__(self, columns, width=11):
+        self.columns = columns
+        self.widths = {c: max(len(c), 18 if c == "way" else width) for c in columns}
+        print("  ".join(c.ljust(self.widths[c]) for c in columns), flush=True)
+
+    def print(self, **values):
+        print("  ".join(str(values[c]).ljust(self.widths[c]) for c in self.columns), flush=True)
 
 
 def _mpi_available():
@@ -139,7 +176,7 @@ def main(argv=None):
                         help="which ways to run besides the one-process baseline (always run: the ratios need it)")
     args = parser.parse_args(argv)
     batch = 16
-    ways = [("one process", lambda n: _run_worker("single", n, args.steps, ",".join(map(str, range(n)))))]
+    ways = [("one process", lambda n: _run_worker("single", n, args.steps, range(n)))]
     if "rpc" in args.ways:
         ways.append(("RPC servers", lambda n: _rpc(n, args.steps)))
     if "mpi" in args.ways and _mpi_available():
@@ -148,34 +185,38 @@ def main(argv=None):
                                                                                          ranks=n, in_graph=g)))
     elif "mpi" in args.ways:
         print('MPI ranks skipped: pip install -e ".[mpi]"')
+    print(f"W2 data parallel, global batch {batch}, {args.rounds} rounds x {args.steps} steps, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    live = _Row(["round", "way", "workers", "step_ms"] + [f"{p}_ms" for p in _PHASES] + ["computes", "cpu_ms", "load"])
     results = {}
-    for _ in range(args.rounds):   # rounds alternate the ways, so that a load spike hits them alike
+    for r in range(args.rounds):   # rounds alternate the ways, so that a load spike hits them alike
         for name, run in ways:
             for n in args.workers:
-                results.setdefault((name, n), []).append(run(n))
+                res = run(n)
+                results.setdefault((name, n), []).append(res)
+                live.print(round=r, way=name, workers=n, step_ms=f"{1e3 * res['step_s']:.0f}",
+                           computes=f"{res['computes']:g}", cpu_ms=f"{1e3 * res['cpu_s']:.0f}",
+                           load=f"{os.getloadavg()[0]:.1f}",
+                           **{f"{p}_ms": f"{1e3 * res[p]:.1f}" for p in _PHASES})
     rows = []
     for name, _ in ways:
         one = batch / statistics.median(r["step_s"] for r in results[(name, args.workers[0])])
         for n in args.workers:
             rs = results[(name, n)]
-            sps = batch / statistics.median(r["step_s"] for r in rs)
+            step = statistics.median(r["step_s"] for r in rs)
+            sps = batch / step
             base = batch / statistics.median(r["step_s"] for r in results[("one process", n)])
-            rows.append(dict(way=name, workers=n, samples_per_s=f"{sps:.1f}",
-                             step_ms=f"{1e3 * batch / sps:.0f}",
+            rows.append(dict(way=name, workers=n, samples_per_s=f"{sps:.1f}", step_ms=f"{1e3 * step:.0f}",
                              rounds_ms=" ".join(f"{1e3 * r['step_s']:.0f}" for r in rs),
                              efficiency=f"{sps / (n / args.workers[0] * one):.2f}",
                              vs_one_process=f"{sps / base:.2f}",
-                             reduction_share="-" if name == "one process" else
-                             f"{statistics.median(r['share'] for r in rs):.1%}",
-                             update_share="-" if name == "one process" else
-                             f"{statistics.median(r['update'] for r in rs):.1%}",
+                             **{f"{p}_ms": f"{1e3 * statistics.median(r[p] for r in rs):.1f}" for p in _PHASES},
+                             reduce_share=f"{statistics.median(r['reduce'] / r['step_s'] for r in rs):.1%}",
                              computes=f"{statistics.median(r['computes'] for r in rs):g}",
                              cpu_ms=f"{1e3 * statistics.median(r['cpu_s'] for r in rs):.0f}"))
-    print_table(f"W2 data parallel, global batch {batch}, {args.rounds} rounds x {args.steps} steps (medians), "
-                f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f}", rows,
-                ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process",
-                 "reduction_share", "update_share", "computes", "cpu_ms"])
-
+    print_table("medians over the rounds", rows,
+                ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process"]
+                + [f"{p}_ms" for p in _PHASES] + ["reduce_share", "computes", "cpu_ms"])
 
 if __name__ == "__main__":
     main()

@@ -58,7 +58,10 @@ class BufferPool:
     """Freed per-tensor buffers of one device, kept by size so that steady training allocates nothing.
 
     The buffers are unmanaged (freed here, never by cffi's garbage hooks): a Block dying inside a
-    reference cycle must not hand back memory that the collector already freed.
+    reference cycle must not hand back memory that the collector already freed. A Block dies in whichever
+    thread drops it last, while another computes on the device (dp_train's threads): the lock keeps the
+    counts and the free lists whole; it is re-entrant so that a Block the collector frees while its own
+    thread holds the lock cannot deadlock that thread.
     """
 
     def __init__(self, device):
@@ -67,24 +70,37 @@ class BufferPool:
         self.bytes = 0       # in free buffers kept for reuse
         self.in_use = 0      # in buffers handed out: every computed tensor still held, and cached uploads
         self.limit = _POOL_BYTES   # kept here: a Block may die at interpreter exit, after the module's globals
+        self.lock = threading.RLock()
 
     def take(self, size):
-        bucket = self.free.get(size)
-        if bucket:
-            self.bytes -= size
-            buffer = bucket.pop()
-        else:
-            buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)
-        self.in_use += buffer.size
+        with self.lock:
+            bucket = self.free.get(size)
+            if bucket:
+                self.bytes -= size
+                self.in_use += size
+                return bucket.pop()
+        buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)   # outside: RPC allocates remotely
+        with self.lock:
+            self.in_use += buffer.size
         return buffer
 
     def give(self, buffer):
-        self.in_use -= buffer.size
-        if self.bytes + buffer.size > self.limit:
-            buffer.free()
-            return
-        self.free.setdefault(buffer.size, []).append(buffer)
-        self.bytes += buffer.size
+        with self.lock:
+            self.in_use -= buffer.size
+            if self.bytes + buffer.size > self.limit:
+                buffer.free()
+                return
+            self.free.setdefault(buffer.size, []).append(buffer)
+            self.bytes += buffer.size
+
+    def clear(self):
+        """Free every buffer kept for reuse (those handed out stay theirs)."""
+        with self.lock:
+            for bucket in self.free.values():
+                for buffer in bucket:
+                    buffer.free()
+            self.free.clear()
+            self.bytes = 0
 
 
 class Block:
@@ -132,6 +148,10 @@ class Runtime:
         self.scheduler = None
         self.pool = BufferPool(device)
         self.peak = 0              # the most device memory a compute has used (see memory())
+        # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
+        # server then runs its stored copy with the tensor addresses of last time; a replayed entry's held
+        # results have fresh buffers. Planning again gives the splits new uids: the graph is sent again.
+        self.resends_graphs = device.backend_name == "RPC"
 
     def compute_buffer_bytes(self):
         return self.scheduler.buffer_size() if self.scheduler is not None else 0
@@ -297,7 +317,7 @@ def _reuse(rt, entry, pending, alive):
         buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
         buffer.place(node)
         blocks[p] = buffer
-    if rt.planned_for is not entry or rt.scheduler is None:
+    if rt.planned_for is not entry or rt.scheduler is None or rt.resends_graphs:
         placement.unplace(entry.planned)
         rt.scheduler_for(entry.graph.size).alloc(entry.graph)
         rt.planned_for = entry
@@ -425,9 +445,5 @@ def set_graph_cache(enabled):
 
 def reset_pools():
     """Drop every pooled buffer (frees memory after a large job)."""
-    for rt in _runtimes.values():
-        for bucket in rt.pool.free.values():
-            for buffer in bucket:
-                buffer.free()
-        rt.pool.free.clear()
-        rt.pool.bytes = 0
+    for rt in list(_runtimes.values()):
+        rt.pool.clear()

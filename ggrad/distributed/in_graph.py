@@ -40,8 +40,8 @@ class AllReduce(Primitive):
 
 
 def reduced_step(replica, optimizer, device, x, y, loss_fn, share, reduce, max_grad_norm):
-    """Schedule a whole step on `device` (the CPU) and compute it as one graph; return the global mean
-    loss (a computed 1-element Tensor).
+    """Schedule a whole step on `device` (the CPU), computing nothing; return the global mean loss (a
+    pending 1-element Tensor) and the devices to compute, each as one graph (the caller times the spans).
 
     The shard's gradients and loss, weighted by `share` (its part of the global batch), go into one
     bucket that `AllReduce` sums across the ranks; its sum is the global mean gradient and loss. The
@@ -64,5 +64,4 @@ def reduced_step(replica, optimizer, device, x, y, loss_fn, share, reduce, max_g
             n = p.numel()
             p.grad = reshape(gradients[offset:offset + n], p.shape).to(p.dtype)
             offset += n
-    optimizer.step()
-    return mean_loss
+    return mean_loss, optimizer._schedule_step()

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..autograd import execution
 from ..parallel.checkpoint import fit_from, read_checkpoint, restore
 from ..parallel.data_parallel import DataParallel, default_devices, shard_sizes
 from ..parallel.training import DataParallelTrainer
@@ -76,10 +77,19 @@ class DistributedDataParallel(DataParallel):
             return self._step(x[lo:hi], y[lo:hi], loss_fn, max_grad_norm, len(x))
         started = time.perf_counter()
         self.timings = {"reduce": 0.0}
-        loss = reduced_step(self.module, self.optimizers[0], self.devices[0], x[lo:hi], y[lo:hi], loss_fn,
-                            (hi - lo) / len(x), self._reduce_in_place, max_grad_norm)
-        self.timings.update(step=time.perf_counter() - started, compute=time.perf_counter() - started, update=0.0)
-        return loss.item()
+        loss, devices = reduced_step(self.module, self.optimizers[0], self.devices[0], x[lo:hi], y[lo:hi], loss_fn,
+                                     (hi - lo) / len(x), self._reduce_in_place, max_grad_norm)
+        recorded = time.perf_counter()
+        for device in devices:
+            execution.realize(device)
+        value = loss.item()
+        done = time.perf_counter()
+        # DataParallel's spans: the all-reduce runs inside the compute and the update after it, in the same
+        # graph (update 0); compute is the rest of the graph's time
+        reduce = self.timings["reduce"]
+        self.timings = {"step": done - started, "record": recorded - started,
+                        "compute": done - recorded - reduce, "reduce": reduce, "update": 0.0}
+        return value
 
     def _allreduce_in_place(self, flat):
         """Sum the float32 array `flat` across the ranks, in place, in buckets (called inside the graph)."""

@@ -173,6 +173,14 @@ class Optimizer:
         if closure is not None:
             with grad_mode.enable_grad():
                 loss = closure()
+        for device in self._schedule_step():
+            realize(device)
+        return loss
+
+    def _schedule_step(self) -> list[ggml.Device]:
+        """Schedule the update of every parameter that has a gradient, computing nothing (tinygrad's
+        schedule_step); return the devices the updates are pending on. `step` computes them; a caller
+        that adds more to the same graph (the in-graph all-reduce step) computes them itself."""
         devices = {}
         saved_state = {p: dict(s) for p, s in self.state.items()}
         try:
@@ -185,9 +193,7 @@ class Optimizer:
             self.state.clear()
             self.state.update(saved_state)
             raise
-        for device in devices.values():
-            realize(device)
-        return loss
+        return list(devices.values())
 
     def _update_group(self, group):
         """Schedule the updates of one group; return the parameters updated (each optimizer defines it)."""

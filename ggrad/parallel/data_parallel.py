@@ -1,16 +1,22 @@
 """Data-parallel training: one replica per device, each batch split across them, gradients averaged.
 
-Each step builds every replica's forward and backward in Python (cheap), then computes the devices'
-graphs AT ONCE in threads (GGML runs without the GIL), averages the gradients in one bucket per
-device (one download each, summed on the host in float64, one upload each), clips the average when
-asked, and applies the same optimizer update on every replica: every replica receives the same bytes,
-so the replicas stay bitwise identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts'
-devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
+Each step records every replica's forward and backward in Python, in device order, and hands each
+device's graph to a thread of its own as soon as it is recorded: that device computes (GGML runs
+without the GIL) while the next replica records, and its thread reads the replica's gradient bucket
+and loss. The buckets are summed on the host in float64 (in device order), clipped when asked, and
+each thread uploads the sum and applies the same optimizer update on its replica: every replica
+receives the same bytes, so the replicas stay bitwise identical. Devices can be local (CPU, CUDA,
+Vulkan) or other hosts' devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
+
+`timings` holds the last step's consecutive spans: record (until the last replica is recorded; the
+first devices compute meanwhile), compute (until every bucket is read), reduce (host sum, `reduce`,
+clipping), update (uploads and the updates' computes); `step` is their sum.
 """
 
+import contextvars
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -92,8 +98,7 @@ class DataParallel:
         self.replicas = [model] + [replicate_module(model, dev) for dev in self.devices[1:]]
         self.optimizers = [optimizer] + [replicate_optimizer(optimizer, model, r) for r in self.replicas[1:]]
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
-        self.timings = {}   # seconds of the last step: all of it, compute (recording, computes), reduce (reading
-        #                     and summing the buckets, `reduce`, clipping), update (uploads and the updates)
+        self.timings = {}   # seconds of the last step: record, compute, reduce, update and their sum, step
 
     @property
     def module(self):
@@ -108,9 +113,16 @@ class DataParallel:
     def eval(self):
         return self.train(False)
 
-    def _compute_all(self):
-        """Compute every device's pending graph at the same time."""
-        list(self._pool.map(execution.realize, self.devices))
+    def _submit(self, fn, *args):
+        """Run fn(*args) in the thread pool, in a copy of this thread's context (grad mode, autocast)."""
+        return self._pool.submit(contextvars.copy_context().run, fn, *args)
+
+    @staticmethod
+    def _results(jobs):
+        """The jobs' results once all of them are done (the first failure raised only then: no thread of
+        this step is still computing when the caller sees it)."""
+        wait(jobs)
+        return [job.result() for job in jobs]
 
     def step(self, x, y, loss_fn, max_grad_norm=None):
         """One training step on a batch (numpy arrays or Tensors): returns the batch's mean loss as a float.
@@ -137,36 +149,53 @@ class DataParallel:
         sizes = shard_sizes(len(x), self.shard_weights)
         bounds = np.cumsum([0] + sizes)
         started = time.perf_counter()
-        losses, buckets, layout = [], [], None
-        for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
-            opt.zero_grad()
-            if sizes[i] == 0:
-                continue
-            xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
-            loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
-            loss.backward()
-            losses.append((loss, sizes[i]))
-            with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
-            if layout is not None and with_grad != layout:
-                raise RuntimeError("DataParallel.step: the replicas' backward passes reached different parameters")
-            layout = with_grad
-            buckets.append(self._bucket(replica, layout, sizes[i] / n_global))
-        self._compute_all()
+        jobs, layout = [], None
+        try:
+            for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
+                opt.zero_grad()
+                if sizes[i] == 0:
+                    continue
+                xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
+                loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
+                loss.backward()
+                with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
+                if layout is not None and with_grad != layout:
+                    raise RuntimeError("DataParallel.step: the replicas' backward passes reached different "
+                                       "parameters")
+                layout = with_grad
+                bucket = self._bucket(replica, layout, sizes[i] / n_global)
+                jobs.append(self._submit(self._compute, dev, bucket, loss, sizes[i]))
+        except BaseException:
+            wait(jobs)
+            raise
+        recorded = time.perf_counter()
+        results = self._results(jobs)
         computed = time.perf_counter()
-        total = sum(b.numpy().astype(np.float64) for b in buckets)
-        loss_sum = sum(loss.item() * size for loss, size in losses) / n_global
+        total = sum(bucket.astype(np.float64) for bucket, _ in results)
+        loss_sum = sum(loss for _, loss in results) / n_global
         total, loss_sum = self.reduce(total, loss_sum)
         if max_grad_norm is not None:
             norm = float(np.sqrt(np.dot(total, total)))
             total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
         total = total.astype(np.float32)
         reduced = time.perf_counter()
-        for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices):
-            self._unbucket(replica, layout, tensor(total, device=dev))
-            opt.step()
-        self.timings = {"step": time.perf_counter() - started, "compute": computed - started,
-                        "reduce": reduced - computed, "update": time.perf_counter() - reduced}
+        self._results([self._submit(self._update, replica, opt, dev, layout, total)
+                       for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices)])
+        done = time.perf_counter()
+        self.timings = {"step": done - started, "record": recorded - started, "compute": computed - recorded,
+                        "reduce": reduced - computed, "update": done - reduced}
         return float(loss_sum)
+
+    @staticmethod
+    def _compute(device, bucket, loss, size):
+        """(In a replica's thread.) Compute the device's graph; its bucket and its loss times its shard size."""
+        execution.realize(device)
+        return bucket.numpy(), loss.item() * size
+
+    def _update(self, replica, optimizer, device, layout, total):
+        """(In a replica's thread.) Upload the reduced gradient and apply the update."""
+        self._unbucket(replica, layout, tensor(total, device=device))
+        optimizer.step()
 
     def reduce(self, gradients, loss):
         """Combine this process's weighted gradient sum and loss with other processes' (none here)."""
@@ -174,10 +203,12 @@ class DataParallel:
 
     @staticmethod
     def _bucket(replica, layout, weight):
-        """The gradients of the parameters in `layout`, scaled by the replica's share, as one flat pending tensor."""
+        """The gradients of the parameters in `layout`, scaled by the replica's share, as one flat pending
+        tensor (scaled once, as a whole: the same products as per gradient, in one op)."""
         params = list(replica.parameters())
         with no_grad():
-            return cat([reshape(params[j].grad.float(), params[j].numel()) * weight for j in layout], 0)
+            flat = cat([reshape(params[j].grad.float(), params[j].numel()) for j in layout], 0)
+            return flat if weight == 1.0 else flat * weight
 
     @staticmethod
     def _unbucket(replica, layout, total):

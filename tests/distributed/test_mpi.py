@@ -145,21 +145,23 @@ def run(in_graph):
     ddp = distributed.DistributedDataParallel(model, ["cpu"], opt)
     assert ddp.in_graph
     ddp.in_graph = in_graph
-    computes, losses = [], []
+    computes, losses, spans = [], [], []
     for step in range(50):
         n = 9 + (step * 7) % 30                  # odd sizes: the two ranks' shards differ by one sample
         opt.param_groups[0]["lr"] = 1e-2 / (1 + step)
         before = ggrad.stats()["computes"]
         losses.append(ddp.step(x[:n], y[:n], ggrad.cross_entropy, max_grad_norm=0.5 if step % 3 else None))
         computes.append(ggrad.stats()["computes"] - before)
+        spans.append([ddp.timings[k] for k in ("step", "record", "compute", "reduce", "update")])
     ddp.close()
-    return [p.numpy() for p in model.parameters()], losses, computes
+    return [p.numpy() for p in model.parameters()], losses, computes, spans
 
 
-weights, losses, computes = run(True)
-host_weights, host_losses, host_computes = run(False)
+weights, losses, computes, spans = run(True)
+host_weights, host_losses, host_computes, host_spans = run(False)
 np.savez(f"{out}/rank{distributed.rank()}.npz", *weights, losses=np.array(losses), computes=np.array(computes),
-         host_computes=np.array(host_computes), host_losses=np.array(host_losses),
+         host_computes=np.array(host_computes), host_losses=np.array(host_losses), spans=np.array(spans),
+         host_spans=np.array(host_spans),
          **{f"host{i}": w for i, w in enumerate(host_weights)})
 """
 
@@ -177,3 +179,8 @@ def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_p
     for i, k in enumerate(names):
         np.testing.assert_allclose(ranks[0][k], ranks[0][f"host{i}"], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ranks[0]["losses"], ranks[0]["host_losses"], rtol=1e-5)
+    for key in ("spans", "host_spans"):   # step = record + compute + reduce + update, as DataParallel's
+        spans = ranks[0][key]
+        assert (spans >= 0).all() and (spans[:, 1] > 0).all() and (spans[:, 3] > 0).all(), key
+        np.testing.assert_allclose(spans[:, 1:].sum(1), spans[:, 0], rtol=1e-9, atol=1e-9)
+    assert (ranks[0]["spans"][:, 4] == 0).all() and (ranks[0]["host_spans"][:, 4] > 0).all()

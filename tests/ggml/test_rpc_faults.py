@@ -4,6 +4,8 @@ GGML's RPC client aborts its process on any failed read or write; ggrad puts a r
 (ggrad.ggml.rpc.relay). Each scenario runs in a subprocess, which must print OK and exit 0.
 """
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -15,7 +17,7 @@ import ggrad.ggml as gg
 pytestmark = pytest.mark.skipif(not gg.has_backend("RPC"), reason="this libggml-python has no RPC backend")
 
 _COMMON = """
-import socket, struct, subprocess, sys, threading, time
+import atexit, socket, struct, subprocess, sys, threading, time
 import numpy as np
 import ggrad
 import ggrad.ggml as gg
@@ -28,11 +30,17 @@ def free_port():
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-def start_server(kind, port):
+def _stop(proc):   # a ggrad.rpc_server does not watch its stdin: without this it outlives the test
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+def start_server(kind, port, *extra):
     module = "ggrad.rpc_server" if kind == "ggrad" else "ggrad.ggml.rpc.worker"
     args = ["--port", str(port)] if kind == "ggrad" else [f"127.0.0.1:{port}"]
-    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--threads", "1"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--threads", "1", *extra], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(_stop, proc)
     P.wait_listening(port, proc)
     return proc
 
@@ -200,13 +208,11 @@ def test_rpc_add_server_bad_endpoint_raises():
 
 
 def test_allocation_over_the_server_cap_is_a_memory_error():
-    """The proxy's "allocation failed" answer reaches ggrad as MemoryError; the device keeps working."""
-    _run("""
+    """The proxy's "allocation failed" answer reaches ggrad as MemoryError; the device keeps working; the server
+    is gone when its client is."""
+    out = _run("""
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1",
-                                   "--max-buffer-bytes", str(8 << 20)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        P.wait_listening(port, server)
+        server = start_server("ggrad", port, "--max-buffer-bytes", str(8 << 20))
         dev = gg.rpc_add_server(f"127.0.0.1:{port}")[0]
         try:
             big = ggrad.zeros(4 << 20, device=dev)     # 16 MiB > the 8 MiB cap
@@ -217,7 +223,15 @@ def test_allocation_over_the_server_cap_is_a_memory_error():
             raise AssertionError("allocated past the cap")
         small = ggrad.tensor(np.arange(4, dtype=np.float32), device=dev) * 2
         assert small.numpy().tolist() == [0, 2, 4, 6]
+        print("SERVER", server.pid)
     """)
+    pid = int(out.split("SERVER ")[1].split()[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"the rpc_server {pid} outlived its client")
 
 
 def test_every_client_request_after_the_server_is_gone():

@@ -1,5 +1,6 @@
 """Data-parallel training: the batch split across devices gives the single-device result, and runs at once."""
 
+import threading
 import time
 
 import numpy as np
@@ -262,3 +263,46 @@ def test_dp_train_bad_arguments(two_devices):
         dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, [], two_devices, verbose=0)
     with pytest.raises(ValueError, match="pair"):
         dp_train(model, optim.SGD(model.parameters(), lr=0.1), ggrad.cross_entropy, [np.zeros(6)], verbose=0)
+
+
+def test_a_replica_computes_while_the_next_one_records(two_devices, monkeypatch):
+    """The first device's graph is handed to its thread as soon as it is recorded: its compute begins
+    while the second replica's loss is still being built (the loss function waits for it, up to 10 s)."""
+    from ggrad.autograd import execution
+    first = gg.device(two_devices[0])
+    started = threading.Event()
+    real = execution.realize
+
+    def realize(device=None, eval_callback=None):
+        if device is first:
+            started.set()
+        real(device, eval_callback)
+    monkeypatch.setattr(execution, "realize", realize)
+    seen = []
+
+    def loss_fn(out, target):
+        if out.device != first:
+            seen.append(started.wait(10.0))
+        return ggrad.cross_entropy(out, target)
+    x, y = _data(n=32)
+    dp = DataParallel(_model, two_devices, lambda p: optim.SGD(p, lr=0.1))
+    try:
+        dp.step(x, y, loss_fn)
+    finally:
+        dp.close()
+    assert seen == [True]
+
+
+def test_step_timings_are_consecutive_spans(two_devices):
+    x, y = _data(n=32)
+    dp = DataParallel(_model, two_devices, lambda p: optim.SGD(p, lr=0.1))
+    try:
+        t0 = time.perf_counter()
+        dp.step(x, y, ggrad.cross_entropy)
+        wall = time.perf_counter() - t0
+    finally:
+        dp.close()
+    spans = [dp.timings[k] for k in ("record", "compute", "reduce", "update")]
+    assert all(s >= 0 for s in spans) and spans[0] > 0 and spans[3] > 0
+    assert abs(sum(spans) - dp.timings["step"]) < 1e-9
+    assert dp.timings["step"] <= wall

@@ -15,3 +15,4 @@ from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enable
                            is_anomaly_check_nan_enabled)
 from . import ops, factory
 from . import functional  # noqa: E402  (vjp, jvp, jacobian, hessian, vhp, hvp)
+from . import graph  # noqa: E402  (saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks)

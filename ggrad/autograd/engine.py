@@ -237,17 +237,17 @@ def _gradients(node, grads, create_graph):
     try:
         if not saved_outputs:
             return node.fn.gradients(ctx, grads)
-        saved = ctx._saved
-        with_history = list(saved)
+        saved, hooked = ctx._saved, ctx.__dict__.get("_hooked")
+        with_history = list(ctx._saved_values())   # packed ones unpacked (graph.py)
         for index, nr in saved_outputs:
-            t = alias(saved[index])
+            t = alias(with_history[index])
             t.grad_fn, t._output_nr, t.requires_grad = node, nr, True
             with_history[index] = t
-        ctx._saved = tuple(with_history)
+        ctx._saved, ctx._hooked = tuple(with_history), None
         try:
             return node.fn.gradients(ctx, grads)
         finally:
-            ctx._saved = saved
+            ctx._saved, ctx._hooked = saved, hooked
     except NotImplementedError:
         if node.fn.primitive and node.fn.backward is Function.backward:
             doc = (node.fn.__doc__ or "").strip().split("\n")[0]

@@ -15,6 +15,7 @@ ggrad's own GGML-built ops are `Primitive`s (primitive.py), a kind of Function.
 import weakref
 
 from . import grad_mode
+from .graph import current_hooks
 from .pending import alias
 from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
 
@@ -67,13 +68,34 @@ class FunctionCtx:
                 raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
                                    f"inplace operation: [{t.dtype.name} {list(t.shape)}] is at version "
                                    f"{t._version}; expected version {version} instead")
-        return self._saved
+        return self._saved_values()
+
+    def _pack(self, hooks):
+        """Hand the saved tensors to a saved_tensors_hooks pack hook (graph.py) and keep only what it gives."""
+        pack, unpack = hooks
+        self._hooked = (unpack, tuple([None if t is None else (pack(t),) for t in self._saved]))
+        self._saved = ()
+
+    def _saved_values(self):
+        """The saved tensors, through the unpack hook where they were packed."""
+        hooked = self.__dict__.get("_hooked")
+        if hooked is None:
+            return self._saved
+        unpack, packed = hooked
+        return tuple([None if p is None else _unpacked(unpack(p[0])) for p in packed])
 
     def _free(self):
         """Release what backward needed: saved tensors and the Function's own attributes."""
         needs = self.needs_input_grad
         self.__dict__.clear()
         self.needs_input_grad, self._saved, self._versions, self._freed = needs, (), (), True
+
+
+def _unpacked(t):
+    if not isinstance(t, _tensor.Tensor):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                        f"{type(t).__name__}")
+    return t
 
 
 class Node:
@@ -167,6 +189,9 @@ def apply_function(fn, args, kwargs=None):
         skip = ctx.__dict__.get("_non_differentiable", ())
         specs = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None) for o in outputs])
     node = Node(fn, ctx, edges, specs)
+    hooks = current_hooks()
+    if hooks is not None and ctx._saved:
+        ctx._pack(hooks)
     for i, o in enumerate(outputs):
         if skip is not None and (not isinstance(o, Tensor) or any(o is s for s in skip)):
             continue

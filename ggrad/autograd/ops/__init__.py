@@ -11,7 +11,7 @@ einsum_lowering, resample (interpolate).
 from .unary import neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, gelu, silu, square, sign
 from .binary import add, sub, mul, reciprocal, rsqrt, masked_fill, where
 from .broadcast import broadcast_shapes
-from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp, maximum, minimum
+from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp
 from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow, select, unbind
 from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem, diagonal
@@ -26,6 +26,7 @@ from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log
                    isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
                           softsign, tanhshrink, glu, prelu)
+from .extrema import maximum, minimum, fmax, fmin
 from .arith import div, floor_divide, remainder, fmod, clamp, pow
 from .scan import cumsum, cumprod, logcumsumexp
 from .sorting import sort, argsort, msort, topk
@@ -43,4 +44,4 @@ clip = clamp
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "einsum_lowering", "resample", "quant", "conv", "torch_composites")]
+            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites")]

@@ -5,6 +5,8 @@ gradient is PyTorch's closed form, so the value at a kink (x == 0 for elu/celu/s
 hardtanh and hardswish) is PyTorch's. Branch values are kept finite before a 0/1 mask selects them.
 """
 
+import math
+
 from ...ggml import ops
 from ...ggml.errors import ShapeError
 from ..function import Function
@@ -13,6 +15,8 @@ from . import unary as un
 from .broadcast import reduce_to
 from .math import composite, Expm1
 from .unary import unary
+from .binary import where
+from .logical import gt
 
 
 def _neg_part(x):
@@ -24,8 +28,13 @@ def _elu(x, alpha, scale):
 
 
 def _elu_grad(x, y, alpha, scale):
-    s = un.Step.apply(x)
-    return (s + (1.0 - s) * un.Exp.apply(_neg_part(x)) * alpha) * scale   # alpha e^x at x <= 0
+    s = un.PosOrNan.apply(x)   # PyTorch's: the x > 0 branch unless x <= 0, so at nan too
+    return (s + (1.0 - s) * un.Exp.apply(_finite_neg_part(x)) * alpha) * scale   # alpha e^x at x <= 0
+
+
+def _finite_neg_part(x):
+    """min(x, 0), and 0 at nan (GGML's clamp), for a branch that a mask drops there."""
+    return un.Clamp.apply(x, -math.inf, 0.0)
 
 
 _elu_fn = composite("Elu", _elu, _elu_grad, "y = scale * (x if x > 0 else alpha (e**x - 1))")
@@ -51,8 +60,14 @@ def celu(x, alpha=1.0, inplace=False):
 
 
 _celu_fn = composite("Celu", lambda x, a: un.Relu.apply(x) + Expm1.apply(_neg_part(x) * (1.0 / a)) * a,
-                     lambda x, y, a: _step_or(x, un.Exp.apply(_neg_part(x) * (1.0 / a))),
+                     lambda x, y, a: _pos_or(x, un.Exp.apply(_finite_neg_part(x) * (1.0 / a))),
                      "y = x if x > 0 else alpha (e**(x/alpha) - 1)")
+
+
+def _pos_or(x, below):
+    """1 where x > 0 or x is nan, `below` elsewhere."""
+    s = un.PosOrNan.apply(x)
+    return s + (1.0 - s) * below
 
 
 def _step_or(x, below):
@@ -62,9 +77,10 @@ def _step_or(x, below):
 
 
 def _softplus(x, beta, threshold):
+    """x where beta x > threshold, picked (not blended: x may be +-inf), else the smooth branch."""
     bx = x * beta
-    smooth = un.Softplus.apply(bx) * (1.0 / beta)
-    return smooth + un.Step.apply(bx - threshold) * (x - smooth)
+    smooth = un.Softplus.apply(un.ClampNumbers.apply(bx, -math.inf, threshold)) * (1.0 / beta)
+    return where(gt(bx, threshold), x, smooth)
 
 
 def _softplus_grad(x, y, beta, threshold):
@@ -106,8 +122,9 @@ def _inside(x, lo, hi):
 
 def _hardswish_grad(ctx, g, x):
     # PyTorch: 0 up to -3, x/3 + 1/2 strictly between -3 and 3, 1 from 3 on
+    # (nan: g, as PyTorch's); x is clamped in the middle branch so that 0 * inf never makes a nan
     from_three = 1.0 - un.Step.apply(3.0 - x)
-    return g * (_inside(x, -3.0, 3.0) * (x * (1.0 / 3) + 0.5) + from_three)
+    return g * (_inside(x, -3.0, 3.0) * (un.Clamp.apply(x, -3.0, 3.0) * (1.0 / 3) + 0.5) + from_three)
 
 
 Hardswish = unary("Hardswish", ops.hardswish, _hardswish_grad, "input", "y = x clamp(x + 3, 0, 6) / 6")
@@ -121,8 +138,9 @@ def hardswish(x, inplace=False):
     return Hardswish.apply(x)
 
 
-_hardtanh_fn = composite("Hardtanh", lambda x, lo, hi: un.Clamp.apply(x, lo, hi),
-                         lambda x, y, lo, hi: _inside(x, lo, hi), "y = clamp(x, lo, hi); gradient 1 strictly inside")
+_hardtanh_fn = composite("Hardtanh", lambda x, lo, hi: un.ClampNumbers.apply(x, lo, hi),
+                         lambda x, y, lo, hi: _inside(x, lo, hi) + un.IsNan.apply(x),
+                         "y = clamp(x, lo, hi); gradient 1 strictly inside and at nan (PyTorch's)")
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):

@@ -21,6 +21,9 @@ from . import binary as bi
 from . import math as mt
 from . import reduce as rd
 from . import unary as un
+from . import extrema as ex
+from . import logical as lg
+from .convert import relabel
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from .indexing import known_values
 from .sampling import check_values
@@ -100,51 +103,35 @@ def _nonzero_divisor(b, dtype):
 
 
 class ClampTensor(Function):
-    """min(max(x, lo), hi) with tensor bounds; gradients as PyTorch: x where lo <= x <= hi, lo where
-    x < lo <= hi, hi where max(x, lo) > hi."""
+    """min(max(x, lo), hi) with tensor bounds (nan from any side stays nan); gradients as PyTorch's
+    clamp_backward_min_max: x where lo <= x <= hi, lo where x < lo < hi, hi where x > hi or hi < lo
+    (with one bound: x where inside it, the bound where x is beyond it)."""
 
     @staticmethod
     def forward(ctx, x, lo, hi):
         ctx.save_for_backward(x, lo, hi)
-        m = _finite(x) if lo is None else _maximum(_finite(x), _finite(lo))
-        out = m if hi is None else _minimum(m, _finite(hi))
-        return out + mt.nan_carrier(x)
+        out = x if lo is None else ex.maximum(x, lo)
+        return out if hi is None else ex.minimum(out, hi)
 
     @staticmethod
     def backward(ctx, g):
         x, lo, hi = ctx.saved_tensors
-        inside = 1.0
-        if lo is not None:
-            inside = 1.0 - un.Step.apply(lo - x)
-        if hi is not None:
-            inside = inside * (1.0 - un.Step.apply(x - hi))
-        gx = g * inside
-        glo = ghi = None
-        if lo is not None and ctx.needs_input_grad[1]:
-            below = un.Step.apply(lo - x)
-            if hi is not None:
-                below = below * (1.0 - un.Step.apply(lo - hi))
-            glo = reduce_to(g * below, lo.shape)
-        if hi is not None and ctx.needs_input_grad[2]:
-            over = un.Step.apply((x if lo is None else _maximum(x, lo)) - hi)
-            ghi = reduce_to(g * over, hi.shape)
-        return gx, glo, ghi
+        need = ctx.needs_input_grad
+        if lo is not None and hi is not None:
+            gx = lg.logical_and(lg.ge(x, lo), lg.le(x, hi))
+            glo = lg.logical_and(lg.lt(x, lo), lg.lt(lo, hi)) if need[1] else None
+            ghi = lg.logical_or(lg.gt(x, hi), lg.lt(hi, lo)) if need[2] else None
+        else:
+            gx = lg.ge(x, lo) if hi is None else lg.le(x, hi)
+            glo = lg.lt(x, lo) if lo is not None and need[1] else None
+            ghi = lg.gt(x, hi) if hi is not None and need[2] else None
+        return tuple(None if m is None else reduce_to(g * relabel(m, f32), t.shape)
+                     for m, t in ((gx, x), (glo, lo), (ghi, hi)))
 
 
 def _finite(t):
     """t with +-inf as the largest finite float32 (so that the 0/1 selections below stay exact)."""
     return un.Clamp.apply(t, -un._F32_MAX, un._F32_MAX)
-
-
-def _maximum(a, b):
-    """Elementwise max, exact for finite a and b (a + relu(b - a) would round): b where b > a, else a."""
-    take_b = un.Step.apply(b - a)
-    return a * (1.0 - take_b) + b * take_b
-
-
-def _minimum(a, b):
-    take_b = un.Step.apply(a - b)
-    return a * (1.0 - take_b) + b * take_b
 
 
 def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)

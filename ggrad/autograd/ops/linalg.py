@@ -41,6 +41,12 @@ class MatMulNT(Primitive):
     def result_dtype(x, w):
         return f32
 
+    @classmethod
+    def saved(cls, ctx, args, out):
+        """Only what a wanted gradient reads, as PyTorch's mm: w for dx, x for dw."""
+        x, w = args
+        return (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
@@ -49,7 +55,7 @@ class MatMulNT(Primitive):
             # dx = g @ w: rows of g against rows of w^T
             gx = MatMulNT.apply(g, mv.transpose(w, -1, -2))
         if ctx.needs_input_grad[1]:
-            gw = reduce_to(weight_grad(g, x), w.shape)
+            gw = reduce_to(weight_grad(g, x), ctx.shapes[1])
         return gx, gw
 
 

@@ -254,6 +254,7 @@ def argmin(x, dim=None, keepdim=False):
 def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
     if isinstance(dim, Tensor):
+        from .extrema import maximum   # extrema builds on logical, which imports this module
         return maximum(x, dim)
     if dim is None:
         return amax(x)
@@ -262,6 +263,7 @@ def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
 
 def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     if isinstance(dim, Tensor):
+        from .extrema import minimum
         return minimum(x, dim)
     if dim is None:
         return amin(x)
@@ -278,15 +280,6 @@ def _picked(x, dim, keepdim, index):
     kept = index if keepdim else index.unsqueeze(d)
     values = gather(x, d, kept)
     return values_indices(values if keepdim else values.squeeze(d), index)
-
-
-def maximum(a, b):
-    """Elementwise maximum: b + relu(a - b) (gradient to a where a > b)."""
-    return b + un.relu(a - b)
-
-
-def minimum(a, b):
-    return a - un.relu(a - b)
 
 
 @autocast_op("logsumexp")

@@ -45,6 +45,23 @@ Sin = unary("Sin", ops.sin, lambda ctx, g, x: g * Cos.apply(x), "input", "y = si
 Cos = unary("Cos", ops.cos, lambda ctx, g, x: -(g * Sin.apply(x)), "input", "y = cos x")
 Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y = tanh x")
 Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)")
+
+
+def _carry_nan(c, y, x):
+    """y + 0 * tanh(x): y, and nan where x is nan (GGML's clamp gives a number there; PyTorch's
+    propagates the nan)."""
+    return ops.add(c, y, ops.scale(c, ops.tanh(c, x), 0.0))
+
+
+def _pos_or_nan(c, x):
+    """1 where x > 0 or x is nan, else 0: ceil(clamp(x, 0, 1)), as GGML's clamp sends nan to its upper
+    bound (and writes into its input: a copy is clamped)."""
+    return ops.ceil(c, ops.clamp(c, ops.dup(c, x), 0.0, 1.0))
+
+
+PosOrNan = unary("PosOrNan", _pos_or_nan, _zero, "input", "y = 1 where x > 0 or x is nan, else 0 (gradient 0)")
+IsNan = unary("IsNan", lambda c, x: ops.mul(c, _pos_or_nan(c, x), _pos_or_nan(c, ops.neg(c, x))), _zero, "input",
+              "y = 1 where x is nan, else 0 (gradient 0)")
 Relu = unary("Relu", ops.relu, lambda ctx, g, x: g * Step.apply(x), "input", "y = max(x, 0)")
 Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
 
@@ -135,6 +152,25 @@ class Clamp(Primitive):
         return g * inside, None, None
 
 
+class ClampNumbers(Primitive):
+    """PyTorch's clamp with number bounds (+-inf where a bound is missing): nan stays nan; gradient 1
+    where lo <= x <= hi, 0 elsewhere and at nan."""
+    dtypes = NUMERIC
+    saves = "input"
+
+    @staticmethod
+    def build(ctx, graph, x, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        c = graph.ctx
+        return _carry_nan(c, ops.clamp(c, ops.dup(c, x), float(lo), float(hi)), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        inside = (1.0 - Step.apply(ctx.lo - x)) * (1.0 - Step.apply(x - ctx.hi)) - IsNan.apply(x)
+        return g * inside, None, None
+
+
 class Cast(Primitive):
     """Convert between float32, float16, bfloat16 and int32; gradients cast back."""
 
@@ -201,9 +237,9 @@ _F32_MAX = 3.4028234663852886e38
 def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    lo = -_F32_MAX if min is None else float(min)
-    hi = _F32_MAX if max is None else float(max)
-    return Clamp.apply(x, lo, hi)
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
+    return ClampNumbers.apply(x, lo, hi)
 
 
 def cast(x, dtype):

@@ -8,7 +8,7 @@ how a write into it goes back, see view_tracking.py).
 
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
-from .. import view_tracking
+from .. import dtype_view, view_tracking
 from ..factory import zeros
 from ..pending import alias, ne_of
 from ..primitive import Primitive
@@ -311,7 +311,10 @@ def reshape(x, *shape):
 
 
 def view(x, *shape):
-    """A view of x in `shape`: RuntimeError where x's strides do not allow one (PyTorch's rule)."""
+    """A view of x in `shape`: RuntimeError where x's strides do not allow one (PyTorch's rule).
+    `x.view(dtype)` reinterprets x's bits as `dtype` (dtype_view.py)."""
+    if len(shape) == 1 and dtype_view.is_dtype(shape[0]):
+        return dtype_view.view_dtype(x, shape[0])
     shape = infer_shape(shape, x.numel(), "view")
     if not view_tracking.viewable(x, shape):
         raise RuntimeError(f"view: view size is not compatible with input tensor's size and stride (at least one "

@@ -1,0 +1,89 @@
+"""Elementwise maximum, minimum, fmax and fmin, with PyTorch's values and gradients at ties and nan.
+
+Values are picked (`where`), never computed as b + relu(a - b) (which rounds, and turns inf - inf into
+nan). maximum/minimum propagate nan; fmax/fmin ignore it (nan only where both are nan).
+Gradients, as PyTorch's derivatives:
+- maximum(a, b): to a where a > b, to b where b > a, half to each on a tie, all to both where either
+  is nan (so maximum(x, x) at a nan passes 2g); minimum mirrored.
+- fmax(a, b): to a where a >= b or b is nan (ties to a), else to b; fmin with a <= b.
+"""
+
+from ..dtype_rules import promote
+from ..function import Function
+from ..tensor import Tensor
+from . import logical as lg
+from .binary import where
+from .broadcast import reduce_to
+from .convert import relabel
+from .math import isnan, nan_carrier
+from ...ggml import f32
+
+
+def _f(mask):
+    """A bool tensor as float32 0/1."""
+    return relabel(mask, f32)
+
+
+def _pair(a, b, op):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}(): expected both arguments to be Tensors, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    return promote(a, b, op)
+
+
+class _Extremum(Function):
+    """One of the four ops, `kind` in "maximum", "minimum", "fmax", "fmin"; see the module docstring."""
+
+    @staticmethod
+    def forward(ctx, a, b, kind):
+        ctx.kind = kind
+        ctx.save_for_backward(a, b)
+        larger = kind in ("maximum", "fmax")
+        take_b = lg.gt(b, a) if larger else lg.lt(b, a)
+        if kind in ("fmax", "fmin"):
+            take_b = lg.logical_or(take_b, isnan(a))   # a nan: b (nan too only if both are)
+        out = where(take_b, b, a)
+        if kind in ("maximum", "minimum") and out.dtype.is_float:
+            out = out + nan_carrier(b)   # a nan in a is picked already
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        kind = ctx.kind
+        if kind in ("maximum", "minimum"):
+            tie = _f(lg.eq(a, b)) * 0.5
+            a_loses = _f(lg.lt(a, b) if kind == "maximum" else lg.gt(a, b))
+            b_loses = _f(lg.gt(a, b) if kind == "maximum" else lg.lt(a, b))
+            to_a, to_b = 1.0 - a_loses - tie, 1.0 - b_loses - tie
+        else:
+            wins = lg.ge(a, b) if kind == "fmax" else lg.le(a, b)
+            to_a = _f(lg.logical_or(wins, isnan(b)))
+            to_b = 1.0 - to_a
+        ga = reduce_to(g * to_a, a.shape) if ctx.needs_input_grad[0] else None
+        gb = reduce_to(g * to_b, b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb, None
+
+
+def maximum(a, b):
+    """Elementwise maximum; nan where either is nan."""
+    a, b = _pair(a, b, "maximum")
+    return _Extremum.apply(a, b, "maximum")
+
+
+def minimum(a, b):
+    """Elementwise minimum; nan where either is nan."""
+    a, b = _pair(a, b, "minimum")
+    return _Extremum.apply(a, b, "minimum")
+
+
+def fmax(a, b):
+    """Elementwise maximum ignoring nan: the other value where one is nan."""
+    a, b = _pair(a, b, "fmax")
+    return _Extremum.apply(a, b, "fmax")
+
+
+def fmin(a, b):
+    """Elementwise minimum ignoring nan: the other value where one is nan."""
+    a, b = _pair(a, b, "fmin")
+    return _Extremum.apply(a, b, "fmin")

@@ -9,16 +9,22 @@
                                       # growth_interval steps in a row without one
 
 The inf/nan check is one scalar per device, computed in the same graph as the backward (sum over every
-gradient of g * 0, which is nan exactly when some element is inf or nan). `step` reads it once per
-device (one host sync per step, as PyTorch's) and only then schedules the optimizer's update; a
-skipped step leaves parameters and optimizer state untouched. The scale itself is a host number
-(every decision about it follows that one read), so `get_scale()` costs nothing; it enters the graphs as
-uploaded data, so a changed scale still reuses the cached step graphs.
+gradient of g * 0, which is nan exactly when some element is inf or nan). For ggrad's optimizers whose
+gradients are on one device, `step` schedules the update conditional on that check
+(`ggrad.autograd.updates.skipped_if_nan`: a skipped step writes back the old values on the device), so
+backward, check and update are ONE compute; it then reads the check (as PyTorch's one host sync a step)
+and, for a skipped step, restores the optimizer's host state (step counts, state made on a first step).
+Other optimizers, and gradients on several devices (the skip is one decision for all of them), take two
+computes: the check is read first, and the update scheduled only for a good step. Either way a skipped
+step leaves parameters and optimizer state as they were (bitwise; a fused AdamW update may turn a
+parameter equal to -0.0 into +0.0). The scale itself is a host number (every decision about it follows
+that one read), so `get_scale()` costs nothing; it enters the graphs as uploaded data, so a changed scale
+still reuses the cached step graphs.
 """
 
 import math
 
-from ..autograd import grad_mode
+from ..autograd import grad_mode, updates
 from ..autograd.factory import full
 from ..autograd.tensor import Tensor
 from ..ggml import f32
@@ -112,12 +118,22 @@ class GradScaler:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] is READY:
             self.unscale_(optimizer)
-        if not state["found_inf"]:
+        checks = state["found_inf"]
+        if not checks:
             raise RuntimeError("No inf checks were recorded for this optimizer.")
-        found = any(math.isnan(check.item()) for check in state["found_inf"])
-        state["found"] = found
         state["stage"] = STEPPED
-        return None if found else optimizer.step(*args, **kwargs)
+        if len(checks) == 1 and getattr(optimizer, "skips_in_graph", False):
+            saved = {p: dict(s) for p, s in optimizer.state.items()}
+            with updates.skipped_if_nan(checks[0]):
+                result = optimizer.step(*args, **kwargs)
+            state["found"] = math.isnan(checks[0].item())   # computed by the step's graph: no second compute
+            if not state["found"]:
+                return result
+            optimizer.state.clear()   # the device kept the old values; the host state goes back too
+            optimizer.state.update(saved)
+            return None
+        state["found"] = any(math.isnan(check.item()) for check in checks)
+        return None if state["found"] else optimizer.step(*args, **kwargs)
 
     def update(self, new_scale=None):
         """Adapt the scale to the steps since the last update (or set it to `new_scale`)."""

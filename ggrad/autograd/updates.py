@@ -3,9 +3,13 @@
 They overwrite a parameter (and its moments) in its own memory when the step's graph is computed,
 after everything else pending on the device has read the old values. Hyper-parameters travel as a
 small f32 tensor, so changing the learning rate never changes the graph.
+
+`skipped_if_nan(check)` makes the updates scheduled inside it conditional on a value of the same graph
+(a GradScaler's inf/nan check), so that a step which may be skipped still computes as one graph.
 """
 
 import contextlib
+import contextvars
 
 import numpy as np
 
@@ -14,6 +18,7 @@ from ..ggml import ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
 from . import execution
 from .pending import graph_of
+from .tensor import Tensor
 
 
 _ADAMW, _SGD, _ASSIGN = ("opt_step_adamw",), ("opt_step_sgd",), ("assign",)   # graph-cache event keys
@@ -67,11 +72,18 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     for t in (param, exp_avg, exp_avg_sq):
         _as_leaf(t)
     grad = grad.to(ggml.f32)
+    guard = _guard_of(param.device)
+    if guard is not None:
+        # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter
+        # becomes p*1 - (0*m)/(sqrt(v)+1) == p (a parameter equal to -0.0 with m < 0 reads +0.0)
+        grad = guard.select(grad, -0.0)
+        hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
     with execution.lock_of(param.device):
         graph = graph_of(param, grad, exp_avg, exp_avg_sq)
         target = graph.node(param)
         target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-        nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq), hparams.node(graph))
+        nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
+                 _hparams_node(graph, hparams))
         graph.effect(graph.event(_ADAMW, nodes, lambda: ops.opt_step_adamw(graph.ctx, *nodes)))
 
 
@@ -80,12 +92,21 @@ def sgd_(param, grad, hparams):
     _check(param, {"grad": grad}, "sgd_")
     _as_leaf(param)
     grad = grad.to(ggml.f32)
+    guard = _guard_of(param.device)
+    if guard is not None:
+        grad = guard.select(grad, 0.0)   # skipped: p * (1 - 0*0) - 0 * (+0) == p bitwise
+        hparams = guard.hyperparameters(hparams, _SGD_SKIP)
     with execution.lock_of(param.device):
         graph = graph_of(param, grad)
         target = graph.node(param)
         target.set_param()
-        nodes = (target, graph.contiguous(grad), hparams.node(graph))
+        nodes = (target, graph.contiguous(grad), _hparams_node(graph, hparams))
         graph.effect(graph.event(_SGD, nodes, lambda: ops.opt_step_sgd(graph.ctx, *nodes)))
+
+
+def _hparams_node(graph, hparams):
+    """The node of Hyperparameters, or of the tensor a guard selected them into."""
+    return graph.node(hparams) if isinstance(hparams, Tensor) else hparams.node(graph)
 
 
 def assign_(target, value):
@@ -93,6 +114,9 @@ def assign_(target, value):
     if value.shape != target.shape:
         raise ShapeError(f"assign_: value of shape {value.shape} for a target of shape {target.shape}")
     _as_leaf(target)
+    guard = _guard_of(target.device)
+    if guard is not None:   # skipped: the target's own value is written back
+        value = guard.select(value.to(ggml.f32), target.detach().to(ggml.f32))
     value = value.to(target.dtype)
     with execution.lock_of(target.device):
         graph = graph_of(target, value)
@@ -113,3 +137,102 @@ def all_or_nothing():
             # a graph made during the block (after a compute inside it) holds only the block's updates
             del rt.graph.effects[count if rt.graph is graph else 0:]
         raise
+
+
+# ---- updates conditional on a value of the graph ---------------------------------------------------------
+# opt_step_adamw's parameters [lr, beta1, beta2, eps, wd, 1/(1-beta1^t), 1/(1-beta2^t)] and opt_step_sgd's
+# [lr, wd] that leave parameter and moments unchanged (with the gradient replaced as adamw_/sgd_ do)
+_ADAMW_SKIP = (0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0)
+_SGD_SKIP = (0.0, 0.0)
+_EXACT_ROWS = 1 << 22   # row indices up to 2 * this are exact in float32
+_guards = contextvars.ContextVar("update_guards", default=None)
+
+
+def _guard_of(device):
+    guards = _guards.get()
+    return None if guards is None else guards.get(device.name)
+
+
+@contextlib.contextmanager
+def skipped_if_nan(check):
+    """Within the block, updates scheduled on `check`'s device take effect only if the 0-d float32 tensor
+    `check` (computed in the same graph) is not nan; otherwise each writes back the values it would
+    replace. The choice is made on the device: no host round trip before the update."""
+    guards = dict(_guards.get() or {})
+    guards[check.device.name] = _Guard(check)
+    token = _guards.set(guards)
+    try:
+        yield
+    finally:
+        _guards.reset(token)
+
+
+class _Guard:
+    """The selections of one conditional step on one device. Each picks whole rows with get_rows from
+    [new rows; fallback rows] by an index computed from the check, so an inf or nan in the branch not
+    taken never reaches the result (a product with a 0/1 flag would turn 0 * inf into nan)."""
+
+    def __init__(self, check):
+        from .ops.unary import Step   # the ops import this package's tensor module: loaded at first use
+        self.device = check.device
+        self.ok = Step.apply(check.detach() + 1.0)   # 1 when check is finite, 0 when nan (nan > 0 is false)
+        self.bad = 1.0 - self.ok
+        self._cache = {}
+
+    def _once(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def select(self, new, fallback):
+        """`new` if the check is finite, else `fallback` (a tensor of new's shape, or a number)."""
+        from .factory import full
+        from .ops import indexing, joins, views
+        if new.numel() == 0:
+            return new
+        rows, width = _rows(new.shape)
+        stacked = views.reshape(new, (rows, width))
+        if isinstance(fallback, Tensor):
+            stacked = joins.cat([stacked, views.reshape(fallback, (rows, width))], 0)
+            index = self._index(rows, whole=True)
+        else:
+            row = self._once(("row", width, str(fallback)),
+                             lambda: full((1, width), fallback, dtype=ggml.f32, device=self.device))
+            stacked = joins.cat([stacked, row], 0)
+            index = self._index(rows, whole=False)
+        return views.reshape(indexing.GetRows.apply(stacked, index), new.shape)
+
+    def _index(self, rows, whole):
+        """Row indices into [new (rows); fallback (rows if whole, else 1)]: 0..rows-1 when the check is
+        finite, else rows.. (whole) or rows (one fallback row)."""
+        from .factory import arange
+
+        def make():
+            base = arange(rows, dtype=ggml.f32, device=self.device)
+            index = base + self.bad * float(rows) if whole else base * self.ok + self.bad * float(rows)
+            return index.to(ggml.i32)
+        return self._once(("index", rows, whole), make)
+
+    def hyperparameters(self, hparams, skip):
+        """`hparams`' values, or `skip` for a skipped step, as a tensor of this step's graph."""
+        from .factory import tensor
+
+        def make():
+            values = tensor(hparams.values, device=self.device)
+            # hparams is kept with its selection: its id is not reused while this guard lives
+            return hparams, self.select(values, tensor(np.asarray(skip, dtype=np.float32), device=self.device))
+        return self._once(("hparams", id(hparams)), make)[1]
+
+
+def _rows(shape):
+    """(rows, width) of a non-empty contiguous `shape` seen as rows of its trailing dimensions: rows of its
+    last dimension, wider where needed for few enough rows to index exactly in float32."""
+    dims = [int(s) for s in shape] or [1]
+    n = 1
+    for s in dims:
+        n *= s
+    width, i = dims[-1], len(dims) - 2
+    while n // width > _EXACT_ROWS and i >= 0:
+        width *= dims[i]
+        i -= 1
+    return n // width, width

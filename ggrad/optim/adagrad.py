@@ -30,6 +30,8 @@ class Adagrad(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    skips_in_graph = True
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,

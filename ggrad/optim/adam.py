@@ -37,6 +37,8 @@ class Adam(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    skips_in_graph = True
+
     decoupled = False   # AdamW: the decay is the update's own, not the gradient's
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,

@@ -67,6 +67,11 @@ class Optimizer:
         state: per-parameter state (a dict per parameter, keyed by the parameter).
     """
 
+    skips_in_graph = False
+    """True for optimizers that schedule every update through ggrad.autograd.updates (assign_, sgd_,
+    adamw_) and keep their host state in `state` alone: a GradScaler then skips an overflowed step inside
+    the step's graph (one compute), and restores `state` after a skipped one."""
+
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state = defaultdict(dict)

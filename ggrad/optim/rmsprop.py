@@ -33,6 +33,8 @@ class RMSprop(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    skips_in_graph = True
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  maximize: bool = False) -> None:

@@ -31,6 +31,8 @@ class SGD(Optimizer):
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
     """
 
+    skips_in_graph = True
+
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  nesterov: bool = False, weight_decay: float = 0.0, maximize: bool = False) -> None:
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,

@@ -1,0 +1,154 @@
+"""GradScaler's skip inside the step's graph: one compute per scaled step, and the same results as torch's
+GradScaler and as ggrad's two-compute path (check read first), for every optimizer, with injected inf/nan."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad import nn, optim
+from ggrad.amp import GradScaler
+
+torch = pytest.importorskip("torch")
+
+SETTINGS = dict(init_scale=2.0 ** 10, growth_factor=2.0, backoff_factor=0.5, growth_interval=2)
+# True: a gradient element is made inf (odd steps) or nan (even steps); the first step is skipped too
+SCRIPT = [True, False, False, True, False, False, True, True, False]
+
+OPTIMIZERS = {
+    "sgd": (optim.SGD, torch.optim.SGD, dict(lr=0.1)),
+    "sgd_nesterov": (optim.SGD, torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    "adam": (optim.Adam, torch.optim.Adam, dict(lr=0.01, weight_decay=0.01)),
+    "adamw": (optim.AdamW, torch.optim.AdamW, dict(lr=0.01)),
+    "adamw_eps0": (optim.AdamW, torch.optim.AdamW, dict(lr=0.01, eps=0.0)),
+    "amsgrad": (optim.AdamW, torch.optim.AdamW, dict(lr=0.01, amsgrad=True)),
+    "adagrad": (optim.Adagrad, torch.optim.Adagrad, dict(lr=0.1, lr_decay=0.01)),
+    "rmsprop": (optim.RMSprop, torch.optim.RMSprop, dict(lr=0.01, momentum=0.5, centered=True)),
+}
+
+
+def _models():
+    torch.manual_seed(0)
+    t = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+    g = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+    g.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    return g, t
+
+
+def _bits(model, opt):
+    """Every parameter and state value, tensors as their raw bits."""
+    out = [p.numpy().view(np.uint32).copy() for p in model.parameters()]
+    for p in model.parameters():
+        state = opt.state.get(p, {})
+        out.append(sorted(state))
+        out += [v.numpy().view(np.uint32).copy() if isinstance(v, ggrad.Tensor) else v
+                for _, v in sorted(state.items())]
+    return out
+
+
+def _assert_same(a, b, msg):
+    assert len(a) == len(b), msg
+    for x, y in zip(a, b):
+        if isinstance(x, np.ndarray):
+            np.testing.assert_array_equal(x, y, err_msg=msg)
+        else:
+            assert x == y, msg
+
+
+def _run(name, in_graph):
+    """The script with ggrad (in-graph skip or not), beside torch; returns ggrad's bits after each step."""
+    g_cls, t_cls, kwargs = OPTIMIZERS[name]
+    g_model, t_model = _models()
+    g_opt, t_opt = g_cls(g_model.parameters(), **kwargs), t_cls(t_model.parameters(), **kwargs)
+    g_opt.skips_in_graph = in_graph
+    g_scaler, t_scaler = GradScaler("cpu", **SETTINGS), torch.amp.GradScaler("cpu", **SETTINGS)
+    rng = np.random.default_rng(1)
+    history = []
+    before = _bits(g_model, g_opt)   # then each step's start is the last one's end (read after it)
+    for step, inject in enumerate(SCRIPT):
+        x, y = rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal((5, 2)).astype(np.float32)
+        g_opt.zero_grad()
+        t_opt.zero_grad()
+        g_scaler.scale(ggrad.mse_loss(g_model(ggrad.tensor(x)), ggrad.tensor(y))).backward()
+        t_scaler.scale(torch.nn.functional.mse_loss(t_model(torch.tensor(x)), torch.tensor(y))).backward()
+        if inject:
+            bad = np.zeros((2,), dtype=np.float32)
+            bad[1] = math.inf if step % 2 else math.nan
+            g_model[2].bias.grad = g_model[2].bias.grad + ggrad.tensor(bad)
+            t_model[2].bias.grad += torch.tensor(bad)
+        computes = ggrad.stats()["computes"]
+        result = g_scaler.step(g_opt)
+        # backward, check and update: one compute; else the check, then (a good step) the update
+        expected = 1 if in_graph or inject else 2
+        assert ggrad.stats()["computes"] - computes == expected, f"{name} step {step}"
+        t_scaler.step(t_opt)
+        g_scaler.update()
+        t_scaler.update()
+        after = _bits(g_model, g_opt)
+        if inject:
+            assert result is None
+            _assert_same(after, before, f"{name}: skipped step {step} changed something")
+        assert g_scaler.get_scale() == t_scaler.get_scale(), f"{name} step {step}"
+        for i, (gp, tp) in enumerate(zip(g_model.parameters(), t_model.parameters())):
+            np.testing.assert_allclose(gp.numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{name} step {step} parameter {i}")
+            if "step" in g_opt.state.get(gp, {}):
+                assert g_opt.state[gp]["step"] == int(t_opt.state[tp]["step"])
+        history.append(after)
+        before = after
+    assert g_scaler.state_dict() == t_scaler.state_dict()
+    return history
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_in_graph_skip_matches_torch_and_the_two_compute_path(name):
+    one, two = _run(name, True), _run(name, False)
+    for step, (a, b) in enumerate(zip(one, two)):
+        _assert_same(a, b, f"{name} step {step}: the paths differ")
+
+
+class _Plain(optim.Optimizer):
+    """An optimizer that does not declare skips_in_graph: GradScaler takes the two-compute path."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    def _update_group(self, group):
+        params = [p for p in group["params"] if p.grad is not None]
+        optim.sgd(params, [p.grad for p in params], [None] * len(params), weight_decay=0.0, momentum=0.0,
+                  lr=group["lr"], dampening=0.0, nesterov=False)
+        return params
+
+
+def test_other_optimizers_read_the_check_first():
+    model, _ = _models()
+    opt = _Plain(model.parameters())
+    scaler = GradScaler(init_scale=4.0)
+    scaler.scale(model(ggrad.randn(3, 4)).sum()).backward()
+    model[0].weight.grad = model[0].weight.grad * math.inf
+    before = [p.numpy().copy() for p in model.parameters()]
+    computes = ggrad.stats()["computes"]
+    assert scaler.step(opt) is None
+    assert ggrad.stats()["computes"] - computes == 1   # the check; no update was scheduled
+    for p, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.numpy(), b)
+    scaler.update()
+    assert scaler.get_scale() == 2.0
+
+
+def test_skipped_update_keeps_special_parameter_values():
+    """Parameters holding -0.0, inf and nan come out of a skipped fused SGD / AdamW step bit for bit."""
+    special = np.array([-0.0, 0.0, math.inf, -math.inf, math.nan, 1.5, -2.5e-38, 3e38], dtype=np.float32)
+    for cls in (optim.SGD, optim.AdamW):
+        p = nn.Parameter(ggrad.tensor(special))
+        opt = cls([p], lr=0.1)
+        p.grad = ggrad.tensor(np.ones_like(special))
+        opt.step()                            # a first real step makes AdamW's moments (positive here)
+        with ggrad.no_grad():
+            p.copy_(ggrad.tensor(special))
+        before = p.numpy().view(np.uint32).copy()
+        scaler = GradScaler(init_scale=1.0)
+        p.grad = ggrad.tensor(np.full_like(special, math.inf))
+        assert scaler.step(opt) is None
+        np.testing.assert_array_equal(p.numpy().view(np.uint32), before, err_msg=cls.__name__)

@@ -5,6 +5,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 
 from .. import ggml
 from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
+from .boundary import typed
 from .factory import tensor
 from .function import Function
 from .ops import logical, mask_index, mask_positions, views
@@ -254,5 +255,7 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_eq
     _METHODS[_name] = getattr(logical, _name)
 
 for _name, _fn in _METHODS.items():
+    if not _name.startswith("_") and callable(_fn):
+        _fn = typed(_fn, _name, method=True)   # bad arguments raise as the functions do (boundary.py)
     setattr(Tensor, _name, _fn)
 Tensor.__hash__ = object.__hash__

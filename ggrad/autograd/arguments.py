@@ -68,6 +68,7 @@ DIMS = Kind("tuple of ints", lambda v: _is_int(v) or _is_ints(v), dim=True)
 SHAPE = Kind("tuple of ints", lambda v: _is_int(v) or _is_ints(v))
 DTYPE = Kind("torch.dtype", _is_dtype)
 STR = Kind("str", lambda v: isinstance(v, str))
+OUTPUT_SIZE = Kind("tuple of ints", lambda v: v is not None)   # torch's own checks give ValueError for the rest
 
 KINDS = {
     "x": TENSOR, "input": TENSOR, "a": TENSOR, "weight": TENSOR, "target": TENSOR, "index": TENSOR,
@@ -75,14 +76,14 @@ KINDS = {
     "tensor1": TENSOR, "tensor2": TENSOR, "vec": TENSOR, "vec2": TENSOR, "tensor": TENSOR, "source": TENSOR,
     "src": TENSOR, "bias": TENSOR, "pos_weight": TENSOR,
     "b": OPERAND, "other": OPERAND, "end": OPERAND, "p": OPERAND, "min": OPERAND, "max": OPERAND,
-    "tensors": TENSORS, "operands": TENSORS,
+    "tensors": TENSORS, "operands": TENSOR, "num_groups": Kind("int", lambda v: _is_int(v) or isinstance(v, Tensor)), "output_size": OUTPUT_SIZE,
     "dim": DIMS, "dims": DIMS, "dim0": DIM, "dim1": DIM, "dim2": DIM, "axis0": DIM, "axis1": DIM,
     "start_dim": DIM, "end_dim": DIM,
     "keepdim": BOOL, "descending": BOOL, "stable": BOOL, "largest": BOOL, "sorted": BOOL, "replacement": BOOL,
     "training": BOOL, "unbiased": BOOL, "align_corners": BOOL, "antialias": BOOL,
     "k": INT, "n": INT, "chunks": INT, "num_samples": INT, "num_classes": INT, "diagonal": INT, "offset": INT,
     "start": INT, "length": INT, "decimals": INT, "groups": INT, "ignore_index": INT,
-    "alpha": NUMBER, "beta": NUMBER, "value": NUMBER, "eps": NUMBER, "negative_slope": NUMBER, "nan": NUMBER,
+    "alpha": NUMBER, "beta": NUMBER, "value": OPERAND, "eps": NUMBER, "negative_slope": NUMBER, "nan": NUMBER,
     "posinf": NUMBER, "neginf": NUMBER, "min_val": NUMBER, "max_val": NUMBER, "delta": NUMBER,
     "threshold": NUMBER, "label_smoothing": NUMBER, "correction": NUMBER,
     "size": SHAPE, "shape": SHAPE, "sizes": SHAPE, "normalized_shape": SHAPE, "shifts": SHAPE, "pad": SHAPE,
@@ -95,12 +96,16 @@ KINDS = {
 OP_KINDS = {
     ("tile", "dims"): SHAPE, ("flip", "dims"): DIMS, ("permute", "dims"): DIMS, ("roll", "dims"): DIMS,
     ("unflatten", "sizes"): SHAPE, ("index_select", "index"): TENSOR, ("masked_fill", "value"): OPERAND,
-    ("layer_norm", "weight"): TENSOR, ("lerp", "weight"): OPERAND, ("clamp", "min"): OPERAND,
+    ("lerp", "weight"): OPERAND,
     ("where", "a"): OPERAND, ("pow", "x"): OPERAND, ("norm", "p"): Kind("Number or str", lambda v: isinstance(
         v, str) or _is_number(v)), ("vector_norm", "ord"): NUMBER, ("one_hot", "x"): TENSOR,
-    ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("squeeze", "dim"): DIMS,
+    ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("fill_", "value"): None, ("squeeze", "dim"): DIMS,
     ("max", "dim"): Kind("int or Tensor", lambda v: isinstance(v, Tensor) or _is_int(v), dim=True),
-    ("fill_", "value"): None, ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
+    ("logical_and", "b"): TENSOR, ("logical_or", "b"): TENSOR, ("logical_xor", "b"): TENSOR,
+    ("embedding", "input"): None,   # ggrad's F.embedding also takes a list of indices
+    ("broadcast_shapes", "a"): None, ("broadcast_shapes", "b"): None, ("einsum", "equation"): None,
+    ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first
+    ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
 }
 OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
 # The parameter names PyTorch's messages use where ggrad's differ.
@@ -125,12 +130,12 @@ def kind_of(op, param):
 
 
 def _values(param, value):
-    """(value, ...) to check for one bound parameter: a *args parameter gives its elements, or the single
-    sequence it was given (`reshape(x, (2, 3))`)."""
+    """(value, ...) to check for one bound parameter: a *args parameter gives its elements, or those of the
+    single sequence it was given (`reshape(x, (2, 3))`, `einsum(eq, [a, b])`)."""
     if param.kind is not param.VAR_POSITIONAL:
         return (value,)
     if len(value) == 1 and isinstance(value[0], (tuple, list)):
-        return (value[0],)
+        return tuple(value[0])
     return value
 
 
@@ -159,10 +164,13 @@ def explain(fn, op, args, kwargs, method=False):
         return None
     first = next((v for v in bound.arguments.values() if isinstance(v, Tensor)), None)
     position = -1 if method else 0
-    for name, value in bound.arguments.items():
-        param = sig.parameters[name]
+    for name, param in sig.parameters.items():
         kind = kind_of(op, param)
-        for v in _values(param, value):
+        if name not in bound.arguments:
+            if param.kind is param.VAR_POSITIONAL and kind in (SHAPE, DIMS):
+                return ArgumentTypeError(f"{op}() missing 1 required positional argument: '{name}'")
+            continue
+        for v in _values(param, bound.arguments[name]):
             position += 1
             if kind is None or (v is None and param.default is None) or (v is param.default):
                 continue

@@ -52,8 +52,13 @@ def _assign(self, value, op):
 
 def _inplace(fn, name):
     def method(self, *args, **kwargs):
-        return _assign(self, fn(_operand(self), *args, **kwargs), name)
+        value = fn(_operand(self), *args, **kwargs)
+        if value.dtype.is_float and not self.dtype.is_float:
+            raise RuntimeError(f"{name}: result type {value.dtype.name} can't be cast to the desired output type "
+                               f"{self.dtype.name}")
+        return _assign(self, value, name)
     method.__name__ = name
+    method.__wrapped__ = fn   # its signature is the op's (self is the op's input), for the argument table
     return method
 
 
@@ -177,6 +182,9 @@ def _zero_(self):
 
 
 def _fill_(self, value):
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                           "dimensions")
     return _overwrite(self, self.detach() * 0.0 + value, "fill_")
 
 

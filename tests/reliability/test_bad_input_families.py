@@ -7,10 +7,7 @@ Each test checks one rule over the whole family; a call whose outcome differs fr
 for a reason outside these rules is listed in a KNOWN set with that reason.
 """
 
-import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +15,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import bad_input_family as family  # noqa: E402  (for its tables; the calls run in the child)
 from bad_input_mismatches import run_family  # noqa: E402

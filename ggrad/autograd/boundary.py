@@ -1,52 +1,57 @@
-"""The public functional API's argument boundary: a non-Tensor where a Tensor goes raises TypeError.
+"""The public API's argument boundary: bad arguments raise PyTorch's exception types, naming the op.
 
-PyTorch raises TypeError naming the function when an argument that must be a Tensor is None, a str or a
-list of str. ggrad's ops read `.dtype` or `.ndim` of their inputs first, so such an argument surfaces as an
-AttributeError somewhere inside. `guard` wraps the public functions so that exactly that AttributeError (one
-raised on an object that is not a Tensor) becomes PyTorch's TypeError naming the op; the check runs on the
-failure path only, so a good call pays one extra Python call. A builtin error whose message does not name the
-op (raised by a shared helper or by numpy) gets the op's name in front, so every message says which call failed.
+PyTorch raises TypeError naming the function when an argument is of the wrong kind (a None, a str or a list
+of str where a Tensor goes, a str where a dim goes). ggrad's ops read `.dtype` or `.ndim` of their inputs
+first, so such an argument surfaces somewhere inside (an AttributeError, `int("abc")`'s ValueError).
+`typed` wraps the public functions and Tensor methods: when a call fails, the argument-kind table
+(arguments.py) replays PyTorch's parse and gives its error; an AttributeError raised on an object that is
+not a Tensor becomes NotATensorError. The checks run on the failure path only, so a good call pays one
+extra Python call. A builtin error whose message does not name the op (raised by a shared helper or by
+numpy) gets the op's name in front, so every message says which call failed.
 """
 
 import functools
 import re
 
 
-from ..ggml.errors import GGRADError
+from .arguments import NotATensorError, explain
 from .tensor import Tensor
 
-
-class NotATensorError(GGRADError, TypeError, AttributeError):
-    """A non-Tensor where a Tensor goes: PyTorch raises TypeError from its C++ ops and AttributeError from its
-    Python ones (the losses call `target.size()`), so this is both."""
+__all__ = ["NotATensorError", "typed", "guard"]
 
 
-def typed(fn, name):
-    """`fn` with a non-Tensor input reported as NotATensorError, and every error message naming `name`."""
+def typed(fn, name, method=False):
+    """`fn` with an argument of the wrong kind reported as PyTorch reports it, a non-Tensor input as
+    NotATensorError, and every error message naming `name`. A `method`'s first argument is self."""
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except AttributeError as e:
-            culprit = getattr(e, "obj", None)
-            if not _given(culprit, (*args, *kwargs.values())) or isinstance(culprit, Tensor) or e.name is None:
-                raise   # not one of the call's arguments: an error inside the op, reported as it is
-            raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(culprit).__name__} "
-                                  f"{culprit!r:.60} (it has no .{e.name})") from None
-        except TypeError as e:
-            if args and not isinstance(args[0], Tensor) and type(e) is TypeError and \
-                    "expected at least one Tensor" in str(e):
-                raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(args[0]).__name__} "
-                                      f"{args[0]!r:.60}") from None
-            _rename(e, name)
-            raise
-        except (ValueError, IndexError, RuntimeError, KeyError) as e:
-            _rename(e, name)
+        except (AttributeError, TypeError, ValueError, IndexError, RuntimeError, KeyError) as e:
+            torchs = explain(fn, name, args, kwargs, method)
+            if torchs is not None:
+                raise torchs from None
+            _translate(e, name, args, kwargs)
             raise
 
     op.__wrapped_op__ = fn
     return op
+
+
+def _translate(e, name, args, kwargs):
+    """Raise NotATensorError for an AttributeError on a non-Tensor argument (or a TypeError saying no Tensor
+    was given); otherwise name the op in `e`'s message (the caller re-raises it)."""
+    if isinstance(e, AttributeError):
+        culprit = getattr(e, "obj", None)
+        if not _given(culprit, (*args, *kwargs.values())) or isinstance(culprit, Tensor) or e.name is None:
+            return   # not one of the call's arguments: an error inside the op, reported as it is
+        raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(culprit).__name__} "
+                              f"{culprit!r:.60} (it has no .{e.name})") from None
+    if type(e) is TypeError and args and not isinstance(args[0], Tensor) and "expected at least one Tensor" in str(e):
+        raise NotATensorError(f"{name}(): expected a Tensor argument, got {type(args[0]).__name__} "
+                              f"{args[0]!r:.60}") from None
+    _rename(e, name)
 
 
 def _given(obj, values):

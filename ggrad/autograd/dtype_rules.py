@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ggml import f32
 from .torch_dtypes import BOOL, INT64, category, from_host, host_of, is_integer, wrap_number
-from ..ggml.errors import DTypeError
+from ..ggml.errors import UnsupportedDTypeError
 from .factory import full
 from .function import apply_function
 from .roundings import narrow, widen
@@ -32,7 +32,7 @@ def _in_f32(fn, args, accepts, int_result=None):
     if dtype is f32:
         return apply_function(fn, args)
     if not accepts(dtype):
-        raise DTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
+        raise UnsupportedDTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
                          "use .float() first")
     converted = tuple(widen(a, f32) if isinstance(a, Tensor) and a.dtype is not f32 else a for a in args)
     out = apply_function(fn, converted)
@@ -60,18 +60,18 @@ def TRUE_DIVIDE(fn, args):
 
 
 def require_float(x, op):
-    """DTypeError unless x is a floating point Tensor."""
+    """UnsupportedDTypeError (a DTypeError) unless x is a floating point Tensor."""
     if not x.dtype.is_float:
-        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+        raise UnsupportedDTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
     return x
 
 
 def as_float32(x, op, allow_int=False):
-    """x in float32 for an op that computes in it (int32 too with `allow_int`); DTypeError otherwise."""
+    """x in float32 for an op that computes in it (int32 too with `allow_int`); UnsupportedDTypeError otherwise."""
     if x.dtype is f32:
         return x
     if not (x.dtype.is_float or (allow_int and _numeric(x.dtype))):
-        raise DTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
+        raise UnsupportedDTypeError(f"{op}: expected a floating point tensor, got {x.dtype.name}; use .float() first")
     return x.to(f32)
 
 

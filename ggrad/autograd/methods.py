@@ -5,6 +5,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 
 from .. import ggml
 from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
+from .boundary import typed
 from .factory import tensor
 from .function import Function
 from .ops import logical, mask_index, mask_positions, views
@@ -51,8 +52,13 @@ def _assign(self, value, op):
 
 def _inplace(fn, name):
     def method(self, *args, **kwargs):
-        return _assign(self, fn(_operand(self), *args, **kwargs), name)
+        value = fn(_operand(self), *args, **kwargs)
+        if value.dtype.is_float and not self.dtype.is_float:
+            raise RuntimeError(f"{name}: result type {value.dtype.name} can't be cast to the desired output type "
+                               f"{self.dtype.name}")
+        return _assign(self, value, name)
     method.__name__ = name
+    method.__wrapped__ = fn   # its signature is the op's (self is the op's input), for the argument table
     return method
 
 
@@ -176,6 +182,9 @@ def _zero_(self):
 
 
 def _fill_(self, value):
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                           "dimensions")
     return _overwrite(self, self.detach() * 0.0 + value, "fill_")
 
 
@@ -255,5 +264,7 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_eq
     _METHODS[_name] = getattr(logical, _name)
 
 for _name, _fn in _METHODS.items():
+    if not _name.startswith("_") and callable(_fn):
+        _fn = typed(_fn, _name, method=True)   # bad arguments raise as the functions do (boundary.py)
     setattr(Tensor, _name, _fn)
 Tensor.__hash__ = object.__hash__

@@ -6,7 +6,8 @@ function says numpy order.
 
 from ._lib import ffi, lib
 from . import hooks
-from .errors import GGRADError, ShapeError, DTypeError, DeviceError, DeviceLostError, GGMLError, ArgumentError, FormatError
+from .errors import (GGRADError, ShapeError, DTypeError, DeviceError, DeviceLostError, GGMLError, ArgumentError, FormatError,
+                     UnsupportedDTypeError, UnsupportedShapeError)
 from .dtypes import DType, f32, f16, bf16, i32, i16, i8, all_dtypes, as_dtype
 from .backend import (Device, devices, device, cpu, set_num_threads, get_num_threads, has_backend,
                      rpc_add_server, rpc_start_server, check_device)

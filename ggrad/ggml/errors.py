@@ -34,3 +34,13 @@ class ArgumentError(GGRADError, ValueError, RuntimeError):
 
 class FormatError(GGRADError, ValueError):
     """A file that is truncated, corrupted, hostile or not in the format expected."""
+
+
+class UnsupportedDTypeError(DTypeError, NotImplementedError):
+    """A dtype the op has no kernel for (PyTorch's "not implemented for 'Int'" is a NotImplementedError; a
+    dtype GGML cannot compute where PyTorch would raises this too, saying so)."""
+
+
+class UnsupportedShapeError(ShapeError, NotImplementedError):
+    """A rank or layout the op has no kernel for (PyTorch's NotImplementedError for, e.g., interpolating a
+    2-D input; a shape GGML cannot compute where PyTorch would raises this too, saying so)."""

@@ -7,10 +7,7 @@ Each test checks one rule over the whole family; a call whose outcome differs fr
 for a reason outside these rules is listed in a KNOWN set with that reason.
 """
 
-import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,9 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import bad_input_family as family  # noqa: E402  (for its tables; the calls run in the child)
+from bad_input_mismatches import run_family  # noqa: E402
 
 NON_TENSOR = ("none", "str", "list_of_str")
 BAD_SECOND = ("none_argument", "str_argument", "list_of_str_argument")
@@ -50,24 +47,6 @@ KNOWN = {
     ("ggrad.mish", "mismatched_shapes"): "no inplace argument: a TypeError for the extra positional",
     ("ggrad.silu", "mismatched_shapes"): "the same",
 }
-
-
-def run_family(out, selftest=False):
-    """({(label, args): record} for every call of the family, [the calls that killed the child], total)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GGRAD_FAMILY_SELFTEST="abort" if selftest else "")
-    total = len(family.cases(selftest))
-    start, killed = 0, []
-    while start < total:
-        proc = subprocess.run([sys.executable, str(HERE / "bad_input_family.py"), str(out), str(start)],
-                              capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
-        records = [json.loads(line) for line in out.read_text().splitlines()]
-        if proc.returncode == 0:
-            break
-        last = [r for r in records if "start" in r][-1]
-        killed.append((last["label"], last["args"], proc.returncode, proc.stderr[-500:]))
-        start = last["start"] + 1
-    done = {(r["label"], r["args"]): r for r in records if "done" in r}
-    return done, killed, total
 
 
 @pytest.fixture(scope="module")

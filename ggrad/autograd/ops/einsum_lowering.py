@@ -114,7 +114,9 @@ def einsum(equation, *operands):
     """Sums of products of the operands' entries over the labels the output leaves out, as PyTorch."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if not operands or not all(isinstance(t, Tensor) for t in operands):
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand")
+    if not all(isinstance(t, Tensor) for t in operands):
         raise TypeError("einsum(): operands must be Tensors")
     inputs, output = _parse(equation, operands)
     sizes = _sizes(inputs, operands, equation)

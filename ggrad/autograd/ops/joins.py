@@ -1,11 +1,11 @@
 """Joining and splitting: cat, stack, split, chunk."""
 
 from ...ggml import ops
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ArgumentError, DTypeError, ShapeError
 from ..function import Function
 from .. import view_tracking
 from ..primitive import Primitive
-from ..tensor import _axis
+from ..tensor import Tensor, _axis
 from .views import Slice, SliceStep, folding, narrow, slice_view, unsqueeze
 
 
@@ -29,8 +29,15 @@ class Concat(Primitive):
         return narrow(g, ctx.dim, 0, na), narrow(g, ctx.dim, na, nb), None
 
 
+def sequence(tensors, op):
+    """`tensors` as a list; a single Tensor is refused, as PyTorch (iterating it would give its rows)."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    return list(tensors)
+
+
 def cat(tensors, dim=0):
-    tensors = list(tensors)
+    tensors = sequence(tensors, "cat")
     if not tensors:
         raise ValueError("cat: expected a non-empty list of Tensors")
     first = tensors[0]
@@ -53,7 +60,7 @@ def cat(tensors, dim=0):
 
 
 def stack(tensors, dim=0):
-    tensors = list(tensors)
+    tensors = sequence(tensors, "stack")
     if not tensors:
         raise ValueError("stack: expected a non-empty list of Tensors")
     for t in tensors[1:]:
@@ -92,8 +99,10 @@ def split(x, split_size_or_sections, dim=0):
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
         if split_size_or_sections <= 0:
-            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+            raise ArgumentError(f"split: split_size must be positive, got {split_size_or_sections}")
         sizes = [min(split_size_or_sections, n - i) for i in range(0, n, split_size_or_sections)]
+    elif isinstance(split_size_or_sections, Tensor):
+        raise TypeError("split(): argument 'split_size_or_sections' must be int or a list of ints, not Tensor")
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
@@ -115,6 +124,8 @@ def split(x, split_size_or_sections, dim=0):
 
 
 def chunk(x, chunks, dim=0):
+    if not isinstance(chunks, int):
+        raise TypeError(f"chunk(): argument 'chunks' (position 2) must be int, not {type(chunks).__name__}")
     n = x.shape[_axis(dim, x.ndim)]
     size = -(-n // chunks)
     return split(x, size, dim)

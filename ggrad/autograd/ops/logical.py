@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import ggml
 from .. import grad_mode
+from ...ggml.errors import UnsupportedDTypeError
 from ..factory import tensor
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL, INT64
@@ -123,7 +124,8 @@ def logical_xor(a, b):
 def _bitwise(op, logical, a, b):
     for t in (a, b):
         if isinstance(t, Tensor) and t.dtype.is_float or isinstance(t, float):
-            raise RuntimeError(f"{op}: only integer and bool tensors are supported, got a floating point operand")
+            raise UnsupportedDTypeError(f"{op}: only integer and bool tensors are supported, "
+                                        "got a floating point operand")
     if builtins.all(not isinstance(t, Tensor) or t.dtype is BOOL for t in (a, b)) and \
             builtins.all(isinstance(t, Tensor) or isinstance(t, bool) for t in (a, b)):
         return logical(a, b)
@@ -180,7 +182,7 @@ def bitwise_xor(a, b):
 
 def bitwise_not(x):
     if x.dtype.is_float:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        raise UnsupportedDTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     if x.dtype is BOOL:
         return logical_not(x)
     with grad_mode.no_grad():

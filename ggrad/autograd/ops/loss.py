@@ -209,6 +209,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     _check_reduction(reduction, "huber_loss")
     _pair_check(input, target, "huber_loss")
+    require_float(input, "huber_loss")
     d = input - target
     a = un.abs(d)
     small = 1.0 - un.Step.apply(a - delta)

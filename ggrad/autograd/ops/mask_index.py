@@ -117,5 +117,7 @@ def masked_select(x, mask):
     """The entries of x where mask is True, as a 1-D tensor; x and mask broadcast together, as PyTorch."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_select(): mask must be a bool Tensor, got {type(mask).__name__}")
+    if mask.dtype is not BOOL:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype.name}")
     shape = bi.broadcast_shapes(x.shape, mask.shape, "masked_select")
     return getitem(vw.expand(x, shape), vw.expand(mask, shape))

@@ -17,7 +17,7 @@ to 5e-9 before float32 rounding.
 import math as _math
 
 from ...ggml import ops
-from ..dtype_rules import FLOAT
+from ..dtype_rules import FLOAT, require_float
 from ..function import Function
 from ..grad_mode import no_grad
 from . import unary as un
@@ -96,7 +96,8 @@ def round(x, decimals=0):  # noqa: A001 (PyTorch's name)
 
 
 def frac(x):
-    """x - trunc(x)."""
+    """x - trunc(x); floating point only, as PyTorch."""
+    require_float(x, "frac")
     return x - trunc(x)
 
 

@@ -29,7 +29,9 @@ def normalize_dims(dim, ndim):
     """A sorted tuple of non-negative dimensions from an int, a tuple or None (all)."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not isinstance(dim, (int, np.integer, tuple, list)):
+        raise TypeError(f"dim must be an int or a tuple of ints, got {type(dim).__name__}")
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = sorted({_axis(d, ndim) for d in dims})
     return tuple(out)
 
@@ -178,9 +180,10 @@ def _move_last(x, d):
 
 
 def _nonempty_reduction(x, dim, op):
-    """PyTorch's errors for a maximum over nothing: RuntimeError without a dim, IndexError along an empty one."""
+    """PyTorch's errors for a maximum over nothing: RuntimeError without a dim (IndexError for argmax, as
+    PyTorch), IndexError along an empty one."""
     if dim is None and x.numel() == 0:
-        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise (IndexError if op.startswith("arg") else RuntimeError)(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
     for d in normalize_dims(dim, x.ndim) if x.ndim else ():
         if x.shape[d] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ShapeError, UnsupportedShapeError
 from ..factory import tensor
 from .indexing import index_select
 
@@ -61,8 +61,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize the spatial dimensions (all after batch and channels) of a 3-D or 4-D input."""
     if mode not in _MODES:
         raise ValueError(f"interpolate: mode {mode!r} is not supported (one of {', '.join(_MODES)})")
-    if input.ndim not in (3, 4):
-        raise ShapeError(f"interpolate: expected a 3-D (N, C, L) or 4-D (N, C, H, W) input, got {input.shape}")
+    if input.ndim not in (3, 4):   # PyTorch also takes 5-D (trilinear); ggrad has no 3-D resampling yet
+        raise UnsupportedShapeError(f"interpolate: only 3-D (N, C, L) and 4-D (N, C, H, W) inputs are supported, "
+                                    f"got {input.shape}")
     spatial = input.ndim - 2
     if mode in _LINEAR and _LINEAR[mode] != spatial:
         raise ValueError(f"interpolate: mode {mode!r} needs a {_LINEAR[mode] + 2}-D input, got {input.shape}")

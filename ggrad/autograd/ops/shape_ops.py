@@ -25,6 +25,8 @@ from .views import PadTo, Slice, folding, narrow, reshape
 
 
 def _dims(dims, ndim, op):
+    if isinstance(dims, Tensor):
+        raise TypeError(f"{op}(): argument 'dims' must be tuple of ints, not Tensor")
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     out = [_axis(d, ndim) for d in dims]
     if len(set(out)) != len(out):
@@ -41,10 +43,14 @@ def flip(x, dims):
 
 
 def fliplr(x):
+    if x.ndim < 2:
+        raise RuntimeError(f"fliplr: Input must be >= 2-d, got shape {x.shape}")
     return flip(x, 1)
 
 
 def flipud(x):
+    if x.ndim < 1:
+        raise RuntimeError("flipud: Input must be >= 1-d, got a 0-d tensor")
     return flip(x, 0)
 
 
@@ -202,6 +208,8 @@ def pad(x, pad, mode="constant", value=None):
     Modes: "constant" (filled with `value`, default 0), "reflect", "replicate" and "circular".
     Negative amounts crop.
     """
+    if isinstance(pad, Tensor):
+        raise TypeError("pad(): argument 'pad' (position 2) must be tuple of ints, not Tensor")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim ({2 * x.ndim}) "

@@ -108,7 +108,7 @@ def expand_as(input, other):  # noqa: A002
 
 
 def broadcast_to(input, size):  # noqa: A002
-    return views.expand(input, tuple(size))
+    return views.expand(input, (size,) if isinstance(size, int) else tuple(size))
 
 
 def type_as(input, other):  # noqa: A002
@@ -182,13 +182,17 @@ def unflatten(input, dim, sizes):  # noqa: A002
 
 def tile(input, dims):  # noqa: A002
     """repeat, with `dims` padded by leading 1s when it is shorter than input's rank (PyTorch's rule)."""
-    dims = tuple(dims)
+    if isinstance(dims, Tensor):
+        raise TypeError("tile(): argument 'dims' (position 2) must be tuple of ints, not Tensor")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     return shape_ops.repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
 def diff(input, n=1, dim=-1):  # noqa: A002
     """The n-th forward difference along `dim`: out[i] = x[i + 1] - x[i], applied n times."""
     d = _axis(dim, input.ndim)
+    if n < 0:
+        raise RuntimeError(f"diff: order must be non-negative but got {n}")
     for _ in range(n):
         length = input.shape[d]
         if length == 0:
@@ -199,12 +203,13 @@ def diff(input, n=1, dim=-1):  # noqa: A002
 
 def hstack(tensors):
     """cat along dimension 1, or 0 for 1-D tensors."""
-    return joins.cat(list(tensors), 0 if tensors[0].ndim == 1 else 1)
+    tensors = joins.sequence(tensors, "hstack")
+    return joins.cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
     """cat along dimension 0 after making 1-D tensors rows."""
-    return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in tensors], 0)
+    return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in joins.sequence(tensors, "vstack")], 0)
 
 
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",

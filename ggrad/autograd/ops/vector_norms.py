@@ -6,6 +6,7 @@ sum(|x|^p)^(1/p) would make nan where the norm or an element is 0: 0 there inste
 
 import math
 
+from ...ggml.errors import ArgumentError
 from ..autocast_hook import autocast_op
 from ..function import Function
 from . import reduce as rd
@@ -107,5 +108,5 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro":
         p = 2
     if isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported (vector norms and 'fro' only)")
+        raise ArgumentError(f"norm: p={p!r} is not supported (vector norms and 'fro' only)")
     return vector_norm(x, p, dim, keepdim, dtype)

@@ -12,7 +12,7 @@ from .. import dtype_view, view_tracking
 from ..factory import zeros
 from ..pending import alias, ne_of
 from ..primitive import Primitive
-from ..tensor import _axis
+from ..tensor import Tensor, _axis
 from .broadcast import Expand
 
 
@@ -365,6 +365,8 @@ def flatten(x, start_dim=0, end_dim=-1):
 def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
+    if isinstance(dim, Tensor):
+        raise TypeError("squeeze(): argument 'dim' must be int or tuple of ints, not Tensor")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = {_axis(d, x.ndim) for d in dims}
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)))

@@ -106,6 +106,7 @@ OP_KINDS = {
     ("broadcast_shapes", "a"): None, ("broadcast_shapes", "b"): None, ("einsum", "equation"): None,
     ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first
     ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
+    ("view", "shape"): Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v)),
 }
 OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
 # The parameter names PyTorch's messages use where ggrad's differ.

@@ -13,6 +13,7 @@ kind is not checked.
 
 import inspect
 import numbers
+import operator
 
 import numpy as np
 
@@ -30,6 +31,15 @@ class ArgumentTypeError(GGRADError, TypeError):
 class NotATensorError(ArgumentTypeError, AttributeError):
     """A non-Tensor where a Tensor goes: PyTorch raises TypeError from its C++ ops and AttributeError from its
     Python ones (the losses call `target.size()`), so this is both."""
+
+
+def as_int(value, name, op):
+    """`value` as an int for an op's int argument; a float or str is PyTorch's TypeError (`int(1.5)` would
+    truncate it silently). Ops call this on their success path: it is one `operator.index`."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}(): argument '{name}' must be int, not {type(value).__name__}") from None
 
 
 def _is_int(v):
@@ -83,7 +93,7 @@ KINDS = {
     "training": BOOL, "unbiased": BOOL, "align_corners": BOOL, "antialias": BOOL,
     "k": INT, "n": INT, "chunks": INT, "num_samples": INT, "num_classes": INT, "diagonal": INT, "offset": INT,
     "start": INT, "length": INT, "decimals": INT, "groups": INT, "ignore_index": INT,
-    "alpha": NUMBER, "beta": NUMBER, "value": OPERAND, "eps": NUMBER, "negative_slope": NUMBER, "nan": NUMBER,
+    "alpha": NUMBER, "beta": NUMBER, "fill_value": NUMBER, "value": OPERAND, "eps": NUMBER, "negative_slope": NUMBER, "nan": NUMBER,
     "posinf": NUMBER, "neginf": NUMBER, "min_val": NUMBER, "max_val": NUMBER, "delta": NUMBER,
     "threshold": NUMBER, "label_smoothing": NUMBER, "correction": NUMBER,
     "size": SHAPE, "shape": SHAPE, "sizes": SHAPE, "normalized_shape": SHAPE, "shifts": SHAPE, "pad": SHAPE,
@@ -102,6 +112,8 @@ OP_KINDS = {
     ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("fill_", "value"): None, ("squeeze", "dim"): DIMS,
     ("max", "dim"): Kind("int or Tensor", lambda v: isinstance(v, Tensor) or _is_int(v), dim=True),
     ("logical_and", "b"): TENSOR, ("logical_or", "b"): TENSOR, ("logical_xor", "b"): TENSOR,
+    ("select", "index"): INT, ("lerp", "end"): TENSOR, ("threshold", "value"): NUMBER,
+    ("threshold_", "value"): NUMBER, ("unflatten", "sizes"): None, ("local_response_norm", "alpha"): None,
     ("embedding", "input"): None,   # ggrad's F.embedding also takes a list of indices
     ("broadcast_shapes", "a"): None, ("broadcast_shapes", "b"): None, ("einsum", "equation"): None,
     ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first

@@ -13,6 +13,7 @@ kind is not checked.
 
 import inspect
 import numbers
+import operator
 
 import numpy as np
 
@@ -30,6 +31,15 @@ class ArgumentTypeError(GGRADError, TypeError):
 class NotATensorError(ArgumentTypeError, AttributeError):
     """A non-Tensor where a Tensor goes: PyTorch raises TypeError from its C++ ops and AttributeError from its
     Python ones (the losses call `target.size()`), so this is both."""
+
+
+def as_int(value, name, op):
+    """`value` as an int for an op's int argument; a float or str is PyTorch's TypeError (`int(1.5)` would
+    truncate it silently). Ops call this on their success path: it is one `operator.index`."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}(): argument '{name}' must be int, not {type(value).__name__}") from None
 
 
 def _is_int(v):
@@ -76,15 +86,17 @@ KINDS = {
     "tensor1": TENSOR, "tensor2": TENSOR, "vec": TENSOR, "vec2": TENSOR, "tensor": TENSOR, "source": TENSOR,
     "src": TENSOR, "bias": TENSOR, "pos_weight": TENSOR,
     "b": OPERAND, "other": OPERAND, "end": OPERAND, "p": OPERAND, "min": OPERAND, "max": OPERAND,
-    "tensors": TENSORS, "operands": TENSOR, "num_groups": Kind("int", lambda v: _is_int(v) or isinstance(v, Tensor)), "output_size": OUTPUT_SIZE,
+    "tensors": TENSORS, "operands": TENSOR, "output_size": OUTPUT_SIZE,
+    "num_groups": Kind("int", lambda v: _is_int(v) or isinstance(v, Tensor)),
     "dim": DIMS, "dims": DIMS, "dim0": DIM, "dim1": DIM, "dim2": DIM, "axis0": DIM, "axis1": DIM,
     "start_dim": DIM, "end_dim": DIM,
     "keepdim": BOOL, "descending": BOOL, "stable": BOOL, "largest": BOOL, "sorted": BOOL, "replacement": BOOL,
     "training": BOOL, "unbiased": BOOL, "align_corners": BOOL, "antialias": BOOL,
     "k": INT, "n": INT, "chunks": INT, "num_samples": INT, "num_classes": INT, "diagonal": INT, "offset": INT,
     "start": INT, "length": INT, "decimals": INT, "groups": INT, "ignore_index": INT,
-    "alpha": NUMBER, "beta": NUMBER, "value": OPERAND, "eps": NUMBER, "negative_slope": NUMBER, "nan": NUMBER,
-    "posinf": NUMBER, "neginf": NUMBER, "min_val": NUMBER, "max_val": NUMBER, "delta": NUMBER,
+    "alpha": NUMBER, "beta": NUMBER, "fill_value": NUMBER, "value": OPERAND, "eps": NUMBER,
+    "negative_slope": NUMBER, "nan": NUMBER, "posinf": NUMBER, "neginf": NUMBER, "min_val": NUMBER,
+    "max_val": NUMBER, "delta": NUMBER,
     "threshold": NUMBER, "label_smoothing": NUMBER, "correction": NUMBER,
     "size": SHAPE, "shape": SHAPE, "sizes": SHAPE, "normalized_shape": SHAPE, "shifts": SHAPE, "pad": SHAPE,
     "kernel_size": SHAPE, "stride": SHAPE, "padding": SHAPE, "dilation": SHAPE, "output_padding": SHAPE,
@@ -95,13 +107,17 @@ KINDS = {
 # Where an op's parameter takes another kind than its name says elsewhere.
 OP_KINDS = {
     ("tile", "dims"): SHAPE, ("flip", "dims"): DIMS, ("permute", "dims"): DIMS, ("roll", "dims"): DIMS,
-    ("unflatten", "sizes"): SHAPE, ("index_select", "index"): TENSOR, ("masked_fill", "value"): OPERAND,
+    ("movedim", "source"): DIMS, ("movedim", "destination"): DIMS, ("index_select", "index"): TENSOR,
+    ("masked_fill", "value"): OPERAND,
     ("lerp", "weight"): OPERAND,
     ("where", "a"): OPERAND, ("pow", "x"): OPERAND, ("norm", "p"): Kind("Number or str", lambda v: isinstance(
         v, str) or _is_number(v)), ("vector_norm", "ord"): NUMBER, ("one_hot", "x"): TENSOR,
-    ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("fill_", "value"): None, ("squeeze", "dim"): DIMS,
+    ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("squeeze", "dim"): DIMS,
+    ("fill_", "value"): None,
     ("max", "dim"): Kind("int or Tensor", lambda v: isinstance(v, Tensor) or _is_int(v), dim=True),
     ("logical_and", "b"): TENSOR, ("logical_or", "b"): TENSOR, ("logical_xor", "b"): TENSOR,
+    ("select", "index"): INT, ("lerp", "end"): TENSOR, ("threshold", "value"): NUMBER,
+    ("threshold_", "value"): NUMBER, ("unflatten", "sizes"): None, ("local_response_norm", "alpha"): None,
     ("embedding", "input"): None,   # ggrad's F.embedding also takes a list of indices
     ("broadcast_shapes", "a"): None, ("broadcast_shapes", "b"): None, ("einsum", "equation"): None,
     ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first
@@ -181,7 +197,7 @@ def explain(fn, op, args, kwargs, method=False):
                 shown = TORCH_NAMES.get(name, name)
                 error = NotATensorError if kind is TENSOR else ArgumentTypeError
                 return error(f"{op}(): argument '{shown}' (position {position}) must be {kind.label}, "
-                                         f"not {type(v).__name__}")
+                             f"not {type(v).__name__}")
             if kind.dim and first is not None and not isinstance(v, Tensor):
                 error = _dim_error(op, v, first.ndim)
                 if error is not None:

@@ -1,7 +1,8 @@
 """The bad-input family, run as a child process: every public function of ggrad's functional API and of
 nn.functional, and every public Tensor method, that PyTorch also has, is called with the same bad arguments
 on both sides (None, a str, a list of str, mismatched shapes, empty tensors, integer tensors, dims out of
-range, None or a str where a number goes). One JSON line per call: what PyTorch did and what ggrad did.
+range, None or a str where a number goes, a float where an int goes, float index tensors, bad keyword
+values). One JSON line per call: what PyTorch did and what ggrad did.
 
     python bad_input_family.py OUT_FILE START   (cases from index START on; the parent restarts after a crash)
 
@@ -44,6 +45,12 @@ ARGUMENTS = [
     ("none_argument", lambda t: ((t(X), None), {})),
     ("str_argument", lambda t: ((t(X), "abc"), {})),
     ("list_of_str_argument", lambda t: ((t(X), ["a", "b"]), {})),
+    ("list_input", lambda t: (([1.0, 2.0],), {})),
+    ("float_dim", lambda t: ((t(X), 1.5), {})),
+    ("float_index", lambda t: ((t(X), 0, t(np.array([0.0, 1.0], np.float32))), {})),
+    ("dim_kw_str", lambda t: ((t(X),), {"dim": "x"})),
+    ("dtype_kw_bad", lambda t: ((t(X),), {"dtype": "bogus"})),
+    ("keepdim_kw_str", lambda t: ((t(X),), {"keepdim": "yes"})),
 ]
 
 # Methods that only print, copy out or change global state: nothing to compare.

@@ -7,6 +7,7 @@ from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
 from .. import execution, view_tracking
 from ..pending import alias, graph_of
+from ..arguments import as_int
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from ..torch_dtypes import SMALL_INTS
@@ -364,6 +365,7 @@ class DiagonalStep:
 
 def diagonal(x, offset=0, dim1=0, dim2=1):
     """The diagonal of the (dim1, dim2) planes, as a last dimension: a view of x (PyTorch's diagonal)."""
+    offset = as_int(offset, "offset", "diagonal")
     d1, d2 = _axis(dim1, x.ndim), _axis(dim2, x.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension, got {dim1} and {dim2}")

@@ -17,6 +17,7 @@ to 5e-9 before float32 rounding.
 import math as _math
 
 from ...ggml import ops
+from ..arguments import as_int
 from ..dtype_rules import FLOAT, require_float
 from ..function import Function
 from ..grad_mode import no_grad
@@ -87,6 +88,7 @@ _round = composite("Round", _round_half_even, lambda x, y: 0.0, "y = round(x), h
 
 def round(x, decimals=0):  # noqa: A001 (PyTorch's name)
     """Round to `decimals` places, halves to even, as PyTorch."""
+    decimals = as_int(decimals, "decimals", "round")
     if not x.dtype.is_float:
         return x * 1
     if decimals == 0:

@@ -5,6 +5,7 @@ Sums over any set of dimensions are GGML's `repeat_back` (a sum into a broadcast
 """
 
 import builtins
+import numbers
 from collections import namedtuple
 
 import numpy as np
@@ -34,6 +35,12 @@ def normalize_dims(dim, ndim):
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = sorted({_axis(d, ndim) for d in dims})
     return tuple(out)
+
+
+def check_flag(value, name, op):
+    """TypeError unless `value` is a bool (or an int), as PyTorch's parser: `keepdim="yes"` is no flag."""
+    if value is not False and value is not True and not isinstance(value, (numbers.Integral, np.bool_)):
+        raise TypeError(f"{op}(): argument '{name}' must be bool, not {type(value).__name__}")
 
 
 def _kept_shape(shape, dims):
@@ -78,6 +85,7 @@ class SumRows(Primitive):
 
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
     """Sum over `dim` (int, tuple, or None for all)."""
+    check_flag(keepdim, "keepdim", "sum")
     src = as_float32(x, "sum", allow_int=True)
     dims = normalize_dims(dim, x.ndim)
     if not x.ndim:
@@ -190,6 +198,7 @@ def _nonempty_reduction(x, dim, op):
 
 
 def amax(x, dim=None, keepdim=False):
+    check_flag(keepdim, "keepdim", "amax")
     _nonempty_reduction(x, dim, "amax")
     src = as_float32(x, "amax", allow_int=True)
     if dim is None or x.ndim == 0:
@@ -214,6 +223,7 @@ def amin(x, dim=None, keepdim=False):
 
 def argmax(x, dim=None, keepdim=False):
     """Index of the (first) maximum along `dim` (flattened when None), as int32."""
+    check_flag(keepdim, "keepdim", "argmax")
     _nonempty_reduction(x, dim, "argmax")
     src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
@@ -259,6 +269,7 @@ def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     if isinstance(dim, Tensor):
         from .extrema import maximum   # extrema builds on logical, which imports this module
         return maximum(x, dim)
+    check_flag(keepdim, "keepdim", "max")
     if dim is None:
         return amax(x)
     return _picked(x, dim, keepdim, argmax(x, dim, keepdim))
@@ -268,6 +279,7 @@ def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     if isinstance(dim, Tensor):
         from .extrema import minimum
         return minimum(x, dim)
+    check_flag(keepdim, "keepdim", "min")
     if dim is None:
         return amin(x)
     return _picked(x, dim, keepdim, argmin(x, dim, keepdim))

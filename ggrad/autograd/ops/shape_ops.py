@@ -17,6 +17,7 @@ from .. import execution
 from ..grad_mode import no_grad
 from ..pending import graph_of
 from ..primitive import Primitive
+from ..arguments import as_int
 from ..tensor import Tensor, _axis
 from .broadcast import Expand
 from . import unary as un
@@ -168,7 +169,7 @@ def tril(x, diagonal=0):
     """Entries on and below the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
     _matrix_check(x, "tril")
     rows, cols = x.shape[-2:]
-    k = int(diagonal)
+    k = as_int(diagonal, "diagonal", "tril")
     if k >= cols - 1:
         return x * 1
     src = x if x.dtype is f32 else x.to(f32)
@@ -186,7 +187,7 @@ def tril(x, diagonal=0):
 def triu(x, diagonal=0):
     """Entries on and above the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
     _matrix_check(x, "triu")
-    return tril(x.transpose(-1, -2), -int(diagonal)).transpose(-1, -2)
+    return tril(x.transpose(-1, -2), -as_int(diagonal, "diagonal", "triu")).transpose(-1, -2)
 
 
 # ---- padding -------------------------------------------------------------------------------------

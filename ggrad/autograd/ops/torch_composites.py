@@ -160,6 +160,7 @@ def logaddexp(input, other):  # noqa: A002
 
 def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
     """Product over `dim` (all elements when not given): the last entry of cumprod, whose gradient handles zeros."""
+    reduce.check_flag(keepdim, "keepdim", "prod")
     if dim is not _ALL:
         dim = _axis(dim, input.ndim)
     reduced = input.numel() if dim is _ALL else input.shape[dim] if input.ndim else 1

@@ -105,6 +105,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (P
 @autocast_op("norm")
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     """PyTorch's torch.norm for vector norms ('fro' is the 2-norm over `dim`); 'nuc' is not supported."""
+    rd.check_flag(keepdim, "keepdim", "norm")
     if p == "fro":
         p = 2
     if isinstance(p, str):

@@ -31,6 +31,9 @@ def check(fn, *arrays):
 
 
 UNARY = {
+    "relu": lambda m, x: m.nn.functional.relu(x),
+    "relu6": lambda m, x: m.nn.functional.relu6(x),
+    "leaky_relu": lambda m, x: m.nn.functional.leaky_relu(x, 0.1),
     "hardtanh": lambda m, x: m.nn.functional.hardtanh(x, -1.0, 2.0),
     "clamp": lambda m, x: x.clamp(-1, 2),
     "clamp_tie": lambda m, x: x.clamp(0.5, 0.5),
@@ -40,7 +43,11 @@ UNARY = {
     "masked_fill": lambda m, x: x.masked_fill(x > 0.5, 0.0),
     "masked_fill_nan": lambda m, x: x.masked_fill(x < 0, float("nan")),
     "where_self": lambda m, x: m.where(x > 0, x, x * 2),
+    "hardsigmoid": lambda m, x: m.nn.functional.hardsigmoid(x),
     "hardswish": lambda m, x: m.nn.functional.hardswish(x),
+    "elu": lambda m, x: m.nn.functional.elu(x),
+    "celu": lambda m, x: m.nn.functional.celu(x, 0.5),
+    "prelu": lambda m, x: m.nn.functional.prelu(x, m.tensor([0.25])),
     "softplus_beta": lambda m, x: m.nn.functional.softplus(x, beta=2, threshold=1),
     "maximum_self": lambda m, x: m.maximum(x, x),
     "minimum_self": lambda m, x: m.minimum(x, x),

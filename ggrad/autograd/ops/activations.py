@@ -111,7 +111,7 @@ def _mish_grad(x, y):
 mish = composite("Mish", lambda x: x * un.Tanh.apply(un.Softplus.apply(x)), _mish_grad,
                  "y = x tanh(softplus(x))")
 
-Hardsigmoid = unary("Hardsigmoid", ops.hardsigmoid, lambda ctx, g, x: g * _inside(x, -3.0, 3.0) * (1.0 / 6),
+Hardsigmoid = unary("Hardsigmoid", lambda c, x: un._carry_nan(c, ops.hardsigmoid(c, x), x), lambda ctx, g, x: g * _inside(x, -3.0, 3.0) * (1.0 / 6),
                     "input", "y = clamp(x + 3, 0, 6) / 6")
 
 

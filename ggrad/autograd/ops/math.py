@@ -57,8 +57,10 @@ Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y 
 
 
 def nan_carrier(x):
-    """0 where x is a number (infinities included), nan where x is nan."""
-    return un.Tanh.apply(x) * 0.0
+    """0 where x is a number (infinities included), nan where x is nan: 0 / (1 - isnan(x)), from cheap
+    elementwise ops (GGML's tanh costs ~30x more per element on the CPU)."""
+    nan = un.IsNan.apply(x)
+    return (nan * 0.0) / (1.0 - nan)
 
 
 def _integer_passthrough(fn):

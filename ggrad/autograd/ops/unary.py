@@ -47,22 +47,29 @@ Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y
 Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)")
 
 
+def _nan01(c, x):
+    """1 where x is nan, else 0: clamp(-|x|, 0, 1), as GGML's clamp sends nan to its upper bound."""
+    return ops.clamp(c, ops.neg(c, ops.abs(c, x)), 0.0, 1.0)
+
+
 def _carry_nan(c, y, x):
-    """y + 0 * tanh(x): y, and nan where x is nan (GGML's clamp gives a number there; PyTorch's
-    propagates the nan)."""
-    return ops.add(c, y, ops.scale(c, ops.tanh(c, x), 0.0))
+    """y, and nan where x is nan (GGML's relu, leaky_relu, clamp and hardsigmoid give a number there;
+    PyTorch's propagate the nan): y * d / d with d = 1, or 0 at a nan (0 * y / 0 is nan, also for an
+    infinite y). Cheap elementwise ops only: tanh or sigmoid carriers cost 10-100x more per element."""
+    d = ops.scale_bias(c, _nan01(c, x), -1.0, 1.0)
+    return ops.div(c, ops.mul(c, y, d), d)
 
 
 def _pos_or_nan(c, x):
-    """1 where x > 0 or x is nan, else 0: ceil(clamp(x, 0, 1)), as GGML's clamp sends nan to its upper
-    bound (and writes into its input: a copy is clamped)."""
+    """1 where x > 0 or x is nan, else 0: ceil(clamp(x, 0, 1)) (clamp writes into its input: a copy)."""
     return ops.ceil(c, ops.clamp(c, ops.dup(c, x), 0.0, 1.0))
 
 
 PosOrNan = unary("PosOrNan", _pos_or_nan, _zero, "input", "y = 1 where x > 0 or x is nan, else 0 (gradient 0)")
-IsNan = unary("IsNan", lambda c, x: ops.mul(c, _pos_or_nan(c, x), _pos_or_nan(c, ops.neg(c, x))), _zero, "input",
-              "y = 1 where x is nan, else 0 (gradient 0)")
-Relu = unary("Relu", ops.relu, lambda ctx, g, x: g * Step.apply(x), "input", "y = max(x, 0)")
+IsNan = unary("IsNan", _nan01, _zero, "input", "y = 1 where x is nan, else 0 (gradient 0)")
+# PyTorch's relu: nan stays nan, and its gradient passes where not (y <= 0), so at a nan too
+Relu = unary("Relu", lambda c, x: _carry_nan(c, ops.relu(c, x), x), lambda ctx, g, x: g * PosOrNan.apply(x),
+             "input", "y = max(x, 0), nan where x is nan")
 Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
 
 
@@ -72,8 +79,8 @@ def _leaky_grad(ctx, g, x):
     return g * (s + (1.0 - s) * slope)
 
 
-LeakyRelu = unary("LeakyRelu", lambda c, x, slope: ops.leaky_relu(c, x, float(slope), False), _leaky_grad,
-                  "input", "y = x if x > 0 else slope*x")
+LeakyRelu = unary("LeakyRelu", lambda c, x, slope: _carry_nan(c, ops.leaky_relu(c, x, float(slope), False), x),
+                  _leaky_grad, "input", "y = x if x > 0 else slope*x (nan stays nan)")
 
 
 def _elu_grad(ctx, g, x, y):

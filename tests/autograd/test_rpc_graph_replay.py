@@ -28,6 +28,7 @@ def _chain(device, steps=6):
 
 
 def _training(device, steps=6):
+    """Adam steps, the loss tensors kept (as a loop collecting its losses for later does)."""
     ggrad.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 2)).to(device)
     opt = optim.Adam(model.parameters(), lr=0.05)
@@ -39,8 +40,8 @@ def _training(device, steps=6):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item())
-    return losses, [p.numpy() for p in model.parameters()]
+        losses.append(loss)   # held: each step's loss gets a buffer of its own
+    return [loss.item() for loss in losses], [p.numpy() for p in model.parameters()]
 
 
 def test_held_results_of_replayed_steps_match_the_cpu(rpc_device, one_thread):

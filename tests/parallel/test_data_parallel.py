@@ -73,13 +73,20 @@ def test_split_batch_matches_single_device_training(two_devices):
 
 
 def test_devices_compute_at_the_same_time(two_devices, monkeypatch):
-    """Each device's graph runs in its own thread; their compute intervals overlap."""
+    """Each device's graph runs in its own thread; their compute intervals overlap. (The first device's
+    compute starts while the second replica records: it waits, up to 10 s, for the second's compute to
+    begin, which happens only if the two run at once.)"""
     from ggrad.autograd import execution
     intervals = []
     real = execution.realize
+    second_started = threading.Event()
 
     def timed(device, eval_callback=None):
         t0 = time.perf_counter()
+        if device is gg.device(two_devices[0]):
+            second_started.wait(10.0)
+        else:
+            second_started.set()
         real(device, eval_callback)
         intervals.append((t0, time.perf_counter()))
     monkeypatch.setattr(execution, "realize", timed)

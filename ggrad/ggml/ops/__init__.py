@@ -14,7 +14,7 @@ In GGML's backward ops (backward.py) the gradient comes first.
 Not wrapped, on purpose (see EXCLUDED): the constructors and lookups that make no op.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _check
 from ._check import ArgumentError
@@ -64,3 +64,6 @@ if TYPE_CHECKING:   # the builders the loop above re-exports, named for type che
     from .optim import *  # noqa: F401,F403
     from .special import *  # noqa: F401,F403
     from .custom import *  # noqa: F401,F403
+
+    def __getattr__(name: str) -> Callable[..., Any]:
+        """The builders made from tables (elementwise's unary ops, ...), which no import above names."""

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import builtins as _builtins
 from typing import Any as _Any
 
 from . import ggml
@@ -57,7 +58,7 @@ short = int16
 float64 = double = ggml.dtypes.from_name("f64")   # named so PyTorch code reads; creating one raises (no f64 compute)
 
 
-def is_floating_point(t: Tensor) -> bool:
+def is_floating_point(t: Tensor) -> _builtins.bool:
     return t.dtype.is_float
 __version__ = "0.1.0"
 
@@ -73,17 +74,17 @@ def reset_stats() -> None:
     _stats.reset()
 
 
-def is_tensor(obj: object) -> bool:
+def is_tensor(obj: object) -> _builtins.bool:
     """Whether `obj` is a ggrad Tensor (PyTorch's torch.is_tensor)."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:  # noqa: A002 (PyTorch's name)
+def numel(input: Tensor) -> _builtins.int:  # noqa: A002 (PyTorch's name)
     """The number of elements of `input` (PyTorch's torch.numel)."""
     return input.numel()
 
 
-def set_graph_cache(enabled: bool) -> None:
+def set_graph_cache(enabled: _builtins.bool) -> None:
     """Reuse the graph, nodes and memory plan of a step whose recorded trace repeats (on by default;
     `GGRAD_GRAPH_CACHE=0` turns it off at start). Results are the same either way."""
     from .autograd.execution import set_graph_cache as _set

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])   # a decorated function keeps its own signature
 
@@ -39,7 +39,7 @@ class set_grad_enabled:
         def wrapper(*args, **kwargs):
             with set_grad_enabled(mode):
                 return fn(*args, **kwargs)
-        return wrapper
+        return cast(F, wrapper)
 
 
 class _Switch:
@@ -57,7 +57,7 @@ class _Switch:
         def wrapper(*args, **kwargs):
             with type(self)():
                 return fn(*args, **kwargs)
-        return wrapper
+        return cast(F, wrapper)
 
 
 class no_grad(_Switch):
@@ -103,4 +103,4 @@ class inference_mode:
         def wrapper(*args, **kwargs):
             with inference_mode(mode):
                 return fn(*args, **kwargs)
-        return wrapper
+        return cast(F, wrapper)

@@ -24,6 +24,8 @@ sum of nothing, unless an op says otherwise). The engine sets `ctx.shapes`, the 
 first input's. Inputs arrive contiguous unless `views = True` (ops that take strided views).
 """
 
+from typing import Any
+
 import numpy as np
 
 from . import execution
@@ -40,9 +42,9 @@ class Primitive(Function):
 
     primitive = True
     views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
-    saves = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output",
+    saves: Any = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output",
     #                 or a tuple of argument positions
-    dtypes = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
+    dtypes: Any = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
     empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
 
     @staticmethod

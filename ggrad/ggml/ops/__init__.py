@@ -14,6 +14,8 @@ In GGML's backward ops (backward.py) the gradient comes first.
 Not wrapped, on purpose (see EXCLUDED): the constructors and lookups that make no op.
 """
 
+from typing import TYPE_CHECKING, Any, Callable
+
 from . import _check
 from ._check import ArgumentError
 from . import (elementwise, glu, reduce, linalg, shape, layout, nn, conv, conv_direct, pool, backward, optim,
@@ -46,3 +48,22 @@ for _m in _MODULES:
 del _m, _name, _obj
 
 BUILDERS = tuple(__all__)
+
+if TYPE_CHECKING:   # the builders the loop above re-exports, named for type checkers (they cannot run it)
+    from .elementwise import *  # noqa: F401,F403
+    from .glu import *  # noqa: F401,F403
+    from .reduce import *  # noqa: F401,F403
+    from .linalg import *  # noqa: F401,F403
+    from .shape import *  # noqa: F401,F403
+    from .layout import *  # noqa: F401,F403
+    from .nn import *  # noqa: F401,F403
+    from .conv import *  # noqa: F401,F403
+    from .conv_direct import *  # noqa: F401,F403
+    from .pool import *  # noqa: F401,F403
+    from .backward import *  # noqa: F401,F403
+    from .optim import *  # noqa: F401,F403
+    from .special import *  # noqa: F401,F403
+    from .custom import *  # noqa: F401,F403
+
+    def __getattr__(name: str) -> Callable[..., Any]:
+        """The builders made from tables (elementwise's unary ops, ...), which no import above names."""

@@ -95,8 +95,28 @@ def _sum_leading_by_out_prod(g, shape, kept):
     transposed copy."""
     cols = views.prod(g.shape[len(g.shape) - kept:])
     flat = views.reshape(g, -1, cols)
-    summed = linalg.OutProd.apply(flat, _ones_column(g.device, flat.shape[0]))   # (1, cols)
-    return views.reshape(summed, shape)
+    ones = _ones_column(g.device, flat.shape[0])
+    if ne_of(shape) == [cols, 1, 1, 1]:   # a bias: out_prod's result itself, no reshape view to copy when held
+        return OnesProduct.apply(flat, ones, shape)
+    return views.reshape(linalg.OutProd.apply(flat, ones), shape)
+
+
+class OnesProduct(Primitive):
+    """ones^T @ g for g (rows, cols) and a (rows, 1) column of ones: the column sums, given `shape` (whose
+    GGML dimensions are out_prod's [cols, 1, 1, 1])."""
+
+    @staticmethod
+    def build(ctx, graph, g, ones, shape):
+        return ops.out_prod(graph.ctx, g, ones)
+
+    @staticmethod
+    def shape(g, ones, shape):
+        return shape
+
+    @staticmethod
+    def backward(ctx, gy):
+        rows, cols = ctx.shapes[0]
+        return Expand.apply(views.reshape(gy, 1, cols), (rows, cols)), None, None
 
 
 _ONES = {}          # (device name, rows) -> an f32 column of ones, computed once and kept on the device

@@ -49,6 +49,10 @@ class LowPrecisionProduct(Function):
         if need_x:   # g @ w: rows of g against rows of w^T
             gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
         if need_w:
+            if x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
+                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of x instead
+                # of transposed copies of x and of g (attention's q, the output projection's input)
+                x_rows = x_rows.to(f32)
             gw = _as(reduce_to(weight_grad(g, x_rows), w_shape), w_dtype)
         if need_bias:
             gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])

@@ -6,7 +6,7 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 
 - broadcast reductions (every bias gradient): on the CPU repeat_back is the fastest (2 ms for a
   [8192, 512] gradient vs 4-8 ms otherwise); on CUDA it takes 1.9 ms where a transposed copy and
-  sum_rows take 0.05 ms.
+  sum_rows take 0.05 ms, and out_prod with a column of ones (cuBLAS, f32) needs no copy at all.
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
   a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
@@ -24,7 +24,8 @@ class Lowering:
     """The choices for one backend.
 
     Attributes:
-        reduce_leading: sum over leading dimensions by "repeat_back" or by "sum_rows" of a transposed copy.
+        reduce_leading: sum over leading dimensions by "repeat_back", by "sum_rows" of a transposed copy, or
+            by "out_prod" with a column of ones (f32 gradients; others take sum_rows).
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
@@ -41,7 +42,7 @@ class Lowering:
 # CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
 # operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
 CPU = Lowering(strided_matmul=False)
-CUDA = Lowering(reduce_leading="sum_rows", weight_grad="out_prod", row_max="argmax")
+CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)

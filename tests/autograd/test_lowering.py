@@ -30,23 +30,67 @@ def test_backends_get_their_choices():
     with lowering.forced(cpu, GPU_LIKE):
         assert lowering.for_device(cpu) is GPU_LIKE
     assert lowering.for_device(cpu) is lowering.CPU
-    assert lowering.CUDA.weight_grad == "out_prod" and lowering.CUDA.reduce_leading == "sum_rows"
+    assert lowering.CUDA.weight_grad == "out_prod" and lowering.CUDA.reduce_leading == "out_prod"
+    assert lowering.VULKAN.reduce_leading == "sum_rows"
     assert not lowering.VULKAN.fused_cross_entropy   # no Vulkan kernel in GGML 0.20.2
     assert lowering.VULKAN.weight_grad == "mul_mat"   # Vulkan's out_prod kernel is slow
 
 
+@pytest.mark.parametrize("choices", [lowering.CUDA, lowering.VULKAN], ids=["out_prod", "sum_rows"])
 @pytest.mark.parametrize("shapes", [((6, 5), (5,)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (1, 1, 4)), ((4, 3), (1, 3))])
-def test_bias_gradient_by_sum_rows(gpu_choices, shapes):
+def test_bias_gradient_by_the_gpu_reductions(choices, shapes):
     a, b = shapes
     rng = np.random.default_rng(0)
-    check(lambda x, y: x + y, lambda x, y: x + y, [rng.standard_normal(a), rng.standard_normal(b)])
+    with lowering.forced(ggrad.device("cpu"), choices):
+        check(lambda x, y: x + y, lambda x, y: x + y, [rng.standard_normal(a), rng.standard_normal(b)])
+        # twice differentiable: the reduction's own backward
+        check(lambda x, y: (x + y) * (x + y), lambda x, y: (x + y) * (x + y),
+              [rng.standard_normal(a), rng.standard_normal(b)])
 
 
-def test_sum_rows_lowering_is_used(gpu_choices):
+def _bias_step():
     x = ggrad.randn(8, 5, requires_grad=True)
     bias = ggrad.randn(5, requires_grad=True)
-    ops = _profile_ops(lambda: ((x + bias) * 2.0).sum().backward() or bias.grad.numpy())
+    with ggrad.profile() as prof:
+        ((x + bias) * 2.0).sum().backward()
+        bias.grad.numpy()
+    return prof.by_op()
+
+
+def test_sum_rows_lowering_is_used():
+    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+        ops = _bias_step()
     assert "SUM_ROWS" in ops and "REPEAT_BACK" not in ops
+
+
+def test_out_prod_bias_reduction_needs_no_copy(gpu_choices):
+    ops = _bias_step()
+    assert "OUT_PROD" in ops and not set(ops) & {"SUM_ROWS", "REPEAT_BACK"}, ops
+    assert "CONT" not in ops, ops   # nor a copy of the held gradient: out_prod gives the bias's own shape
+
+
+def test_half_bias_gradient_under_out_prod_choice(gpu_choices, monkeypatch):
+    """CUDA has no f16 out_prod: a float16 bias gradient never reaches out_prod in float16, and equals
+    the CPU choice's."""
+    from ggrad import ggml
+    real = ggml.ops.out_prod
+    built = []
+    monkeypatch.setattr(ggml.ops, "out_prod", lambda ctx, a, b: built.append((a.dtype, b.dtype)) or real(ctx, a, b))
+    rng = np.random.default_rng(5)
+    x_np, b_np = rng.standard_normal((6, 4)).astype(np.float16), rng.standard_normal(4).astype(np.float16)
+
+    def bias_grad():
+        x = ggrad.tensor(x_np, requires_grad=True)
+        b = ggrad.tensor(b_np, requires_grad=True)
+        ((x + b) * x).sum().backward()
+        return b.grad
+    got = bias_grad()
+    assert got.dtype is ggrad.float16
+    got = got.numpy()
+    assert all(types == (ggml.f32, ggml.f32) for types in built), built
+    with lowering.forced(ggrad.device("cpu"), lowering.CPU):
+        want = bias_grad().numpy()
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)
 
 
 def test_weight_gradient_by_out_prod(gpu_choices):

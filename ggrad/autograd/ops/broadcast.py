@@ -1,8 +1,10 @@
 """Broadcasting: numpy's shape rule, materialised expansion, and its adjoint, the sum back to a shape."""
 
-from ...ggml import ops
+import numpy as np
+
+from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
-from .. import lowering
+from .. import execution, lowering
 from ..dtype_rules import NUMERIC
 from ..pending import ne_of
 from ..primitive import Primitive
@@ -60,7 +62,10 @@ def reduce_to(g, shape):
     if g.shape == shape:
         return g
     kept = _kept_trailing(g.shape, shape)
-    if kept is not None and lowering.for_device(g.device).reduce_leading == "sum_rows":
+    how = lowering.for_device(g.device).reduce_leading if kept is not None else "repeat_back"
+    if how == "out_prod" and g.dtype is f32:
+        return _sum_leading_by_out_prod(g, shape, kept)
+    if how in ("sum_rows", "out_prod"):
         return _sum_leading(g, shape, kept)
     return SumTo.apply(g, shape)
 
@@ -85,6 +90,51 @@ def _sum_leading(g, shape, kept):
     return views.reshape(summed, shape)
 
 
+def _sum_leading_by_out_prod(g, shape, kept):
+    """Sum over g's leading dimensions as ones^T @ g (GGML out_prod, f32): it reads g's rows in place, no
+    transposed copy."""
+    cols = views.prod(g.shape[len(g.shape) - kept:])
+    flat = views.reshape(g, -1, cols)
+    ones = _ones_column(g.device, flat.shape[0])
+    if ne_of(shape) == [cols, 1, 1, 1]:   # a bias: out_prod's result itself, no reshape view to copy when held
+        return OnesProduct.apply(flat, ones, shape)
+    return views.reshape(linalg.OutProd.apply(flat, ones), shape)
+
+
+class OnesProduct(Primitive):
+    """ones^T @ g for g (rows, cols) and a (rows, 1) column of ones: the column sums, given `shape` (whose
+    GGML dimensions are out_prod's [cols, 1, 1, 1])."""
+
+    @staticmethod
+    def build(ctx, graph, g, ones, shape):
+        return ops.out_prod(graph.ctx, g, ones)
+
+    @staticmethod
+    def shape(g, ones, shape):
+        return shape
+
+    @staticmethod
+    def backward(ctx, gy):
+        rows, cols = ctx.shapes[0]
+        return Expand.apply(views.reshape(gy, 1, cols), (rows, cols)), None, None
+
+
+_ONES = {}          # (device name, rows) -> an f32 column of ones, computed once and kept on the device
+_ONES_KEPT = 16     # distinct row counts kept (batch sizes of training and evaluation)
+
+
+def _ones_column(device, rows):
+    """A (rows, 1) float32 tensor of ones on `device`: uploaded by the first graph that needs it, then read
+    from its device memory by later graphs (no upload a step)."""
+    key = (device.name, rows)
+    ones = _ONES.get(key)
+    if ones is None or ones._pending.__class__ is execution.FailedGraph:
+        if len(_ONES) >= _ONES_KEPT:
+            _ONES.pop(next(iter(_ONES)))
+        ones = _ONES[key] = factory.tensor(np.ones((rows, 1), dtype=np.float32), device=device)
+    return ones
+
+
 def expand_to(x, shape):
     """`x` repeated to `shape` (x itself when it already has it)."""
     shape = tuple(shape)
@@ -92,4 +142,5 @@ def expand_to(x, shape):
 
 
 # views and reduce build on Expand and SumTo above: imported last, so either may be loaded first
-from . import reduce, views  # noqa: E402
+from . import linalg, reduce, views  # noqa: E402
+from .. import factory  # noqa: E402

@@ -65,25 +65,25 @@ class _Extremum(Function):
         return ga, gb, None
 
 
-def maximum(a, b):
+def maximum(a, other):
     """Elementwise maximum; nan where either is nan."""
-    a, b = _pair(a, b, "maximum")
+    a, b = _pair(a, other, "maximum")
     return _Extremum.apply(a, b, "maximum")
 
 
-def minimum(a, b):
+def minimum(a, other):
     """Elementwise minimum; nan where either is nan."""
-    a, b = _pair(a, b, "minimum")
+    a, b = _pair(a, other, "minimum")
     return _Extremum.apply(a, b, "minimum")
 
 
-def fmax(a, b):
+def fmax(a, other):
     """Elementwise maximum ignoring nan: the other value where one is nan."""
-    a, b = _pair(a, b, "fmax")
+    a, b = _pair(a, other, "fmax")
     return _Extremum.apply(a, b, "fmax")
 
 
-def fmin(a, b):
+def fmin(a, other):
     """Elementwise minimum ignoring nan: the other value where one is nan."""
-    a, b = _pair(a, b, "fmin")
+    a, b = _pair(a, other, "fmin")
     return _Extremum.apply(a, b, "fmin")

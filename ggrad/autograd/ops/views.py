@@ -313,6 +313,8 @@ def reshape(x, *shape):
 def view(x, *shape):
     """A view of x in `shape`: RuntimeError where x's strides do not allow one (PyTorch's rule).
     `x.view(dtype)` reinterprets x's bits as `dtype` (dtype_view.py)."""
+    if not shape:
+        raise TypeError("view() missing 1 required positional argument: 'shape' (a size or a dtype)")
     if len(shape) == 1 and dtype_view.is_dtype(shape[0]):
         return dtype_view.view_dtype(x, shape[0])
     shape = infer_shape(shape, x.numel(), "view")

@@ -20,7 +20,10 @@ process (the one process, the RPC driver, MPI rank 0); load the 1-minute load av
 phases in ms and the reduction's share of the step.
 
     python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
-                                  [--ways rpc mpi]
+                                  [--ways rpc mpi] [--device cpu|cuda:0]
+
+`--device cuda:0` runs every worker on one GPU (two GGML backends of it: with one GPU lent, this checks
+the multi-device paths and times the reduction; it says nothing of scaling).
 """
 
 import argparse
@@ -44,7 +47,7 @@ from ggrad import optim
 from ggrad.examples.char_gpt import CharGPT
 from ggrad.parallel import DataParallel
 from bench_gpt import W2, batch_data, ggrad_step_fn
-mode, threads, steps, endpoints, ranks = {mode!r}, {threads}, {steps}, {endpoints!r}, {ranks}
+mode, threads, steps, endpoints, ranks, device = {mode!r}, {threads}, {steps}, {endpoints!r}, {ranks}, {device!r}
 if mode == "mpi":
     from ggrad import distributed
     if distributed.world_size() != ranks:
@@ -55,7 +58,7 @@ ggrad.set_num_threads(threads)
 PHASES = ("record", "compute", "reduce", "update")
 times, phases = [], []
 if mode == "single":
-    run = ggrad_step_fn("cpu")
+    run = ggrad_step_fn(device)
     def step():
         c0 = ggrad.stats()["compute_seconds"]
         t0 = time.perf_counter()
@@ -73,7 +76,7 @@ else:
             raise SystemExit(f"{{len(endpoints)}} servers gave the devices {{[d.name for d in devices]}}")
         dp = DataParallel(model, devices, opt)
     else:
-        dp = distributed.DistributedDataParallel(model, ["cpu"], opt)
+        dp = distributed.DistributedDataParallel(model, [device], opt)
         dp.in_graph = dp.in_graph and {in_graph!r}
     x, y = batch_data()
     loss_fn = lambda out, t: ggrad.cross_entropy(out.reshape(-1, W2["vocab"]), t.reshape(-1))
@@ -112,9 +115,9 @@ def _pinned(cores):
     return lambda: os.sched_setaffinity(0, cores)
 
 
-def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=True):
+def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=True, device="cpu"):
     code = _WORKER.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), mode=mode, threads=threads,
-                          steps=steps, endpoints=list(endpoints), ranks=ranks, in_graph=in_graph)
+                          steps=steps, endpoints=list(endpoints), ranks=ranks, in_graph=in_graph, device=device)
     cmd = [sys.executable, "-c", code]
     if mode == "mpi":   # each rank pins itself
         cmd = [shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec", "-n", str(ranks)] + cmd
@@ -125,13 +128,14 @@ def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=Tru
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def _rpc(n, steps):
+def _rpc(n, steps, device):
     from ggrad.ggml.rpc import protocol as P
     servers, endpoints = [], []
     try:
         for i in range(n):
             port = _free_port()
-            proc = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1"],
+            proc = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1",
+                                     "--device", device],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     preexec_fn=_pinned([i]))
             servers.append(proc)
@@ -174,18 +178,22 @@ def main(argv=None):
                              "(compute, read, all-reduce, upload, update), or both rows")
     parser.add_argument("--ways", nargs="+", default=["rpc", "mpi"], choices=["rpc", "mpi"],
                         help="which ways to run besides the one-process baseline (always run: the ratios need it)")
+    parser.add_argument("--device", default="cpu",
+                        help="the device every worker computes on (cuda:0: the RPC servers and MPI ranks share "
+                             "one GPU, which checks the paths and times the reduction, not scaling)")
     args = parser.parse_args(argv)
     batch = 16
-    ways = [("one process", lambda n: _run_worker("single", n, args.steps, range(n)))]
+    ways = [("one process", lambda n: _run_worker("single", n, args.steps, range(n), device=args.device))]
     if "rpc" in args.ways:
-        ways.append(("RPC servers", lambda n: _rpc(n, args.steps)))
+        ways.append(("RPC servers", lambda n: _rpc(n, args.steps, args.device)))
     if "mpi" in args.ways and _mpi_available():
         for kind in (["graph", "host"] if args.mpi == "both" else [args.mpi]):
             ways.append((f"MPI ranks ({kind})", lambda n, g=kind == "graph": _run_worker("mpi", 1, args.steps, None,
-                                                                                         ranks=n, in_graph=g)))
+                                                                                         ranks=n, in_graph=g,
+                                                                                         device=args.device)))
     elif "mpi" in args.ways:
         print('MPI ranks skipped: pip install -e ".[mpi]"')
-    print(f"W2 data parallel, global batch {batch}, {args.rounds} rounds x {args.steps} steps, "
+    print(f"W2 data parallel on {args.device}, global batch {batch}, {args.rounds} rounds x {args.steps} steps, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     live = _Row(["round", "way", "workers", "step_ms"] + [f"{p}_ms" for p in _PHASES] + ["computes", "cpu_ms", "load"])
     results = {}

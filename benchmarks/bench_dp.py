@@ -17,7 +17,10 @@ process (the one process, the RPC driver, MPI rank 0); load the 1-minute load av
 (other processes on the same cores make every figure slower and noisier). The summary table then gives samples/s
 (medians over --rounds rounds of the median step of --steps steps), the scaling efficiency
 (samples/s of N workers / (N x samples/s of 1 worker)), the ratio to the one-process baseline, the
-phases in ms and the reduction's share of the step.
+phases in ms and the reduction's share of the step. The "independent" row is the control: N processes
+with nothing shared, each running the plain step on its batch/N sequences on its own core at once; its
+efficiency is what the host's cores allow (on a VM whose cores slow each other it is well below 1), and
+vs_independent is each way's samples/s against it: what the data parallelism itself costs.
 
     python benchmarks/bench_dp.py [--workers 1 2] [--steps 10] [--rounds 3] [--mpi graph|host|both]
                                   [--ways rpc mpi] [--device cpu|cuda:0]
@@ -48,6 +51,7 @@ from ggrad.examples.char_gpt import CharGPT
 from ggrad.parallel import DataParallel
 from bench_gpt import W2, batch_data, ggrad_step_fn
 mode, threads, steps, endpoints, ranks, device = {mode!r}, {threads}, {steps}, {endpoints!r}, {ranks}, {device!r}
+shard = dict(W2, batch={batch})
 if mode == "mpi":
     from ggrad import distributed
     if distributed.world_size() != ranks:
@@ -58,7 +62,7 @@ ggrad.set_num_threads(threads)
 PHASES = ("record", "compute", "reduce", "update")
 times, phases = [], []
 if mode == "single":
-    run = ggrad_step_fn(device)
+    run = ggrad_step_fn(device, shard)
     def step():
         c0 = ggrad.stats()["compute_seconds"]
         t0 = time.perf_counter()
@@ -115,17 +119,39 @@ def _pinned(cores):
     return lambda: os.sched_setaffinity(0, cores)
 
 
-def _run_worker(mode, threads, steps, cores, endpoints=(), ranks=1, in_graph=True, device="cpu"):
+def _worker_cmd(mode, threads, steps, endpoints=(), ranks=1, in_graph=True, device="cpu", batch=16):
     code = _WORKER.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), mode=mode, threads=threads,
-                          steps=steps, endpoints=list(endpoints), ranks=ranks, in_graph=in_graph, device=device)
+                          steps=steps, endpoints=list(endpoints), ranks=ranks, in_graph=in_graph, device=device,
+                          batch=batch)
     cmd = [sys.executable, "-c", code]
     if mode == "mpi":   # each rank pins itself
         cmd = [shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec", "-n", str(ranks)] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_pinned(cores))
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"{mode} worker failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return cmd
+
+
+def _result(mode, proc):
+    out, err = proc.communicate()
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{mode} worker failed ({proc.returncode}):\n{out[-2000:]}\n{err[-2000:]}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def _run_worker(mode, threads, steps, cores, **kwargs):
+    cmd = _worker_cmd(mode, threads, steps, **kwargs)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_pinned(cores))
+    return _result(mode, proc)
+
+
+def _independent(n, steps, batch, device):
+    """n plain one-thread steps of batch/n sequences at once, process i on core i, sharing nothing: what
+    this host's cores give n workers with no communication at all (the slowest one's step)."""
+    procs = [subprocess.Popen(_worker_cmd("single", 1, steps, device=device, batch=batch // n),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_pinned([i]))
+             for i in range(n)]
+    results = [_result("single", p) for p in procs]
+    return max(results, key=lambda r: r["step_s"])
 
 
 def _rpc(n, steps, device):
@@ -141,7 +167,7 @@ def _rpc(n, steps, device):
             servers.append(proc)
             P.wait_listening(port, proc)
             endpoints.append(f"127.0.0.1:{port}")
-        return _run_worker("rpc", 1, steps, None, endpoints)   # the driver mostly waits: not pinned
+        return _run_worker("rpc", 1, steps, None, endpoints=endpoints)   # the driver mostly waits: not pinned
     finally:
         for proc in servers:
             proc.kill()
@@ -183,7 +209,8 @@ def main(argv=None):
                              "one GPU, which checks the paths and times the reduction, not scaling)")
     args = parser.parse_args(argv)
     batch = 16
-    ways = [("one process", lambda n: _run_worker("single", n, args.steps, range(n), device=args.device))]
+    ways = [("one process", lambda n: _run_worker("single", n, args.steps, range(n), device=args.device)),
+            ("independent", lambda n: _independent(n, args.steps, batch, args.device))]
     if "rpc" in args.ways:
         ways.append(("RPC servers", lambda n: _rpc(n, args.steps, args.device)))
     if "mpi" in args.ways and _mpi_available():
@@ -214,16 +241,18 @@ def main(argv=None):
             step = statistics.median(r["step_s"] for r in rs)
             sps = batch / step
             base = batch / statistics.median(r["step_s"] for r in results[("one process", n)])
+            ceiling = batch / statistics.median(r["step_s"] for r in results[("independent", n)])
             rows.append(dict(way=name, workers=n, samples_per_s=f"{sps:.1f}", step_ms=f"{1e3 * step:.0f}",
                              rounds_ms=" ".join(f"{1e3 * r['step_s']:.0f}" for r in rs),
                              efficiency=f"{sps / (n / args.workers[0] * one):.2f}",
-                             vs_one_process=f"{sps / base:.2f}",
+                             vs_one_process=f"{sps / base:.2f}", vs_independent=f"{sps / ceiling:.2f}",
                              **{f"{p}_ms": f"{1e3 * statistics.median(r[p] for r in rs):.1f}" for p in _PHASES},
                              reduce_share=f"{statistics.median(r['reduce'] / r['step_s'] for r in rs):.1%}",
                              computes=f"{statistics.median(r['computes'] for r in rs):g}",
                              cpu_ms=f"{1e3 * statistics.median(r['cpu_s'] for r in rs):.0f}"))
     print_table("medians over the rounds", rows,
-                ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process"]
+                ["way", "workers", "samples_per_s", "step_ms", "rounds_ms", "efficiency", "vs_one_process",
+                 "vs_independent"]
                 + [f"{p}_ms" for p in _PHASES] + ["reduce_share", "computes", "cpu_ms"])
 
 if __name__ == "__main__":

@@ -62,10 +62,12 @@ def train(**kwargs):
 
 
 weights, loss = train()
-np.savez(f"{out}/rank{distributed.rank()}.npz", loss=np.array(loss), *weights)
-train(max_steps=7, checkpoint=f"{out}/run.ckpt", checkpoint_every=3)   # rank 0 writes, at steps 3, 6 and 7
+rank = distributed.rank()
+np.savez(f"{out}/rank{rank}.npz", loss=np.array(loss), *weights)
+# each rank names its own path: only rank 0's is written (at steps 3, 6 and 7) ...
+train(max_steps=7, checkpoint=f"{out}/run{rank}.ckpt", checkpoint_every=3)
 ggrad.manual_seed(5)
-resumed, _ = train(resume=f"{out}/run.ckpt")                           # rank 0 reads it and broadcasts it
+resumed, _ = train(resume=f"{out}/run{rank}.ckpt")   # ... and only rank 0 reads: rank 1's path does not exist
 assert all(np.array_equal(a, b) for a, b in zip(weights, resumed)), "resume differs from the straight run"
 """
 
@@ -113,7 +115,8 @@ def test_two_ranks_match_one_process_and_each_other_and_resume(tmp_path):
     for k, p in zip(names, model.parameters()):
         np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ranks[0]["loss"], history.history["loss"], rtol=1e-5)
-    assert ggrad.load(tmp_path / "run.ckpt")["step"] == 7     # rank 0's checkpoint, at the end of the first part
+    assert ggrad.load(tmp_path / "run0.ckpt")["step"] == 7    # rank 0's checkpoint, at the end of the first part
+    assert not (tmp_path / "run1.ckpt").exists()               # rank 1 wrote none, and resumed from rank 0's
 
 
 def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):
@@ -184,3 +187,18 @@ def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_p
         assert (spans >= 0).all() and (spans[:, 1] > 0).all() and (spans[:, 3] > 0).all(), key
         np.testing.assert_allclose(spans[:, 1:].sum(1), spans[:, 0], rtol=1e-9, atol=1e-9)
     assert (ranks[0]["spans"][:, 4] == 0).all() and (ranks[0]["host_spans"][:, 4] > 0).all()
+
+
+def test_the_mpi_example_trains_checkpoints_and_resumes(tmp_path):
+    """examples/dp_train_mpi.py under mpiexec -n 2, as its docstring runs it: 6 steps, then resumed to 9."""
+    from ggrad.examples import char_gpt
+    example = ROOT / "examples" / "dp_train_mpi.py"
+    common = ["--corpus", char_gpt.__file__, "--d-model", "32", "--layers", "1", "--context", "16", "--batch", "8",
+              "--checkpoint-every", "3", "--out", str(tmp_path), "--timeout", "60"]
+    first = _mpiexec(tmp_path, 2, example.read_text(), "--steps", "6", *common)
+    assert first.returncode == 0, f"exit {first.returncode}\n{first.stdout}\n{first.stderr[-3000:]}"
+    assert first.stdout.count("2 ranks;") == 1 and "after 6 steps" in first.stdout   # rank 0 alone prints
+    assert ggrad.load(tmp_path / "checkpoint.ckpt")["step"] == 6
+    resumed = _mpiexec(tmp_path, 2, example.read_text(), "--steps", "9", "--resume", *common)
+    assert resumed.returncode == 0, f"exit {resumed.returncode}\n{resumed.stdout}\n{resumed.stderr[-3000:]}"
+    assert "at step 6" in resumed.stdout and "after 9 steps" in resumed.stdout and ggrad.load(tmp_path / "checkpoint.ckpt")["step"] == 9

@@ -129,6 +129,20 @@ def test_shard_sizes_even_weighted_and_short_batches():
     assert shard_sizes(5, [0.2, 0.3, 0.5]) == [1, 2, 2] and sum(shard_sizes(999, [0.1, 0.7, 0.2])) == 999
 
 
+def test_dp_train_signature_is_the_issues():
+    """dp_train shows (help, IDEs, inspect) the signature it runs; ggrad.distributed's adds its MPI options."""
+    import inspect
+    from ggrad import distributed
+    expected = [("model", inspect.Parameter.empty), ("optimizer", inspect.Parameter.empty),
+                ("loss_fn", inspect.Parameter.empty), ("data", inspect.Parameter.empty), ("devices", None),
+                ("epochs", 1), ("max_steps", None), ("shard_weights", None), ("max_grad_norm", None),
+                ("callbacks", ()), ("checkpoint", None), ("checkpoint_every", None), ("resume", None), ("verbose", 1)]
+    local = [(p.name, p.default) for p in inspect.signature(dp_train).parameters.values()]
+    mpi = [(p.name, p.default) for p in inspect.signature(distributed.dp_train).parameters.values()]
+    assert local == expected
+    assert mpi == expected + [("comm", None), ("timeout", 300.0), ("bucket_mb", 25.0)]
+
+
 def test_dp_train_runs_the_fit_loop_on_the_default_device():
     x, y = _data(n=96)
     model = _model()

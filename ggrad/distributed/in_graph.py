@@ -52,8 +52,9 @@ def reduced_step(replica, optimizer, device, x, y, loss_fn, share, reduce, max_g
     loss.backward()
     params = [p for p in replica.parameters() if p.grad is not None]
     with no_grad():
-        bucket = cat([reshape(p.grad.float(), p.numel()) * share for p in params]
-                     + [reshape(loss.detach().float(), 1) * share], 0)
+        bucket = cat([reshape(p.grad.float(), p.numel()) for p in params] + [reshape(loss.detach().float(), 1)], 0)
+        if share != 1.0:
+            bucket = bucket * share   # one op for the whole bucket: the same products as one per gradient
         total = AllReduce.apply(bucket, reduce)
         mean_loss, gradients = total[-1:], total[:-1]
         if max_grad_norm is not None:

@@ -73,6 +73,7 @@ assert all(np.array_equal(a, b) for a, b in zip(weights, resumed)), "resume diff
 
 _DEAD_RANK = _COMMON + """
 import os
+import sys
 from ggrad import distributed
 from ggrad.train import Callback
 ggrad.set_num_threads(1)
@@ -86,8 +87,16 @@ class DieAtStep3(Callback):
 
 model, opt = model_and_optimizer()
 try:
-    distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], callbacks=[DieAtStep3()],
-                         verbose=0, timeout=3)
+    if sys.argv[1] == "graph":     # dp_train on the CPU: the all-reduce inside the step's graph
+        distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], callbacks=[DieAtStep3()],
+                             verbose=0, timeout=3)
+    else:                          # the host path (ranks with GPUs or RPC devices): read, all-reduce, upload
+        ddp = distributed.DistributedDataParallel(model, ["cpu"], opt, timeout=3)
+        ddp.in_graph = False
+        for step, (x, y) in enumerate(batches()):
+            ddp.step(x, y, ggrad.cross_entropy)
+            if distributed.rank() == 2 and step == 2:
+                os._exit(7)
 except distributed.RankLostError as e:
     with open(f"report{distributed.rank()}.txt", "w") as f:
         f.write(str(e))
@@ -119,8 +128,11 @@ def test_two_ranks_match_one_process_and_each_other_and_resume(tmp_path):
     assert not (tmp_path / "run1.ckpt").exists()               # rank 1 wrote none, and resumed from rank 0's
 
 
-def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):
-    proc = _mpiexec(tmp_path, 3, _DEAD_RANK, options=["-disable-auto-cleanup"])
+@pytest.mark.parametrize("path", ["graph", "host"])
+def test_a_dead_rank_is_reported_by_every_survivor(tmp_path, path):
+    """Rank 2 of 3 exits after step 3; ranks 0 and 1 each raise RankLostError naming it, whether the all-reduce
+    runs inside the step's graph or on the host."""
+    proc = _mpiexec(tmp_path, 3, _DEAD_RANK, path, options=["-disable-auto-cleanup"])
     reports = sorted(p.name for p in tmp_path.glob("report*.txt"))
     assert reports == ["report0.txt", "report1.txt"], f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     for r in (0, 1):

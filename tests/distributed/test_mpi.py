@@ -155,7 +155,8 @@ y = x[:, :3].argmax(1).astype(np.int32)
 
 def run(in_graph):
     ggrad.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 3))
+    hidden = [m for _ in range(8) for m in (nn.Linear(16, 16), nn.Tanh())]   # 20 parameters: 3 bucket nodes
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), *hidden, nn.Linear(16, 3))
     opt = optim.AdamW(model.parameters(), lr=1e-2)
     ddp = distributed.DistributedDataParallel(model, ["cpu"], opt)
     assert ddp.in_graph

@@ -54,17 +54,18 @@ class AllReduceBucket(Primitive):
     def build(ctx, graph, *args):
         *parts, share, reduce = args
         sizes = [p.nelements for p in parts]
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        starts = np.cumsum([0] + sizes[:-1]).tolist()
         share = np.float32(share)
         groups = [(0, _FIRST)] + [(i, i + _NEXT) for i in range(_FIRST, len(parts), _NEXT)]
         node = None
         for lo, hi in groups:
             last = hi >= len(parts)
-            userdata = (0 if node is None else 1, offsets[lo:min(hi, len(parts))], share, reduce if last else None)
-            if node is None:
-                node = ops.custom_4d(graph.ctx, "f32", offsets[-1], 1, 1, 1, parts[lo:hi], None, _gather, 1,
+            if node is None:   # the bucket itself, with the first group's parts (its inputs from src(0))
+                userdata = (0, starts[lo:hi], share, reduce if last else None)
+                node = ops.custom_4d(graph.ctx, "f32", sum(sizes), 1, 1, 1, parts[lo:hi], None, _gather, 1,
                                      userdata)
-            else:
+            else:              # writes into the bucket (src(0)) the next group's parts (from src(1))
+                userdata = (1, starts[lo:hi], share, reduce if last else None)
                 node = ops.custom_inplace(graph.ctx, node, parts[lo:hi], None, _gather, 1, userdata)
         return node
 

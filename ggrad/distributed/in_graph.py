@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd import no_grad
 from ..autograd.factory import tensor
-from ..autograd.ops import reshape
+from ..autograd.ops import reshape, split
 from ..autograd.primitive import Primitive
 from ..autograd.tensor import Tensor
 from ..ggml import data, ops
@@ -93,9 +93,6 @@ def reduced_step(replica, optimizer, device, x, y, loss_fn, share, reduce, max_g
         if max_grad_norm is not None:
             norm = (gradients * gradients).sum().sqrt()
             gradients = gradients * (float(max_grad_norm) / (norm + 1e-6)).clamp(max=1.0)
-        offset = 0
-        for p in params:
-            n = p.numel()
-            p.grad = reshape(gradients[offset:offset + n], p.shape).to(p.dtype)
-            offset += n
+        for p, g in zip(params, split(gradients, [p.numel() for p in params])):
+            p.grad = reshape(g, p.shape).to(p.dtype)
     return mean_loss, optimizer._schedule_step()

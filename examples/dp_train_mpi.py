@@ -19,6 +19,7 @@ import numpy as np
 import ggrad
 from ggrad import distributed, optim
 from ggrad.examples.char_gpt import VOCAB, CharGPT, batches, load_corpus
+from ggrad.parallel import read_checkpoint
 
 
 def char_loss(logits, targets):
@@ -54,6 +55,8 @@ def main(argv=None):
     if rank == 0:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
         print(f"{size} ranks; {sum(q.numel() for q in model.parameters()):,} parameters")
+        if args.resume:
+            print(f"resuming from {checkpoint} at step {read_checkpoint(checkpoint)['step']}")
     try:
         history = distributed.dp_train(model, opt, char_loss, data, devices=[args.device], max_steps=args.steps,
                                        checkpoint=checkpoint, checkpoint_every=args.checkpoint_every,

@@ -23,7 +23,7 @@ import numpy as np
 from .. import ggml, nn
 from ..autograd import execution, no_grad
 from ..autograd.factory import tensor
-from ..autograd.ops import cat, reshape
+from ..autograd.ops import cat, reshape, split
 from ..optim import Optimizer
 from .replicas import check_optimizer_covers, replicate_module, replicate_optimizer, sync_hyperparameters
 
@@ -213,14 +213,11 @@ class DataParallel:
     @staticmethod
     def _unbucket(replica, layout, total):
         """Give each parameter in `layout` its slice of the averaged bucket as its gradient."""
-        params = list(replica.parameters())
-        offset = 0
+        chosen = set(layout)   # indices in parameter order, as `_bucket` joined them
+        params = [p for j, p in enumerate(replica.parameters()) if j in chosen]
         with no_grad():
-            for j in layout:
-                p = params[j]
-                n = p.numel()
-                p.grad = reshape(total[offset:offset + n], p.shape).to(p.dtype)
-                offset += n
+            for p, g in zip(params, split(total, [p.numel() for p in params])):   # one op for all the views
+                p.grad = reshape(g, p.shape).to(p.dtype)
 
     def close(self):
         self._pool.shutdown(wait=True)

@@ -6,6 +6,8 @@ Only the step of a batch differs: `DataParallel.step` splits it across the devic
 `max_steps`, callbacks, the progress bar and the returned `History` are the Trainer's.
 """
 
+import inspect
+
 from .. import nn
 from ..train import Trainer
 from .checkpoint import fit_from, read_checkpoint, restore
@@ -84,6 +86,9 @@ def _dp_train(model, optimizer, loss_fn, data, devices=None, epochs=1, max_steps
         return fit_from(trainer, data, start, epochs, max_steps, callbacks, verbose, checkpoint, checkpoint_every)
     finally:
         dp.close()
+
+
+dp_train.__signature__ = inspect.signature(_dp_train)   # what help() and IDEs show: the form above
 
 
 def _dp_train_arrays(model_fn, optimizer_fn, loss_fn, x, y, devices, epochs=1, batch_size=64, shuffle=True,

@@ -201,6 +201,17 @@ def test_cat_stack_split_chunk():
           lambda x: x[:, 4:5] + x[:, 0:1], [c])
 
 
+def test_cat_and_split_of_many_parts():
+    """Five parts (joined pairwise, level by level, with one left over at a level) and back."""
+    parts = [r(2, n) for n in (1, 3, 2, 4, 1)]
+    check(lambda *xs: ggrad.cat(list(xs), 1) * ggrad.tensor(np.arange(11.0)),
+          lambda *xs: np.concatenate(xs, 1) * np.arange(11.0), parts)
+    w = np.arange(11.0)
+    check(lambda x: sum((p * float(i + 1)).sum() for i, p in enumerate(ggrad.split(x, [1, 3, 2, 4, 1], 1))),
+          lambda x: sum((p * float(i + 1)).sum() for i, p in enumerate(np.split(x, np.cumsum([1, 3, 2, 4])[:], 1))),
+          [r(2, 11) + w])
+
+
 def test_index_select_and_gather():
     x = r(4, 5)
     idx = np.array([3, 0, 3, 1])

@@ -62,15 +62,18 @@ def train(**kwargs):
 
 
 weights, loss = train()
-np.savez(f"{out}/rank{distributed.rank()}.npz", loss=np.array(loss), *weights)
-train(max_steps=7, checkpoint=f"{out}/run.ckpt", checkpoint_every=3)   # rank 0 writes, at steps 3, 6 and 7
+rank = distributed.rank()
+np.savez(f"{out}/rank{rank}.npz", loss=np.array(loss), *weights)
+# each rank names its own path: only rank 0's is written (at steps 3, 6 and 7) ...
+train(max_steps=7, checkpoint=f"{out}/run{rank}.ckpt", checkpoint_every=3)
 ggrad.manual_seed(5)
-resumed, _ = train(resume=f"{out}/run.ckpt")                           # rank 0 reads it and broadcasts it
+resumed, _ = train(resume=f"{out}/run{rank}.ckpt")   # ... and only rank 0 reads: rank 1's path does not exist
 assert all(np.array_equal(a, b) for a, b in zip(weights, resumed)), "resume differs from the straight run"
 """
 
 _DEAD_RANK = _COMMON + """
 import os
+import sys
 from ggrad import distributed
 from ggrad.train import Callback
 ggrad.set_num_threads(1)
@@ -84,8 +87,16 @@ class DieAtStep3(Callback):
 
 model, opt = model_and_optimizer()
 try:
-    distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], callbacks=[DieAtStep3()],
-                         verbose=0, timeout=3)
+    if sys.argv[1] == "graph":     # dp_train on the CPU: the all-reduce inside the step's graph
+        distributed.dp_train(model, opt, "cross_entropy", batches(), devices=["cpu"], callbacks=[DieAtStep3()],
+                             verbose=0, timeout=3)
+    else:                          # the host path (ranks with GPUs or RPC devices): read, all-reduce, upload
+        ddp = distributed.DistributedDataParallel(model, ["cpu"], opt, timeout=3)
+        ddp.in_graph = False
+        for step, (x, y) in enumerate(batches()):
+            ddp.step(x, y, ggrad.cross_entropy)
+            if distributed.rank() == 2 and step == 2:
+                os._exit(7)
 except distributed.RankLostError as e:
     with open(f"report{distributed.rank()}.txt", "w") as f:
         f.write(str(e))
@@ -113,11 +124,15 @@ def test_two_ranks_match_one_process_and_each_other_and_resume(tmp_path):
     for k, p in zip(names, model.parameters()):
         np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ranks[0]["loss"], history.history["loss"], rtol=1e-5)
-    assert ggrad.load(tmp_path / "run.ckpt")["step"] == 7     # rank 0's checkpoint, at the end of the first part
+    assert ggrad.load(tmp_path / "run0.ckpt")["step"] == 7    # rank 0's checkpoint, at the end of the first part
+    assert not (tmp_path / "run1.ckpt").exists()               # rank 1 wrote none, and resumed from rank 0's
 
 
-def test_a_dead_rank_is_reported_by_every_survivor(tmp_path):
-    proc = _mpiexec(tmp_path, 3, _DEAD_RANK, options=["-disable-auto-cleanup"])
+@pytest.mark.parametrize("path", ["graph", "host"])
+def test_a_dead_rank_is_reported_by_every_survivor(tmp_path, path):
+    """Rank 2 of 3 exits after step 3; ranks 0 and 1 each raise RankLostError naming it, whether the all-reduce
+    runs inside the step's graph or on the host."""
+    proc = _mpiexec(tmp_path, 3, _DEAD_RANK, path, options=["-disable-auto-cleanup"])
     reports = sorted(p.name for p in tmp_path.glob("report*.txt"))
     assert reports == ["report0.txt", "report1.txt"], f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     for r in (0, 1):
@@ -140,7 +155,8 @@ y = x[:, :3].argmax(1).astype(np.int32)
 
 def run(in_graph):
     ggrad.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 3))
+    hidden = [m for _ in range(8) for m in (nn.Linear(16, 16), nn.Tanh())]   # 20 parameters: 3 bucket nodes
+    model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), *hidden, nn.Linear(16, 3))
     opt = optim.AdamW(model.parameters(), lr=1e-2)
     ddp = distributed.DistributedDataParallel(model, ["cpu"], opt)
     assert ddp.in_graph
@@ -184,3 +200,19 @@ def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_p
         assert (spans >= 0).all() and (spans[:, 1] > 0).all() and (spans[:, 3] > 0).all(), key
         np.testing.assert_allclose(spans[:, 1:].sum(1), spans[:, 0], rtol=1e-9, atol=1e-9)
     assert (ranks[0]["spans"][:, 4] == 0).all() and (ranks[0]["host_spans"][:, 4] > 0).all()
+
+
+def test_the_mpi_example_trains_checkpoints_and_resumes(tmp_path):
+    """examples/dp_train_mpi.py under mpiexec -n 2, as its docstring runs it: 6 steps, then resumed to 9."""
+    from ggrad.examples import char_gpt
+    example = ROOT / "examples" / "dp_train_mpi.py"
+    common = ["--corpus", char_gpt.__file__, "--d-model", "32", "--layers", "1", "--context", "16", "--batch", "8",
+              "--checkpoint-every", "3", "--out", str(tmp_path), "--timeout", "60"]
+    first = _mpiexec(tmp_path, 2, example.read_text(), "--steps", "6", *common)
+    assert first.returncode == 0, f"exit {first.returncode}\n{first.stdout}\n{first.stderr[-3000:]}"
+    assert first.stdout.count("2 ranks;") == 1 and "after 6 steps" in first.stdout   # rank 0 alone prints
+    assert ggrad.load(tmp_path / "checkpoint.ckpt")["step"] == 6
+    resumed = _mpiexec(tmp_path, 2, example.read_text(), "--steps", "9", "--resume", *common)
+    assert resumed.returncode == 0, f"exit {resumed.returncode}\n{resumed.stdout}\n{resumed.stderr[-3000:]}"
+    assert "at step 6" in resumed.stdout and "after 9 steps" in resumed.stdout
+    assert ggrad.load(tmp_path / "checkpoint.ckpt")["step"] == 9

@@ -129,6 +129,20 @@ def test_shard_sizes_even_weighted_and_short_batches():
     assert shard_sizes(5, [0.2, 0.3, 0.5]) == [1, 2, 2] and sum(shard_sizes(999, [0.1, 0.7, 0.2])) == 999
 
 
+def test_dp_train_signature_is_the_issues():
+    """dp_train shows (help, IDEs, inspect) the signature it runs; ggrad.distributed's adds its MPI options."""
+    import inspect
+    from ggrad import distributed
+    expected = [("model", inspect.Parameter.empty), ("optimizer", inspect.Parameter.empty),
+                ("loss_fn", inspect.Parameter.empty), ("data", inspect.Parameter.empty), ("devices", None),
+                ("epochs", 1), ("max_steps", None), ("shard_weights", None), ("max_grad_norm", None),
+                ("callbacks", ()), ("checkpoint", None), ("checkpoint_every", None), ("resume", None), ("verbose", 1)]
+    local = [(p.name, p.default) for p in inspect.signature(dp_train).parameters.values()]
+    mpi = [(p.name, p.default) for p in inspect.signature(distributed.dp_train).parameters.values()]
+    assert local == expected
+    assert mpi == expected + [("comm", None), ("timeout", 300.0), ("bucket_mb", 25.0)]
+
+
 def test_dp_train_runs_the_fit_loop_on_the_default_device():
     x, y = _data(n=96)
     model = _model()
@@ -153,6 +167,37 @@ def test_dp_train_runs_the_fit_loop_on_the_default_device():
     np.testing.assert_allclose(history.history["loss"], expected.history["loss"], rtol=1e-5)
     for a, b in zip(_params(model), _params(reference)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_dataloader_as_data_matches_fit_on_one_device(two_devices):
+    """ggrad's DataLoader (shuffled, Tensor batches, a short last batch of 8) as `data`, over two devices: the
+    batches and the training of `fit` on one device over the same loader (the same shuffles: same seed)."""
+    from ggrad.utils.data import DataLoader, TensorDataset
+    x, y = _data(n=80)
+
+    def run(fit):
+        model = _model()
+        loader = DataLoader(TensorDataset(ggrad.tensor(x), ggrad.tensor(y)), batch_size=24, shuffle=True)
+        sizes = []
+
+        class Sizes(Callback):
+            def on_batch_end(self, batch, logs=None):
+                sizes.append(logs["size"])
+        history = fit(model, optim.SGD(model.parameters(), lr=0.1), loader, [Sizes()])
+        return _params(model), history.history["loss"], sizes
+
+    def on_one_device(model, opt, loader, callbacks):
+        trainer = Trainer(model)
+        trainer.compile(optimizer=opt, loss="cross_entropy")
+        return trainer.fit(loader, epochs=2, callbacks=callbacks, verbose=0)
+
+    params, losses, sizes = run(lambda model, opt, loader, callbacks: dp_train(
+        model, opt, "cross_entropy", loader, two_devices, epochs=2, callbacks=callbacks, verbose=0))
+    ref_params, ref_losses, ref_sizes = run(on_one_device)
+    assert sizes == ref_sizes == [24, 24, 24, 8] * 2
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for a, b in zip(params, ref_params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_weighted_uneven_batches_match_one_device(two_devices):

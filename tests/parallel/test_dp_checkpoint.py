@@ -9,6 +9,7 @@ from ggrad.autograd.factory import generator
 from ggrad import nn, optim
 from ggrad.parallel import dp_train, fit_resumable, read_checkpoint
 from ggrad.train import Callback, Trainer
+from ggrad.utils.data import DataLoader, TensorDataset
 
 
 class ShuffledBatches:
@@ -25,6 +26,11 @@ class ShuffledBatches:
         for start in range(0, len(self.x), self.batch_size):
             idx = order[start:start + self.batch_size]
             yield self.x[idx], self.y[idx]
+
+
+def loader(x, y, batch_size):
+    """ggrad's DataLoader, shuffling (a seed drawn from ggrad's generator each pass), batches of Tensors."""
+    return DataLoader(TensorDataset(ggrad.tensor(x), ggrad.tensor(y)), batch_size=batch_size, shuffle=True)
 
 
 def _data(kind=ShuffledBatches):
@@ -45,16 +51,17 @@ def _run(seed, data=ShuffledBatches, **kwargs):
     return [p.numpy() for p in model.parameters()]
 
 
-def test_resume_reaches_the_uninterrupted_weights_bitwise(tmp_path):
+@pytest.mark.parametrize("data", [ShuffledBatches, loader])
+def test_resume_reaches_the_uninterrupted_weights_bitwise(tmp_path, data):
     path = tmp_path / "run.ckpt"
-    straight = _run(0, max_steps=20)
-    _run(0, max_steps=10, checkpoint=path, checkpoint_every=4)
+    straight = _run(0, max_steps=20, data=data)
+    _run(0, max_steps=10, checkpoint=path, checkpoint_every=4, data=data)
     state = read_checkpoint(path)
     assert (state["step"], state["epoch"], state["batch"]) == (10, 1, 3)
     ggrad.manual_seed(123)   # the generator moves on meanwhile; resume restores it
-    resumed = _run(7, max_steps=20, resume=path)  # another initialisation: resume loads the weights
+    resumed = _run(7, max_steps=20, resume=path, data=data)  # another initialisation: resume loads the weights
     assert all(np.array_equal(a, b) for a, b in zip(straight, resumed))
-    assert not all(np.array_equal(a, b) for a, b in zip(straight, _run(0, max_steps=19)))
+    assert not all(np.array_equal(a, b) for a, b in zip(straight, _run(0, max_steps=19, data=data)))
 
 
 class Crash(Callback):

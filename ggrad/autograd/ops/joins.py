@@ -53,10 +53,12 @@ def cat(tensors, dim=0):
         return parts[0] * 1   # a new tensor, as cat always gives
     if first.ndim > 4:
         return folding().cat(parts, d)
-    out = parts[0]
-    for t in parts[1:]:
-        out = Concat.apply(out, t, d)
-    return out
+    # joined pairwise, level by level (a balanced tree): each element is copied log2(len(parts)) times, where a
+    # left-to-right chain copies the first part len(parts) - 1 times (a gradient bucket of 52 parts: 6 against 51)
+    while len(parts) > 1:
+        parts = [Concat.apply(parts[i], parts[i + 1], d) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
 
 
 def stack(tensors, dim=0):
@@ -88,10 +90,7 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        out = grads[0]
-        for g in grads[1:]:
-            out = Concat.apply(out, g, ctx.dim)
-        return out, None, None
+        return cat(grads, ctx.dim), None, None
 
 
 def split(x, split_size_or_sections, dim=0):

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ggml
-from ..ggml.errors import DTypeError
+from ..ggml.errors import DTypeError, ShapeError
 from . import pending
 from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
 from .generator import Generator
@@ -86,15 +86,37 @@ def from_numpy(array: np.ndarray) -> _tensor.Tensor:
     return tensor(array)
 
 
-def _shape(size):
+def _shape(size, what="zeros"):
+    """The shape of `zeros(*size)`: ints, or one sequence of them, checked as PyTorch checks them."""
+    if not size:
+        raise TypeError(f"{what}() missing 1 required positional argument: 'size'")
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    return _checked_size(size, what)
+
+
+def _checked_size(size, what):
+    """`size` as a tuple of ints: TypeError for anything but ints (0-d int tensors count, as in PyTorch),
+    ShapeError (a RuntimeError) for a negative one."""
+    from .tensor import Tensor
+    dims = []
+    for s in size:
+        if isinstance(s, Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
+            s = s.item()
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"{what}(): size must be a tuple of ints, but found an element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise ShapeError(f"{what}(): trying to create a tensor with negative dimension {s}: {list(size)}")
+        dims.append(int(s))
+    return tuple(dims)
 
 
 def full(size: Size, fill_value: Number,
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    size = (size,) if isinstance(size, int) else tuple(size)
+    if not isinstance(size, (tuple, list)):
+        size = (size,)   # an extension: PyTorch's full wants a sequence
+    size = _checked_size(size, "full")
     if dtype is None:
         dtype = BOOL if isinstance(fill_value, bool) else INT64 if isinstance(fill_value, numbers.Integral) else ggml.f32
     dt = resolve(dtype)
@@ -104,17 +126,17 @@ def full(size: Size, fill_value: Number,
 
 def zeros(*size: int | Sequence[int],
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return full(_shape(size), 0.0, dtype or ggml.f32, device, requires_grad)
+    return full(_shape(size, "zeros"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
 def ones(*size: int | Sequence[int],
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return full(_shape(size), 1.0, dtype or ggml.f32, device, requires_grad)
+    return full(_shape(size, "ones"), 1.0, dtype or ggml.f32, device, requires_grad)
 
 
 def empty(*size: int | Sequence[int],
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return full(_shape(size, "empty"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
 def _like(t, dtype, device):
@@ -148,28 +170,32 @@ def new_full(t: _tensor.Tensor, size: Size, fill_value: Number,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
     dt, dev = _like(t, dtype, device)
-    return full(_shape((size,)), fill_value, dt, dev, requires_grad)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"new_full(): size must be a tuple of ints, not {type(size).__name__}")
+    return full(_checked_size(size, "new_full"), fill_value, dt, dev, requires_grad)
 
 
 def new_zeros(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_full(t, _shape(size), 0, dtype, device, requires_grad)
+    return new_full(t, _shape(size, "new_zeros"), 0, dtype, device, requires_grad)
 
 
 def new_ones(t: _tensor.Tensor, *size: int | Sequence[int],
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_full(t, _shape(size), 1, dtype, device, requires_grad)
+    return new_full(t, _shape(size, "new_ones"), 1, dtype, device, requires_grad)
 
 
 def new_empty(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_zeros(t, *size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return new_full(t, _shape(size, "new_empty"), 0, dtype, device, requires_grad)
 
 
 def new_tensor(t: _tensor.Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
                device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
     dt, dev = _like(t, dtype, device)
+    if isinstance(data, str):
+        raise TypeError("new_tensor(): invalid data type 'str'")
     return tensor(data, dt, dev, requires_grad)   # tensor() copies a Tensor's values too
 
 
@@ -190,12 +216,12 @@ def eye(n: int, m: int | None = None,
 
 def rand(*size: int | Sequence[int],
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().random(_shape(size)), dtype or ggml.f32, device, requires_grad)
+    return tensor(generator().random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
 
 
 def randn(*size: int | Sequence[int],
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().standard_normal(_shape(size)), dtype or ggml.f32, device, requires_grad)
+    return tensor(generator().standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (),

@@ -8,7 +8,7 @@ from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_trackin
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import logical, mask_index, mask_positions, views
+from .ops import advanced_index, logical, mask_index, mask_positions, views
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -157,6 +157,8 @@ def _masked_fill_(self, mask, value):
 def _getitem(self, key):
     if mask_index.is_mask(key):
         return mask_index.getitem(self, key)
+    if advanced_index.find(key):
+        return advanced_index.getitem(self, key)
     return mask_positions.getitem(self, key) if mask_positions.find(key) else ops.getitem(self, key)
 
 
@@ -168,6 +170,8 @@ def _setitem(self, key, value):
         new = mask_index.setitem(self, key, value)
     elif mask_positions.find(key):
         new = mask_positions.setitem(self, key, value)
+    elif advanced_index.find(key, write=True):
+        new = advanced_index.setitem(self, key, value)
     else:
         new = ops.setitem(self, key, value)
     _assign(self, new, "__setitem__")

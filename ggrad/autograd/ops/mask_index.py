@@ -51,10 +51,10 @@ def setitem(x, key, value):
     """x with `value` written where mask is True: a number or 0-d tensor everywhere there, or a tensor
     broadcastable to (count,) + rest, one row per True element in order."""
     values, k = _host_mask(x, key)
-    return _put(x, k, np.flatnonzero(values), value, accumulate=False)
+    return put(x, k, np.flatnonzero(values), value, accumulate=False)
 
 
-def _put(x, k, flat, value, accumulate):
+def put(x, k, flat, value, accumulate):
     """x with `value` rows written (or added) at the flat row positions `flat` of x's first k dims."""
     rows, rest = _rows(x, k)
     n = len(flat)
@@ -84,7 +84,7 @@ def index_put(x, indices, values, accumulate=False):
     if not isinstance(indices, tuple):
         raise TypeError(f"index_put_: indices must be a tuple of tensors, got {type(indices).__name__}")
     if is_mask(indices):
-        return setitem(x, indices, values) if not accumulate else _put(x, *_mask_flat(x, indices), values, True)
+        return setitem(x, indices, values) if not accumulate else put(x, *_mask_flat(x, indices), values, True)
     k = len(indices)
     if k > x.ndim:
         raise IndexError(f"index_put_: too many indices ({k}) for tensor of dimension {x.ndim}")
@@ -97,7 +97,7 @@ def index_put(x, indices, values, accumulate=False):
         if idx.size and (idx.min() < -size or idx.max() >= size):
             raise IndexError(f"index_put_: index out of bounds for dimension {d} with size {size}")
         flat = flat * size + idx % size
-    return _put(x, k, flat.reshape(-1), _flat_values(values, host[0].shape, x.shape[k:]), accumulate)
+    return put(x, k, flat.reshape(-1), _flat_values(values, host[0].shape, x.shape[k:]), accumulate)
 
 
 def _mask_flat(x, key):

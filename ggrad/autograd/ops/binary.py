@@ -13,6 +13,7 @@ from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
+from ..torch_dtypes import BOOL
 from ..factory import arange, tensor
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from . import unary as un
@@ -194,6 +195,10 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
+    """a - alpha * b; a bool tensor on either side is refused, as PyTorch."""
+    if any(isinstance(t, Tensor) and t.dtype is BOOL for t in (a, b)):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
     if alpha != 1:
         b = b * alpha
     if _float_and_number(a, b):
@@ -219,7 +224,8 @@ def div(a, b):
 
 
 def reciprocal(x):
-    return ScalarDiv.apply(x, 1.0)
+    """1 / x; an integer x gives float32, as PyTorch."""
+    return ScalarDiv.apply(x if x.dtype.is_float else x.to(f32), 1.0)
 
 
 def rsqrt(x):
@@ -267,8 +273,10 @@ _EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 in
 def where(condition, a, b):
     """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
     nan in the branch not taken stays out of the result (and out of its gradient)."""
-    ref = a if isinstance(a, Tensor) else b
     m = _as_mask(condition, "where")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(condition, Tensor):
+        a = tensor(a, dtype=result_type(a, b), device=condition.device)   # where(c, 1, 0) is int64
+    ref = a if isinstance(a, Tensor) else b
     a, b = promote(a, b, "where")
     shape = broadcast_shapes(broadcast_shapes(a.shape, b.shape, "where"), m.shape, "where")
     n = 1

@@ -18,7 +18,7 @@ import math as _math
 
 from ...ggml import ops
 from ..arguments import as_int
-from ..dtype_rules import FLOAT, require_float
+from ..dtype_rules import INT_TO_FLOAT, require_float
 from ..function import Function
 from ..grad_mode import no_grad
 from . import unary as un
@@ -43,7 +43,7 @@ def composite(name, forward, grad, doc):
     fn = type(name, (Function,), {"forward": staticmethod(fwd), "backward": staticmethod(bwd), "__doc__": doc,
                                   "__module__": __name__})
     def op(x, *params):
-        return FLOAT(fn, (x,) + params)
+        return INT_TO_FLOAT(fn, (x,) + params)
     op.__name__ = op.__qualname__ = name.lower()
     op.__doc__ = doc
     return op
@@ -53,7 +53,7 @@ Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
 Ceil = unary("Ceil", ops.ceil, _zero, "input", "y = ceil(x) (gradient 0)")
 Trunc = unary("Trunc", ops.trunc, _zero, "input", "y = trunc(x), towards zero (gradient 0)")
 RoundAway = unary("RoundAway", ops.round, _zero, "input", "y = round(x), halves away from zero (GGML's)")
-Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1")
+Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1", INT_TO_FLOAT)
 
 
 def nan_carrier(x):

@@ -225,10 +225,10 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
 
 @autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
-    """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
+    """Sigmoid + binary cross-entropy in the stable form (1 - y) x + log(1 + e^-x)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     _pair_check(input, target, "binary_cross_entropy_with_logits")
-    log_term = un.softplus(-un.abs(input)) + un.relu(-input)   # log(1 + e^-x), stable
+    log_term = un.softplus(-input)   # log(1 + e^-x): GGML's softplus is linear past 20, its gradient exact at 0
     if pos_weight is None:
         loss = (1.0 - target) * input + log_term
     else:

@@ -393,3 +393,17 @@ def test_factories_and_sampling():
     p = ggrad.full((20000,), 0.3)
     sample = ggrad.bernoulli(p).numpy()
     assert set(np.unique(sample)) <= {0.0, 1.0} and abs(sample.mean() - 0.3) < 0.015
+
+
+@pytest.mark.parametrize("call", ["std_one_element", "var_correction_equal_n", "var_correction_past_n", "std_rows_of_one"])
+def test_var_std_without_degrees_of_freedom_as_torch(call):
+    """N - correction <= 0: PyTorch divides by 0 (nan for a zero sum of squares, inf otherwise) and warns."""
+    calls = {"std_one_element": lambda T: T.tensor([2.0]).std(),
+             "var_correction_equal_n": lambda T: T.tensor([2.0, 3.0]).var(correction=2),
+             "var_correction_past_n": lambda T: T.tensor([2.0, 3.0]).var(correction=3),
+             "std_rows_of_one": lambda T: T.tensor([[1.0], [4.0]]).std(1)}
+    with pytest.warns(UserWarning):
+        theirs = calls[call](torch).numpy()
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        ours = calls[call](ggrad).numpy()
+    np.testing.assert_array_equal(ours, theirs)

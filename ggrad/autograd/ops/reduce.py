@@ -6,6 +6,7 @@ Sums over any set of dimensions are GGML's `repeat_back` (a sum into a broadcast
 
 import builtins
 import numbers
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -128,7 +129,12 @@ def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
     for d in dims:
         count *= x.shape[d]
     centered = x - mean(x, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim) * (1.0 / builtins.max(count - correction, 1))
+    squares = sum(centered * centered, dims, keepdim)
+    if count - correction <= 0:   # PyTorch divides by max(0, N - correction): nan for 0 / 0, else inf
+        warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+        return squares * float("inf")
+    return squares * (1.0 / (count - correction))
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, correction=None):

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ggml
-from ..ggml.errors import DTypeError, ShapeError
+from ..ggml.errors import ArgumentError, DTypeError, ShapeError
 from . import pending
 from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
 from .generator import Generator
@@ -203,6 +203,10 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
            dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise ArgumentError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ArgumentError("arange: upper bound and lower bound inconsistent with step sign")
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = ggml.f32 if values.dtype.kind == "f" else INT64

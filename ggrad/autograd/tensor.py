@@ -173,7 +173,8 @@ class Tensor(_Methods):
 
     def item(self) -> int | float | bool:
         if self.numel() != 1:
-            raise ValueError(f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar")
+            raise ggml.errors.ShapeError(f"a Tensor with {self.numel()} elements cannot be converted to a Python "
+                                         "scalar")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:

@@ -39,7 +39,7 @@ from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  
                                feature_alpha_dropout)
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
-from ..ggml.errors import ShapeError
+from ..ggml.errors import ArgumentError, ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
@@ -229,7 +229,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+        raise ArgumentError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
     batch = tuple(max(a, b) for a, b in zip(query.shape[:-2], key.shape[:-2]))
     scores_shape = batch + (query.shape[-2], key.shape[-2])
     mask = open_rows = None
@@ -242,7 +242,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None and _may_block_rows(attn_mask):
         with no_grad():
             blocked = _isneginf(mask).sum(-1, keepdim=True).eq(mask.shape[-1])
-        open_rows = 1.0 - blocked
+        open_rows = 1.0 - blocked.float()
         mask = mask.masked_fill(blocked, 0.0)   # a finite row: no NaN forward or backward
     out, _ = attend(query, key, value, mask, scale, dropout_p, True, open_rows)
     return out

@@ -48,7 +48,7 @@ def div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return bi.div(a, b)
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        raise ArgumentError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"{rounding_mode!r}")
     a, b = promote(a, b, "div")
     dtype = a.dtype

@@ -131,6 +131,8 @@ def split(x, split_size_or_sections, dim=0):
 def chunk(x, chunks, dim=0):
     if not isinstance(chunks, int):
         raise TypeError(f"chunk(): argument 'chunks' (position 2) must be int, not {type(chunks).__name__}")
+    if chunks <= 0:
+        raise ArgumentError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = x.shape[_axis(dim, x.ndim)]
     size = -(-n // chunks)
     return split(x, size, dim)

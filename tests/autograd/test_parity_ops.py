@@ -204,12 +204,20 @@ def test_shape_ops(name, torch_fn, ggrad_fn, inputs):
 RESAMPLE = [dict(scale_factor=2), dict(size=(3, 11)), dict(size=(8, 4), mode="nearest-exact"),
             dict(scale_factor=1.7, mode="bilinear"), dict(size=(9, 3), mode="bilinear", align_corners=True),
             dict(scale_factor=(0.6, 2.5), mode="bilinear"), dict(scale_factor=0.5, mode="linear"),
-            dict(size=11, mode="linear", align_corners=True), dict(scale_factor=3)]
+            dict(size=11, mode="linear", align_corners=True), dict(scale_factor=3),
+            dict(size=(8, 4), mode="bicubic"), dict(scale_factor=1.7, mode="bicubic", align_corners=True),
+            dict(scale_factor=(0.6, 2.5), mode="bicubic"), dict(size=(3, 4), mode="area"),
+            dict(size=(7, 11), mode="area"), dict(scale_factor=0.5, mode="area"),
+            dict(size=(4, 3, 7), mode="trilinear"), dict(scale_factor=2, mode="trilinear", align_corners=True),
+            dict(size=(2, 2, 2), mode="area", volume=True), dict(scale_factor=2, volume=True)]
 
 
 @pytest.mark.parametrize("kwargs", RESAMPLE, ids=[str(k) for k in RESAMPLE])
 def test_interpolate(kwargs):
+    kwargs = dict(kwargs)
+    volume = kwargs.pop("volume", False) or kwargs.get("mode") == "trilinear"
     shape = (2, 3, 6) if kwargs.get("mode") == "linear" or kwargs.get("scale_factor") == 3 else (2, 3, 5, 7)
+    shape = (1, 2, 3, 4, 5) if volume else shape
     helper_test_op(lambda x: TF.interpolate(x, **kwargs), lambda x: GF.interpolate(x, **kwargs), [shape],
                    grad_atol=1e-5)
 

@@ -243,6 +243,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")
     _pair_check(input, target, "binary_cross_entropy")
+    require_float(input, "binary_cross_entropy")   # PyTorch has no integer kernel
     log_p = un.clamp(un.log(input), min=-100.0)
     log_q = un.clamp(un.log(1.0 - input), min=-100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)

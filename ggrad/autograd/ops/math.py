@@ -18,7 +18,7 @@ import math as _math
 
 from ...ggml import ops
 from ..arguments import as_int
-from ..dtype_rules import INT_TO_FLOAT, require_float
+from ..dtype_rules import FLOAT, INT_TO_FLOAT, require_float
 from ..function import Function
 from ..grad_mode import no_grad
 from . import unary as un
@@ -27,9 +27,9 @@ from ..torch_dtypes import BOOL
 from .convert import relabel
 
 
-def composite(name, forward, grad, doc):
+def composite(name, forward, grad, doc, dtypes=FLOAT):
     """A Function y = forward(x, *params) built from ops but recorded as one node, whose gradient is
-    g * grad(x, y, *params) (grad may return a Python number)."""
+    g * grad(x, y, *params) (grad may return a Python number); `dtypes` is its dtype rule."""
     def fwd(ctx, x, *params):
         y = forward(x, *params)
         ctx.params = params
@@ -43,10 +43,15 @@ def composite(name, forward, grad, doc):
     fn = type(name, (Function,), {"forward": staticmethod(fwd), "backward": staticmethod(bwd), "__doc__": doc,
                                   "__module__": __name__})
     def op(x, *params):
-        return INT_TO_FLOAT(fn, (x,) + params)
+        return dtypes(fn, (x,) + params)
     op.__name__ = op.__qualname__ = name.lower()
     op.__doc__ = doc
     return op
+
+
+def float_math(name, forward, grad, doc):
+    """A composite whose integer inputs give float32 results (PyTorch's tan, erf, asinh, ... of an int tensor)."""
+    return composite(name, forward, grad, doc, INT_TO_FLOAT)
 
 
 Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
@@ -106,7 +111,7 @@ def frac(x):
 
 
 # ---- exponentials and logarithms -------------------------------------------------------------------
-expm1 = composite("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
+expm1 = float_math("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
 
 
 def _log1p(x):
@@ -119,7 +124,7 @@ def _log1p(x):
     return un.Log.apply(u) * (bounded / (d + at_one)) + at_one * bounded
 
 
-log1p = composite("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
+log1p = float_math("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
 
 
 def log2(x):
@@ -135,10 +140,10 @@ def exp2(x):
 
 
 # ---- trigonometric and hyperbolic ----------------------------------------------------------------
-tan = composite("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
-sinh = composite("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
+tan = float_math("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
+sinh = float_math("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
                  lambda x, y: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5, "y = sinh x")
-cosh = composite("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
+cosh = float_math("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
                  lambda x, y: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5, "y = cosh x")
 
 # atan(u) = u + u^3 (c0 + c1 u^2 + c2 u^4 + c3 u^6) on |u| <= tan(pi/8): a least-squares fit at 2000
@@ -162,10 +167,10 @@ def _atan(x):
     return un.Sgn.apply(x) * a + nan_carrier(x)
 
 
-atan = composite("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
-asin = composite("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
+atan = float_math("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
+asin = float_math("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
                  lambda x, y: 1.0 / un.Sqrt.apply(1.0 - x * x), "y = asin x (nan outside [-1, 1])")
-acos = composite("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
+acos = float_math("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
                  lambda x, y: -1.0 / un.Sqrt.apply(1.0 - x * x), "y = acos x (nan outside [-1, 1])")
 
 
@@ -192,9 +197,9 @@ def _acosh(x):
     return small + _beyond(x, small) + nan_carrier(x)
 
 
-asinh = composite("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
-acosh = composite("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
-atanh = composite("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
+asinh = float_math("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
+acosh = float_math("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
+atanh = float_math("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
                   "y = atanh x (nan outside [-1, 1])")
 arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan, asin, acos, asinh, acosh, atanh
 
@@ -215,8 +220,8 @@ def _erf(x):
     return far + near * (series - far) + nan_carrier(x)
 
 
-erf = composite("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
-erfc = composite("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
+erf = float_math("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
+erfc = float_math("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
                  "y = 1 - erf x (absolute, not relative, accuracy in the tail)")
 
 

@@ -5,7 +5,7 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 """
 
 from ...ggml.errors import ShapeError
-from ..dtype_rules import promote
+from ..dtype_rules import promote, require_float
 from ..factory import zeros_like
 from . import arith, binary, joins, linalg, logical, reduce, scan, shape_ops, unary, views
 from .math import log1p
@@ -153,6 +153,7 @@ def logaddexp(input, other):  # noqa: A002
     """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|)), with the max picked exactly and
     equal operands (both -inf or +inf too) giving max + log 2, as PyTorch."""
     a, b = promote(input, other, "logaddexp")
+    require_float(a, "logaddexp")   # PyTorch has no integer kernel
     top = binary.where(logical.ge(a, b), a, b)
     gap = binary.where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
     return binary.add(top, log1p(unary.exp(gap)))

@@ -78,10 +78,15 @@ def to(self, *args, **kwargs):
     """Move to a device and/or convert to a dtype: `.to("cuda:0")`, `.to(ggrad.float16)`."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)    # transfers are synchronous: nothing to choose
+    kwargs.pop("memory_format", None)   # one (contiguous) layout
     if kwargs:
         raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
+        if isinstance(a, Tensor):   # .to(other): other's dtype and device
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
             dtype = a
         else:
             device = a
@@ -92,7 +97,7 @@ def to(self, *args, **kwargs):
         dev = ggml.device(device)
         if dev != out.device:
             out = _copy_to_device(out, dev)
-    return out
+    return clone(out) if copy and out is self else out
 
 
 def _copy_to_device(t, dev):
@@ -113,6 +118,20 @@ class _DeviceCopy(Function):
     @staticmethod
     def backward(ctx, g):
         return _copy_to_device(g, ctx.src_device), None
+
+
+def _flip_dims(self, *dims, **kwargs):
+    """`x.flip(0, 1)`, `x.flip((0, 1))` or `x.flip(dims=...)`, as PyTorch's method."""
+    if "dims" in kwargs:
+        return ops.flip(self, kwargs.pop("dims"), **kwargs)
+    if not dims:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
+    return ops.flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)
+
+
+def _repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    """The method form needs `repeats` (only the function takes a tensor of counts alone)."""
+    return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
 
 
 def clone(self):
@@ -257,6 +276,8 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
               "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+_METHODS["flip"] = _flip_dims
+_METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)

@@ -114,6 +114,14 @@ class Tensor(_Methods):
         """The same values and storage, detached from the graph (a write into it changes this tensor)."""
         return self.detach()
 
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """`p.data = t`: this tensor takes t's values (its shape and dtype too), keeping its identity and
+        requires_grad, recording no gradient (as PyTorch; views made before keep the old values)."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self._rebind(value.detach())
+
     @property
     def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))

@@ -57,6 +57,20 @@ def _accuracy(T):
     return (logits.argmax(-1) == T.tensor([3, 0, 3])).float().mean()
 
 
+def _data_assign(T):
+    p = T.nn.Parameter(T.ones(3))
+    p.data = T.zeros(2, 2)
+    p.data.add_(1.5)
+    return p.detach(), p.requires_grad, type(p).__name__
+
+
+def _to_copy(T):
+    x = _x(T)
+    y = x.to(T.float32, copy=True)
+    y.add_(1)
+    return x, y
+
+
 IDIOMS = {
     "new_zeros_keeps_dtype": lambda T: T.ones(2, 3, dtype=T.long).new_zeros(2, 2),
     "new_zeros_tuple": lambda T: _x(T).new_zeros((1, 3)),
@@ -92,6 +106,13 @@ IDIOMS = {
     "int_div_is_float": lambda T: T.tensor([1, 2]) / 2,
     "item_int": lambda T: T.tensor([3]).item(),
     "tolist": lambda T: T.tensor([[1, 2]]).tolist(),
+    "to_other_tensor": lambda T: _x(T).to(T.tensor([1], dtype=T.int32)),
+    "to_non_blocking": lambda T: _x(T).to("cpu", non_blocking=True),
+    "to_copy": _to_copy,
+    "flip_varargs": lambda T: (_x(T).flip(0, 2), _x(T).flip(dims=(1,)), _x(T).flip([-1])),
+    "repeat_interleave_counts": lambda T: T.repeat_interleave(T.tensor([1, 0, 3])),
+    "repeat_interleave_output_size": lambda T: _x(T).repeat_interleave(2, dim=1, output_size=6),
+    "parameter_data_assign": _data_assign,
 }
 
 

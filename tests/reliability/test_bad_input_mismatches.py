@@ -123,8 +123,9 @@ KNOWN = {
                      "torch.permute needs a dims tuple (TypeError for an int); ggrad also takes dims as *args"),
     "ggrad.relu6": (('empty_pair', 'mismatched_shapes'),
                    "the same"),
-    "ggrad.repeat_interleave": (('empty_1d', 'empty_2d', 'float_dim', 'int_pair', 'int_tensor', 'valid'),
-                               "repeats is required (torch's one-argument form repeats a 1-D int tensor's indices); float truncates"),
+    "ggrad.repeat_interleave": (('dim_kw_out_of_range', 'float_dim', 'int_pair'),
+                               "as Tensor.repeat_interleave; and the counts-only form given a dim: ggrad's argument "
+                               "check reports the dim out of range (IndexError) before the form (torch TypeError)"),
     "ggrad.reshape": (('dim_out_of_range', 'negative_dim_out_of_range'),
                      "torch.reshape needs a shape tuple (TypeError for an int); ggrad also takes an int"),
     "ggrad.rms_norm": (('dim_out_of_range', 'float_index', 'negative_dim_out_of_range'),

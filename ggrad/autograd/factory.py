@@ -35,9 +35,17 @@ def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
-def generator() -> np.random.Generator:
-    """The default generator's numpy stream."""
-    return default_generator.numpy
+def generator(source: Generator | None = None) -> np.random.Generator:
+    """The numpy stream of `source` (a caller's Generator, PyTorch's `generator=` argument), else of the
+    default generator."""
+    if source is None:
+        return default_generator.numpy
+    if not isinstance(source, Generator):
+        raise TypeError(f"generator must be a ggrad.Generator, not {type(source).__name__}")
+    return source.numpy
+
+
+_stream = generator   # the factories' own name for it: their `generator` argument shadows the function
 
 
 def _resolve_dtype(dtype, array):
@@ -218,21 +226,30 @@ def eye(n: int, m: int | None = None,
     return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
 
 
-def rand(*size: int | Sequence[int],
+def rand(*size: int | Sequence[int], generator: Generator | None = None,
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
+    return tensor(_stream(generator).random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
 
 
-def randn(*size: int | Sequence[int],
+def randn(*size: int | Sequence[int], generator: Generator | None = None,
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
+    return tensor(_stream(generator).standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (),
+def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
+            generator: Generator | None = None,
             dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+    """Integers in [low, high): `randint(high, size)` or `randint(low, high, size)`, as PyTorch."""
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
-    return tensor(generator().integers(low, high, size=tuple(size)), dtype or INT64, device)
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    if low >= high:
+        raise ArgumentError(f"randint: expects 'from' < 'to', got from={low} >= to={high}")
+    values = _stream(generator).integers(low, high, size=_checked_size(tuple(size), "randint"))
+    return tensor(values, dtype or INT64, device)
 
 
 def rand_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
@@ -248,7 +265,7 @@ def randn_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: Device
 def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
                    device: DeviceLike | None = None) -> _tensor.Tensor:
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
-    keep_mask = generator().random(shape, dtype=np.float32) < keep
+    keep_mask = _stream().random(shape, dtype=np.float32) < keep
     return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
 
 
@@ -281,7 +298,7 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
     return tensor(values, dtype or ggml.f32, device, requires_grad)
 
 
-def randperm(n: int,
+def randperm(n: int, generator: Generator | None = None,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
-    return tensor(generator().permutation(int(n)), dtype or INT64, device, requires_grad)
+    return tensor(_stream(generator).permutation(int(n)), dtype or INT64, device, requires_grad)

@@ -126,6 +126,21 @@ class Tensor(_Methods):
     def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))
 
+    @property
+    def mT(self) -> Tensor:
+        """The last two dimensions swapped (a view), as PyTorch's batched-matrix transpose."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables")

@@ -113,6 +113,9 @@ IDIOMS = {
     "repeat_interleave_counts": lambda T: T.repeat_interleave(T.tensor([1, 0, 3])),
     "repeat_interleave_output_size": lambda T: _x(T).repeat_interleave(2, dim=1, output_size=6),
     "parameter_data_assign": _data_assign,
+    "batched_matrix_transpose": lambda T: _x(T).mT,
+    "is_cuda_is_cpu": lambda T: (_x(T).is_cuda, _x(T).is_cpu),
+    "mean_of_ints_with_dtype": lambda T: (T.arange(5).mean(dtype=T.float32), T.arange(6).view(2, 3).mean(1, dtype=T.float16)),
 }
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...ggml import f32, ops
 from ..autocast_hook import autocast_op
-from ..torch_dtypes import INT64
+from ..torch_dtypes import INT64, resolve
 from .. import lowering
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
@@ -105,13 +105,16 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
         if not keepdim:
             out = out.reshape(_dropped_shape(x.shape, dims))
     if dtype is not None:
-        return out.to(dtype)
+        return out.to(resolve(dtype))
     if not x.dtype.is_float:
         return out.to(INT64)   # PyTorch sums integers and bools in int64
     return out.to(x.dtype) if x.dtype is not f32 else out
 
 
-def mean(x, dim=None, keepdim=False):
+def mean(x, dim=None, keepdim=False, dtype=None):
+    """The mean over `dim`; `dtype` converts x first (PyTorch's way to average integers)."""
+    if dtype is not None:
+        x = x.to(resolve(dtype))
     require_float(x, "mean")
     dims = normalize_dims(dim, x.ndim)
     count = 1

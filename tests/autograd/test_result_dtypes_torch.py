@@ -1,5 +1,5 @@
 """Result dtypes and values of mixed-dtype calls, compared with PyTorch: integer powers (by squaring, exact
-below 2**24), float math of integer tensors (float32), integer-preserving unary ops, cat promoting its
+below 2**24), float math of integer tensors (float32), integer-preserving unary ops, shifts, cat promoting its
 pieces, clamp with a float bound of an integer tensor, where between two numbers, and bool subtraction
 refused (RuntimeError)."""
 
@@ -35,6 +35,9 @@ CALLS = {
     "stack_promotes": lambda T: T.stack([T.arange(2), T.tensor([0.5, 1.5])]),
     "clamp_int_float_bound": lambda T: [T.tensor([1, 5, 9]).clamp(max=2.5), T.tensor([1, 5, 9]).clamp(2, 6),
                                         T.tensor([1, 5]).clamp(T.tensor([1.5, 0.0]))],
+    "shifts": lambda T: [T.tensor([5, -3, 12]) << 1, T.tensor([5, -3, 12]) >> 1, T.tensor([5, -3]) << T.tensor([0, 2]),
+                         1 << T.tensor([3, 0]), -7 >> T.tensor([1, 2]), T.tensor([True]) << 1,
+                         T.tensor([7], dtype=T.int32) >> 1, T.bitwise_left_shift(T.tensor([3]), 4)],
     "where_two_numbers": lambda T: [T.where(T.tensor([True, False]), 1, 0), T.where(T.tensor([True, False]), 1.0, 0),
                                     T.where(T.tensor([True, False]), True, False)],
 }
@@ -66,6 +69,8 @@ BAD = {
     "bool_minus_int": lambda T: T.tensor([True, False]) - 1,
     "int_minus_bool": lambda T: T.arange(2) - T.tensor([True, False]),
     "bool_sub_method": lambda T: T.tensor([True]).sub(T.tensor([False])),
+    "float_shift": lambda T: T.tensor([1.0]) << 1,
+    "shift_by_float": lambda T: T.tensor([1]) >> 1.5,
     "int_to_negative_int_number": lambda T: T.tensor([2]) ** -1,
 }
 

@@ -27,7 +27,7 @@ from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
                           softsign, tanhshrink, glu, prelu)
 from .extrema import maximum, minimum, fmax, fmin
-from .arith import div, floor_divide, remainder, fmod, clamp, pow
+from .arith import div, floor_divide, remainder, fmod, clamp, pow, bitwise_left_shift, bitwise_right_shift
 from .scan import cumsum, cumprod, logcumsumexp
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot

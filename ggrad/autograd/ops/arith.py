@@ -14,7 +14,7 @@ host data, else when the step computes).
 import numpy as np
 
 from ...ggml import f32
-from ...ggml.errors import ArgumentError
+from ...ggml.errors import ArgumentError, UnsupportedDTypeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import promote, result_type
 from ..function import Function
@@ -238,3 +238,25 @@ class _TensorPow(Function):
             zero_x = (1.0 - un.Step.apply(un.abs(x))) * (1.0 - un.Step.apply(-p))   # x == 0 and p >= 0
             gp = g * out * un.Log.apply(x + zero_x)
         return gx, gp
+
+
+# ---- shifts --------------------------------------------------------------------------------------
+def _shift_operands(a, b, op):
+    for t in (a, b):
+        if (isinstance(t, Tensor) and t.dtype.is_float) or isinstance(t, float):
+            raise UnsupportedDTypeError(f"{op}: only integer and bool tensors are supported, got a floating point "
+                                        "operand")
+    return promote(a, b, op)
+
+
+def bitwise_left_shift(a, b):
+    """a << b on integers: a * 2**b (exact while the result fits float32's 24 bits, as ggrad's integer
+    arithmetic)."""
+    a, b = _shift_operands(a, b, "bitwise_left_shift")
+    return bi.mul(a, pow(2, b))
+
+
+def bitwise_right_shift(a, b):
+    """a >> b on integers: floor(a / 2**b), the arithmetic shift of PyTorch's signed integers."""
+    a, b = _shift_operands(a, b, "bitwise_right_shift")
+    return floor_divide(a, pow(2, b))

@@ -174,6 +174,7 @@ def _masked_fill_(self, mask, value):
 
 
 def _getitem(self, key):
+    key = mask_index.bool_lists_as_masks(key)
     if mask_index.is_mask(key):
         return mask_index.getitem(self, key)
     if advanced_index.find(key):
@@ -185,6 +186,7 @@ def _setitem(self, key, value):
     if self.requires_grad and self.is_leaf and grad_mode.is_grad_enabled():
         raise RuntimeError("__setitem__: a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation; wrap it in ggrad.no_grad() (as optimizers do)")
+    key = mask_index.bool_lists_as_masks(key)
     if mask_index.is_mask(key):
         new = mask_index.setitem(self, key, value)
     elif mask_positions.find(key):

@@ -149,12 +149,27 @@ def _pow_value(x, p):
         return un.Sqrt.apply(x)
     if p == -1:
         return ScalarDiv.apply(x, 1.0)
+    if float(p).is_integer() and abs(p) <= 64:   # exact products (exp(p log|x|) is off by a few ulp)
+        power = _by_squaring(x, int(abs(p)))
+        return power if p > 0 else ScalarDiv.apply(power, 1.0)
     magnitude = un.Exp.apply(un.Log.apply(un.Abs.apply(x)) * float(p))
     if float(p).is_integer() and int(p) % 2 == 1:
         return magnitude * un.Sgn.apply(x)
     if not float(p).is_integer():   # a negative base to a fractional power is nan: sqrt(sign(x)) * 0
         return magnitude + un.Sqrt.apply(un.Sgn.apply(x)) * 0.0
     return magnitude
+
+
+def _by_squaring(x, n):
+    """x ** n for an int n >= 2: products of repeated squares, about 2 log2(n) multiplications."""
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if n:
+            base = un.Sqr.apply(base)
+    return result
 
 
 # ---- public functions ----------------------------------------------------------------------------
@@ -232,6 +247,11 @@ def rsqrt(x):
     return reciprocal(un.sqrt(x))
 
 
+def _eq_one(x):
+    from .logical import eq   # logical builds on this module
+    return eq(x.detach(), 1.0)
+
+
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     """x ** p for a number exponent (Tensor exponents: arith.pow, the public pow)."""
     if isinstance(x, Tensor) and _is_number(p):
@@ -240,6 +260,8 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
             if not dtype.is_float and p < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return pow(x.to(f32), p).to(dtype)
+        if p != p:   # x ** nan is nan, except 1 ** nan = 1 (C's pow, as PyTorch)
+            return where(_eq_one(x), 1.0, float("nan")).to(x.dtype)
         return FLOAT(PowScalar, (x, float(p)))
     promote(x, p, "pow")   # no Tensor, or not a number: PyTorch's TypeError
     raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(p).__name__}")

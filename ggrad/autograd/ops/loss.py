@@ -5,7 +5,7 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
 from ...ggml import f32, ops
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
 from .. import lowering
 from ..dtype_rules import require_float
@@ -126,6 +126,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     require_float(input, "cross_entropy")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if target.dtype.is_float:
+        if ignore_index != -100:
+            raise ArgumentError("cross_entropy: ignore_index is not supported for floating point target")
         if target.shape != input.shape:
             raise ShapeError(f"cross_entropy: probability targets of shape {target.shape} must match input "
                              f"{input.shape}")

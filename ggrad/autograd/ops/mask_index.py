@@ -15,6 +15,15 @@ from . import scatter_ops as sc
 from . import views as vw
 
 
+def bool_lists_as_masks(key):
+    """The key with each list of Python bools as a numpy bool mask: PyTorch reads `x[[True, False]]` as one."""
+    def one(k):
+        if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
+            return np.array(k, dtype=bool)
+        return k
+    return tuple(one(k) for k in key) if isinstance(key, tuple) else one(key)
+
+
 def is_mask(key):
     """Whether `key` is a bool mask (a bool Tensor or numpy bool array, alone or as a 1-tuple)."""
     if isinstance(key, tuple) and len(key) == 1:

@@ -223,7 +223,16 @@ def amax(x, dim=None, keepdim=False):
             out = reduced if inverse is None else reduced.permute(*inverse)
         if not keepdim:
             out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
+    if x.dtype.is_float:
+        out = out + _nan_if_any(src, dim, keepdim)
     return out.to(x.dtype) if out.dtype is not x.dtype else out
+
+
+def _nan_if_any(src, dim, keepdim):
+    """0 where the reduction of src over dim holds no nan, nan where it does (PyTorch's max and min
+    propagate nan; GGML's row maximum may skip it): sqrt(-1) is nan. Recorded without gradient."""
+    with no_grad():
+        return un.Sqrt.apply(-un.Step.apply(sum(un.IsNan.apply(src), dim, keepdim)))
 
 
 def amin(x, dim=None, keepdim=False):
@@ -250,10 +259,12 @@ def argmax(x, dim=None, keepdim=False):
 
 def _first_max_key(rows):
     """Rows whose one maximum sits at the first maximum of `rows`: GGML's argmax takes the last of ties,
-    PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left."""
+    PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left; a nan outranks them
+    all (PyTorch's argmax finds the first nan)."""
     with no_grad():
+        n = rows.shape[-1]
         hit = 1.0 - un.Step.apply(RowMax.apply(rows) - rows)
-        return hit * _descending(rows.shape[-1], rows.device)
+        return hit * _descending(n, rows.device) + un.IsNan.apply(rows) * float(n + 1)
 
 
 _DESCENDING = {}   # (n, device name) -> the Tensor n, n-1, ..., 1: uploaded once, not per argmax call

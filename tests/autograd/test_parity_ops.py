@@ -186,6 +186,10 @@ SHAPE = [
      lambda x: GF.pad(x, (2, 3, 1, 0), mode="replicate"), [x345]),
     ("pad_circular", lambda x: TF.pad(x, (2, 1, 1, 3), mode="circular"),
      lambda x: GF.pad(x, (2, 1, 1, 3), mode="circular"), [x345]),
+    ("pad_constant_5d", lambda x: TF.pad(x, (1, 0, 0, 1, 1, 1, 2, 0), value=2.0),
+     lambda x: GF.pad(x, (1, 0, 0, 1, 1, 1, 2, 0), value=2.0), [(1, 2, 2, 3, 2)]),
+    ("pad_replicate_5d", lambda x: TF.pad(x, (1, 0, 0, 1, 1, 1), mode="replicate"),
+     lambda x: GF.pad(x, (1, 0, 0, 1, 1, 1), mode="replicate"), [(1, 2, 2, 3, 2)]),
     ("pad_reflect_1d", lambda x: TF.pad(x, (2, 1), mode="reflect"), lambda x: GF.pad(x, (2, 1), mode="reflect"),
      [(2, 3, 5)]),
 ]

@@ -274,7 +274,16 @@ def _pad_constant(x, amounts, value):
         return x * 1
     starts = tuple(b for b, _ in amounts)
     src = x if x.dtype is f32 else x.to(f32)
-    out = PadTo.apply(src, starts, shape) if x.numel() else zeros(shape, device=x.device)
+    if not x.numel():
+        out = zeros(shape, device=x.device)
+    elif x.ndim > 4:   # one padded dimension at a time, the others folded around it
+        out = src
+        for d, (before, after) in enumerate(amounts):
+            if before or after:
+                out = folding().along(out, d, lambda y, _, b=before, a=after: PadTo.apply(
+                    y, (0, b, 0), (y.shape[0], y.shape[1] + b + a, y.shape[2])))
+    else:
+        out = PadTo.apply(src, starts, shape)
     if value != 0.0:   # the value where there was no input, added to exact zeros (inf stays inf)
         fill = np.full(shape, value, dtype=np.float32)
         fill[tuple(slice(b, b + n) for (b, _), n in zip(amounts, x.shape))] = 0.0

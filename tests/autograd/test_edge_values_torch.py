@@ -1,5 +1,6 @@
 """Edge values against PyTorch: nan in max/min/amax/amin/argmax/argmin (propagated, its first index
-picked), `1 ** nan`, integer and float tensors to integer powers (exact products, not exp(p log x)),
+picked) and in sort/argsort/topk (ordered as the largest), nan_to_num with infinite replacements, amax
+over several dims sharing the gradient of ties evenly, `1 ** nan`, integer and float tensors to integer powers (exact products, not exp(p log x)),
 lists of Python bools as masks, and probability targets refusing ignore_index."""
 
 import numpy as np
@@ -11,6 +12,8 @@ torch = pytest.importorskip("torch")
 
 NAN = float("nan")
 ROWS = [[2.0, NAN, 1.0, NAN], [1.0, 3.0, 3.0, 0.0], [float("inf"), 1.0, NAN, 2.0], [-1.0, -1.0, -2.0, 5.0]]
+# no ties, and nan and +inf never in one row: their order among themselves is GGML's (sorting.py)
+SORT_ROWS = [[2.0, NAN, 1.0, -3.0], [1.0, 3.0, -float("inf"), 0.0], [float("inf"), 1.0, -2.0, 2.5], [-1.0, 4.0, NAN, 5.0]]
 
 CALLS = {
     "max_all": lambda T, x: x.max(),
@@ -27,6 +30,14 @@ CALLS = {
     "int_fourth_powers": lambda T, x: T.arange(60) ** 4,
     "int32_squares_times": lambda T, x: T.arange(40, dtype=T.int32) ** 4,
     "float_integer_powers": lambda T, x: [T.tensor([-3.5, -1.0, 0.5, 2.0, 100.0, -0.0]) ** p for p in (3, 4, 7, -3, 10)],
+    "sort_nan": lambda T, x: tuple(T.tensor(SORT_ROWS).sort(1)),
+    "sort_nan_descending": lambda T, x: tuple(T.tensor(SORT_ROWS).sort(dim=1, descending=True, stable=True)),
+    "argsort_nan_columns": lambda T, x: T.tensor(SORT_ROWS).argsort(dim=0, stable=True),
+    "topk_nan": lambda T, x: tuple(T.tensor(SORT_ROWS).topk(2, 1)),
+    "topk_smallest_nan": lambda T, x: tuple(T.tensor(SORT_ROWS).topk(2, 1, largest=False)),
+    "nan_to_num_infinite_replacements": lambda T, x: [x.nan_to_num(nan=float("inf")),
+                                                      x.nan_to_num(posinf=float("inf"), neginf=NAN),
+                                                      x.half().nan_to_num(posinf=1e6)],
     "bool_list_read": lambda T, x: x[[True, False, True, False]],
     "bool_list_in_tuple": lambda T, x: x[:, [False, True, True, False]],
 }
@@ -60,6 +71,19 @@ def test_gradients_of_integer_powers_and_nan_free_max_match_torch():
         ((t ** 3).sum() + (t ** -2).sum() + t.max() + t.amax(1).sum() + t.max(0).values.sum()).backward()
         grads.append(t.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dims", [(0, 2), (1, 3, 4), (0, 1, 2, 3, 4), (4, 0)], ids=str)
+def test_amax_over_several_dims_shares_ties_evenly_as_torch(dims):
+    x = np.random.default_rng(1).integers(0, 3, (2, 3, 4, 2, 3)).astype(np.float32)   # many ties
+    out = []
+    for T in (torch, ggrad):
+        t = T.tensor(x, requires_grad=True)
+        y = t.amax(dims)
+        (y * T.arange(y.numel()).float().reshape(tuple(y.shape))).sum().backward()
+        out.append((y.detach().numpy(), t.grad.numpy()))
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    np.testing.assert_allclose(out[1][1], out[0][1], atol=1e-6)
 
 
 def test_bool_list_write_as_torch():

@@ -273,11 +273,14 @@ def isneginf(bad, pos, neg):
 
 
 def _nan_to_num(x, nan, posinf, neginf):
+    """Each replacement picked by a mask, not blended: a replacement may itself be inf or nan."""
+    from .binary import where   # binary builds on this module's neighbours; math is imported by them
     bad, pos, neg = _tests(x)
     is_nan = bad * pos * neg
     is_inf = bad - is_nan
-    finite = un.Clamp.apply(x, -_F32_MAX, _F32_MAX) * (1.0 - bad)
-    return finite + is_nan * nan + is_inf * pos * posinf + is_inf * neg * neginf
+    out = where(relabel(is_inf * pos, BOOL), posinf, x)
+    out = where(relabel(is_inf * neg, BOOL), neginf, out)
+    return where(relabel(is_nan, BOOL), nan, out)
 
 
 _nan_to_num_fn = composite("NanToNum", _nan_to_num, lambda x, y, *values: 1.0 - _tests(x)[0],
@@ -292,6 +295,6 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     if not x.dtype.is_float:
         return x * 1
     top = _LARGEST.get(x.dtype.name, _F32_MAX)
-    posinf = top if posinf is None else max(min(float(posinf), top), -top)
-    neginf = -top if neginf is None else max(min(float(neginf), top), -top)
+    posinf = top if posinf is None else float(posinf)   # a value past the dtype's range is inf there, as
+    neginf = -top if neginf is None else float(neginf)  # PyTorch's cast makes it
     return _nan_to_num_fn(x, float(nan), posinf, neginf)

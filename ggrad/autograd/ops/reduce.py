@@ -216,13 +216,17 @@ def amax(x, dim=None, keepdim=False):
         if keepdim:
             out = out.reshape((1,) * x.ndim)
     else:
-        out = src
-        for d in sorted(normalize_dims(dim, x.ndim), reverse=True):
-            moved, inverse = _move_last(out, d)
+        dims = normalize_dims(dim, x.ndim)
+        if len(dims) == 1:
+            moved, inverse = _move_last(src, dims[0])
             reduced = RowMax.apply(moved)
             out = reduced if inverse is None else reduced.permute(*inverse)
+        else:   # the reduced dims as one last dim: ties share the gradient evenly, as PyTorch's
+            rest = [d for d in range(x.ndim) if d not in dims]
+            moved = src.permute(*rest, *dims).reshape(tuple(x.shape[d] for d in rest) + (-1,))
+            out = RowMax.apply(moved).reshape(_kept_shape(x.shape, dims))
         if not keepdim:
-            out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
+            out = out.reshape(_dropped_shape(x.shape, dims))
     if x.dtype.is_float:
         out = out + _nan_if_any(src, dim, keepdim)
     return out.to(x.dtype) if out.dtype is not x.dtype else out

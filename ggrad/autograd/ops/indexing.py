@@ -141,10 +141,11 @@ def _checked_host(values, size, op, dim, wrap):
     if not values.size:
         return values
     lo = -size if wrap else 0
-    if values.min() < lo or values.max() >= size:
-        bad = values.max() if values.max() >= size else values.min()
+    smallest, largest = values.min(), values.max()
+    if smallest < lo or largest >= size:
+        bad = largest if largest >= size else smallest
         raise IndexOutOfRangeError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
-    return np.where(values < 0, values + size, values) if wrap else values
+    return np.where(values < 0, values + size, values) if wrap and smallest < 0 else values
 
 
 def index_select(x, dim, index):

@@ -101,3 +101,27 @@ def test_probability_targets_refuse_ignore_index_as_torch():
         torch.nn.functional.cross_entropy(torch.ones(2, 3), torch.full((2, 3), 1 / 3), ignore_index=1)
     with pytest.raises(RuntimeError):
         ggrad.nn.functional.cross_entropy(ggrad.ones(2, 3), ggrad.full((2, 3), 1 / 3), ignore_index=1)
+
+
+def test_gradients_at_zero_as_torch():
+    """abs, sqrt, pow and relu at 0: PyTorch's subgradient choices (0, inf, p * 0 ** (p - 1), 0)."""
+    x = np.array([0.0, -0.0, 2.0, -1.5], np.float32)
+    grads = []
+    for T in (torch, ggrad):
+        out = []
+        for f in (lambda t: t.abs(), lambda t: t.relu(), lambda t: t ** 2, lambda t: t ** 0, lambda t: t ** 1.5,
+                  lambda t: T.pow(t, T.tensor([0.0, 1.0, 2.0, 3.0])), lambda t: t.sign()):
+            t = T.tensor(x, requires_grad=True)
+            f(t).sum().backward()
+            out.append(t.grad.numpy())
+        grads.append(out)
+    for ours, theirs in zip(*grads[::-1]):
+        np.testing.assert_allclose(ours, theirs, equal_nan=True)
+
+
+@pytest.mark.parametrize("mask", [True, [True, False], np.array([True, False])], ids=["bool", "list", "numpy"])
+def test_masked_fill_refuses_a_non_tensor_mask_as_torch(mask):
+    with pytest.raises(TypeError):
+        torch.ones(2).masked_fill(mask, 0.0)
+    with pytest.raises(TypeError):
+        ggrad.ones(2).masked_fill(mask, 0.0)

@@ -4,7 +4,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, ops, random_fill, torch_dtypes, view_tracking
 from .boundary import typed
 from .factory import tensor
 from .function import Function
@@ -282,6 +282,8 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
 _METHODS["flip"] = _flip_dims
+for _name in ("uniform_", "normal_", "exponential_", "random_"):
+    _METHODS[_name] = getattr(random_fill, _name)
 _METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:

@@ -27,7 +27,8 @@ from . import generation
 from .quantized import quantize_, QuantizedParameter
 from .lora import LoRALinear, lora_
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
-                   BCELoss)
+                   BCELoss, KLDivLoss)
+from .similarity import CosineSimilarity, PairwiseDistance
 from .sequential import Sequential
 
 from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)

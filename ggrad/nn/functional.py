@@ -21,7 +21,7 @@ from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, gelu, tanh, sigmoid, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, conv1d, conv2d,
                             cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
-                            smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
+                            smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy, kl_div)
 from ..autograd.ops import (logsigmoid,  # noqa: F401
                             softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate, conv_transpose1d,
                             conv_transpose2d)
@@ -39,6 +39,7 @@ from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  
                                feature_alpha_dropout)
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
+from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa: F401
 from ..ggml.errors import ArgumentError, ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
@@ -50,7 +51,7 @@ __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "
 __all__ += [name for name in _inplace.NAMES if name not in __all__]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
-            "max_unpool1d", "max_unpool2d"]
+            "max_unpool1d", "max_unpool2d", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30

@@ -168,6 +168,9 @@ KNOWN = {
                                "embedding(x, 0, w): torch fails on the float indices (RuntimeError), ggrad on weight=0"),
     "nn.functional.group_norm": (('float_index',),
                                 "num_groups=0: torch divides by it (ZeroDivisionError), ggrad says it does not divide"),
+    "nn.functional.normalize": (('str_argument',),
+                                "a str p: ggrad's argument check refuses it (TypeError); torch's norm parses it "
+                                "(RuntimeError)"),
     "nn.functional.max_unpool1d": (('float_index',),
                                   "a Tensor kernel_size: torch fails later on the 2-D input (IndexError)"),
     "nn.functional.rms_norm": (('dim_out_of_range', 'float_index', 'negative_dim_out_of_range'),

@@ -19,7 +19,7 @@ from .linalg import matmul, linear
 from .quant import quantize, dequantize
 from .nn import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
-from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
+from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
 from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log10, exp2, tan, sinh, cosh, atan,
                    asin, acos, asinh, acosh, atanh, arctan, arcsin, arccos, arcsinh, arccosh, arctanh, erf, erfc,

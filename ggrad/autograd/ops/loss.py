@@ -13,6 +13,8 @@ from ..function import Function
 from ..grad_api import composite_vjp
 from ..primitive import Primitive
 from ..factory import arange, ones
+from . import binary as bi
+from . import logical as lg
 from . import unary as un
 from . import views as mv
 from . import nn
@@ -251,4 +253,23 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     loss = -(target * log_p + (1.0 - target) * log_q)
     if weight is not None:
         loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    """Kullback-Leibler divergence of `target` from log-probabilities `input`: target (log target - input)
+    (0 where target is 0), or exp(t) (t - input) with `log_target`. reduction 'batchmean' divides the
+    sum by the batch size (the true KL); 'mean' averages over every element, as PyTorch."""
+    if size_average is not None or reduce is not None:
+        raise ArgumentError("kl_div: size_average and reduce are deprecated; use reduction=")
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"kl_div: reduction must be one of {_REDUCTIONS + ('batchmean',)}, got {reduction!r}")
+    require_float(input, "kl_div")
+    if log_target:
+        loss = un.exp(target) * (target - input)
+    else:
+        zero = lg.eq(target, 0.0)
+        loss = bi.where(zero, 0.0, target * un.log(target)) - target * input
+    if reduction == "batchmean":
+        return rd.sum(loss) / input.shape[0] if input.ndim else rd.sum(loss)
     return _reduce(loss, reduction)

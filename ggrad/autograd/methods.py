@@ -134,6 +134,11 @@ def _repeat_interleave(self, repeats, dim=None, *, output_size=None):
     return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
 
 
+def _where(self, condition, other):
+    """`x.where(condition, y)`: x where condition holds, else y (torch.where(condition, x, y))."""
+    return ops.where(condition, self, other)
+
+
 def clone(self):
     return self * 1.0 if self.dtype.is_float else (self.to(ggml.f32)).to(self.dtype)
 
@@ -282,6 +287,7 @@ for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "sca
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
 _METHODS["flip"] = _flip_dims
+_METHODS["where"] = _where
 for _name in ("uniform_", "normal_", "exponential_", "random_"):
     _METHODS[_name] = getattr(random_fill, _name)
 _METHODS["repeat_interleave"] = _repeat_interleave

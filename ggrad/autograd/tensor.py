@@ -83,6 +83,29 @@ class Tensor(_Methods):
     def dim(self) -> int:
         return len(self.shape)
 
+    def ndimension(self) -> int:
+        return len(self.shape)
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def get_device(self) -> int:
+        """The device index, -1 for the CPU (PyTorch's convention)."""
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    def is_signed(self) -> bool:
+        return self.dtype.name not in ("bool", "u8")
+
+    def is_complex(self) -> bool:
+        return False   # ggrad has no complex dtypes
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether `retain_grad()` was called on this non-leaf tensor."""
+        retained = self.grad_fn.retained if self.grad_fn is not None else None
+        return bool(retained) and retained.get(self._output_nr) is not None and \
+            retained[self._output_nr]() is self
+
     def numel(self) -> int:
         n = 1
         for s in self.shape:

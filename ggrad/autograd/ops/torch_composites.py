@@ -7,7 +7,7 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 from ...ggml.errors import ShapeError
 from ..dtype_rules import promote, require_float
 from ..factory import zeros_like
-from . import arith, binary, joins, linalg, logical, reduce, scan, shape_ops, unary, views
+from . import arith, binary, indexing, joins, linalg, logical, reduce, scan, shape_ops, unary, views
 from .math import log1p
 from ..tensor import Tensor, _axis
 
@@ -214,9 +214,58 @@ def vstack(tensors):
     return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in joins.sequence(tensors, "vstack")], 0)
 
 
+# ---- aliases and one-liners PyTorch code calls by these names ------------------------------------------
+def multiply(input, other):  # noqa: A002
+    return binary.mul(input, other)
+
+
+def subtract(input, other, *, alpha=1):  # noqa: A002
+    return binary.sub(input, other, alpha)
+
+
+moveaxis = movedim
+
+
+def ravel(input):  # noqa: A002
+    """input flattened to 1-D (a view when it can be, else a copy)."""
+    return views.reshape(input, input.numel())
+
+
+def positive(input):  # noqa: A002
+    """input itself (PyTorch's unary plus); a bool tensor is refused, as PyTorch."""
+    if input.dtype.name == "bool":
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """input's entries at `indices` along `dim` (both broadcast except along dim); dim=None reads the
+    flattened input."""
+    if dim is None:
+        return indexing.gather(views.reshape(input, input.numel()), 0, views.reshape(indices, indices.numel()))
+    d = _axis(dim, input.ndim)
+    if indices.ndim != input.ndim:
+        raise ShapeError(f"take_along_dim: input {input.shape} and indices {indices.shape} must have the same "
+                         "number of dimensions")
+    outer = list(binary.broadcast_shapes(tuple(1 if i == d else n for i, n in enumerate(input.shape)),
+                                         tuple(1 if i == d else n for i, n in enumerate(indices.shape)),
+                                         "take_along_dim"))
+    src = views.expand(input, tuple(input.shape[d] if i == d else n for i, n in enumerate(outer)))
+    index = views.expand(indices, tuple(indices.shape[d] if i == d else n for i, n in enumerate(outer)))
+    return indexing.gather(src, d, index)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The sum with nan entries counted as zero (their gradient is 0)."""
+    from .math import isnan   # math builds on the modules this one uses
+    if not input.dtype.is_float:
+        return reduce.sum(input, dim, keepdim, dtype)
+    return reduce.sum(binary.where(isnan(input), 0.0, input), dim, keepdim, dtype)
+
+
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
            "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
            "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "prod", "unflatten", "tile", "diff",
-           "hstack", "vstack"]
+           "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive", "take_along_dim", "nansum"]
 # All but rsub, hstack and vstack are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
 METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack"))

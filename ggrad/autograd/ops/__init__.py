@@ -36,6 +36,7 @@ from .sampling import bernoulli, multinomial
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
+from .mask_index import masked_select
 from .torch_composites import *  # noqa: F401,F403  (mm, bmm, outer, view_as, lerp, ...)
 from .torch_composites import METHODS as _COMPOSITE_METHODS
 
@@ -44,4 +45,5 @@ clip = clamp
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites")]
+            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index",
+            "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

@@ -247,6 +247,9 @@ def rsqrt(x):
     return reciprocal(un.sqrt(x))
 
 
+_ONE_ARGUMENT = object()   # where(condition) with no input and other
+
+
 def _eq_one(x):
     from .logical import eq   # logical builds on this module
     return eq(x.detach(), 1.0)
@@ -292,9 +295,15 @@ def masked_fill(x, mask, value):
 _EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
 
 
-def where(condition, a, b):
+def where(condition, a=_ONE_ARGUMENT, b=_ONE_ARGUMENT):
     """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
-    nan in the branch not taken stays out of the result (and out of its gradient)."""
+    nan in the branch not taken stays out of the result (and out of its gradient). `where(condition)`
+    alone is `nonzero(condition, as_tuple=True)`, as PyTorch."""
+    if a is _ONE_ARGUMENT and b is _ONE_ARGUMENT:
+        from .logical import nonzero   # logical builds on this module
+        return nonzero(condition, as_tuple=True)
+    if a is _ONE_ARGUMENT or b is _ONE_ARGUMENT:
+        raise TypeError("where() takes the condition alone or with both input and other")
     m = _as_mask(condition, "where")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(condition, Tensor):
         a = tensor(a, dtype=result_type(a, b), device=condition.device)   # where(c, 1, 0) is int64

@@ -153,7 +153,8 @@ class Tensor(_Methods):
     def mT(self) -> Tensor:
         """The last two dimensions swapped (a view), as PyTorch's batched-matrix transpose."""
         if self.ndim < 2:
-            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
     @property

@@ -1,6 +1,7 @@
 """Edge values against PyTorch: nan in max/min/amax/amin/argmax/argmin (propagated, its first index
 picked) and in sort/argsort/topk (ordered as the largest), nan_to_num with infinite replacements, amax
-over several dims sharing the gradient of ties evenly, `1 ** nan`, integer and float tensors to integer powers (exact products, not exp(p log x)),
+over several dims sharing the gradient of ties evenly, `1 ** nan`, integer and float tensors to integer
+powers (exact products, not exp(p log x)),
 lists of Python bools as masks, and probability targets refusing ignore_index."""
 
 import numpy as np
@@ -13,7 +14,8 @@ torch = pytest.importorskip("torch")
 NAN = float("nan")
 ROWS = [[2.0, NAN, 1.0, NAN], [1.0, 3.0, 3.0, 0.0], [float("inf"), 1.0, NAN, 2.0], [-1.0, -1.0, -2.0, 5.0]]
 # no ties, and nan and +inf never in one row: their order among themselves is GGML's (sorting.py)
-SORT_ROWS = [[2.0, NAN, 1.0, -3.0], [1.0, 3.0, -float("inf"), 0.0], [float("inf"), 1.0, -2.0, 2.5], [-1.0, 4.0, NAN, 5.0]]
+SORT_ROWS = [[2.0, NAN, 1.0, -3.0], [1.0, 3.0, -float("inf"), 0.0], [float("inf"), 1.0, -2.0, 2.5],
+             [-1.0, 4.0, NAN, 5.0]]
 
 CALLS = {
     "max_all": lambda T, x: x.max(),
@@ -29,7 +31,8 @@ CALLS = {
     "int_cubes": lambda T, x: T.arange(255) ** 3,
     "int_fourth_powers": lambda T, x: T.arange(60) ** 4,
     "int32_squares_times": lambda T, x: T.arange(40, dtype=T.int32) ** 4,
-    "float_integer_powers": lambda T, x: [T.tensor([-3.5, -1.0, 0.5, 2.0, 100.0, -0.0]) ** p for p in (3, 4, 7, -3, 10)],
+    "float_integer_powers": lambda T, x: [T.tensor([-3.5, -1.0, 0.5, 2.0, 100.0, -0.0]) ** p
+                                          for p in (3, 4, 7, -3, 10)],
     "sort_nan": lambda T, x: tuple(T.tensor(SORT_ROWS).sort(1)),
     "sort_nan_descending": lambda T, x: tuple(T.tensor(SORT_ROWS).sort(dim=1, descending=True, stable=True)),
     "argsort_nan_columns": lambda T, x: T.tensor(SORT_ROWS).argsort(dim=0, stable=True),

@@ -409,7 +409,8 @@ def test_factories_and_sampling():
     assert set(np.unique(sample)) <= {0.0, 1.0} and abs(sample.mean() - 0.3) < 0.015
 
 
-@pytest.mark.parametrize("call", ["std_one_element", "var_correction_equal_n", "var_correction_past_n", "std_rows_of_one"])
+@pytest.mark.parametrize("call", ["std_one_element", "var_correction_equal_n", "var_correction_past_n",
+                                  "std_rows_of_one"])
 def test_var_std_without_degrees_of_freedom_as_torch(call):
     """N - correction <= 0: PyTorch divides by 0 (nan for a zero sum of squares, inf otherwise) and warns."""
     calls = {"std_one_element": lambda T: T.tensor([2.0]).std(),

@@ -126,7 +126,8 @@ IDIOMS = {
                          T.tensor([float("nan"), 1.0]).nansum(), T.nansum(T.arange(4))),
     "retains_grad": lambda T: (lambda x: (lambda y: (y.retain_grad(), y.retains_grad, (x * 3).retains_grad,
                                                      x.retains_grad)[1:])(x * 2))(T.ones(2, requires_grad=True)),
-    "mean_of_ints_with_dtype": lambda T: (T.arange(5).mean(dtype=T.float32), T.arange(6).view(2, 3).mean(1, dtype=T.float16)),
+    "mean_of_ints_with_dtype": lambda T: (T.arange(5).mean(dtype=T.float32),
+                                          T.arange(6).view(2, 3).mean(1, dtype=T.float16)),
 }
 
 

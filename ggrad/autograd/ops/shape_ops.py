@@ -135,7 +135,8 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
 def _repeat_indices(counts):
     """repeat_interleave(counts): index i repeated counts[i] times (int64)."""
     if counts.dtype.is_float or counts.dtype is BOOL:
-        raise UnsupportedDTypeError(f"repeat_interleave: the repeats must be an integer tensor, got {counts.dtype.name}")
+        raise UnsupportedDTypeError(f"repeat_interleave: the repeats must be an integer tensor, got "
+                                    f"{counts.dtype.name}")
     if counts.ndim != 1:
         raise ShapeError(f"repeat_interleave only accepts a 1-D vector of repeats, got shape {counts.shape}")
     return _repeat_interleave(arange(counts.shape[0], device=counts.device), counts, 0)

@@ -8,7 +8,7 @@ from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
 from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink,
-                         Threshold)
+                         Threshold, Hardshrink, Softshrink, Softmin)
 from .normalization import LayerNorm, RMSNorm, Dropout
 from .batch_norm import BatchNorm1d, BatchNorm2d
 from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm

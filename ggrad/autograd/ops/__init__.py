@@ -25,7 +25,7 @@ from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log
                    asin, acos, asinh, acosh, atanh, arctan, arcsin, arccos, arcsinh, arccosh, arctanh, erf, erfc,
                    isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
-                          softsign, tanhshrink, glu, prelu)
+                          softsign, tanhshrink, glu, prelu, hardshrink, softshrink)
 from .extrema import maximum, minimum, fmax, fmin
 from .arith import div, floor_divide, remainder, fmod, clamp, pow, bitwise_left_shift, bitwise_right_shift
 from .scan import cumsum, cumprod, logcumsumexp

@@ -280,7 +280,7 @@ for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p"
               "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk", "flip",
               "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",
-              "minimum", "fmax", "fmin"):
+              "minimum", "fmax", "fmin", "atan2", "arctan2"):
     _METHODS[_name] = getattr(ops, _name)
 for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "scatter_add", "index_add", "nan_to_num",
               "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):

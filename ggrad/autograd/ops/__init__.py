@@ -23,6 +23,7 @@ from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smoot
                    binary_cross_entropy_with_logits, binary_cross_entropy)
 from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log10, exp2, tan, sinh, cosh, atan,
                    asin, acos, asinh, acosh, atanh, arctan, arcsin, arccos, arcsinh, arccosh, arctanh, erf, erfc,
+                   atan2, arctan2,
                    isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
                           softsign, tanhshrink, glu, prelu, hardshrink, softshrink)

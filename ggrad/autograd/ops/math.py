@@ -16,7 +16,7 @@ to 5e-9 before float32 rounding.
 
 import math as _math
 
-from ...ggml import ops
+from ...ggml import f32, ops
 from ..arguments import as_int
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, require_float
 from ..function import Function
@@ -170,6 +170,48 @@ def _atan(x):
 atan = float_math("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
 asin = float_math("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
                  lambda x, y: 1.0 / un.Sqrt.apply(1.0 - x * x), "y = asin x (nan outside [-1, 1])")
+class _Atan2(Function):
+    """atan2(y, x): the angle of the point (x, y), in (-pi, pi]; gradient (x, -y) / (x^2 + y^2), 0 at
+    the origin."""
+
+    @staticmethod
+    def forward(ctx, y, x):
+        from .binary import where   # binary and logical build on this module's neighbours
+        from .logical import eq, ge, lt
+        ctx.save_for_backward(y, x)
+        with no_grad():
+            base = _atan(y / x)
+            turned = where(ge(y, 0.0), base + _math.pi, base - _math.pi)   # x < 0: the left half-plane
+            out = where(lt(x, 0.0), turned, base)
+            return where(eq(x, 0.0), un.Sgn.apply(y) * (_math.pi / 2) + nan_carrier(y), out)
+
+    @staticmethod
+    def backward(ctx, g):
+        from .binary import where
+        from .logical import eq
+        y, x = ctx.saved_tensors
+        r2 = x * x + y * y
+        inverse = where(eq(r2, 0.0), 0.0, 1.0 / r2)   # 0 at the origin, as PyTorch (not 0 / 0)
+        return g * x * inverse, -(g * y) * inverse
+
+
+def atan2(input, other):  # noqa: A002 (PyTorch's names)
+    """The angle of the point (other, input) in (-pi, pi] (float32 for integer inputs). Differences from
+    PyTorch: both coordinates infinite gives nan (C: a multiple of pi/4), and the signs of zeros are not
+    read (atan2(0, -0) is 0, C's pi)."""
+    from .binary import promote, broadcast_shapes, expand_to, Tensor
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError("atan2(): input and other must be Tensors (PyTorch takes no numbers here)")
+    y, x = promote(input, other, "atan2")
+    if not y.dtype.is_float:
+        y, x = y.to(f32), x.to(f32)
+    shape = broadcast_shapes(y.shape, x.shape, "atan2")
+    return FLOAT(_Atan2, (expand_to(y, shape), expand_to(x, shape)))
+
+
+arctan2 = atan2
+
+
 acos = float_math("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
                  lambda x, y: -1.0 / un.Sqrt.apply(1.0 - x * x), "y = acos x (nan outside [-1, 1])")
 

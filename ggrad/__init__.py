@@ -35,6 +35,7 @@ from .autograd.execution import realize
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .autograd.profiler import profile
 from .autograd.generator import Generator
+from .autograd.type_info import finfo, iinfo
 
 from .autograd import ops as _ops
 from .autograd.boundary import guard as _guard

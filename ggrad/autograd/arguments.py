@@ -108,7 +108,7 @@ KINDS = {
 OP_KINDS = {
     ("tile", "dims"): SHAPE, ("flip", "dims"): DIMS, ("permute", "dims"): DIMS, ("roll", "dims"): DIMS,
     ("movedim", "source"): DIMS, ("movedim", "destination"): DIMS, ("index_select", "index"): TENSOR,
-    ("masked_fill", "value"): OPERAND,
+    ("masked_fill", "value"): OPERAND, ("meshgrid", "tensors"): TENSOR,
     ("lerp", "weight"): OPERAND,
     ("where", "a"): OPERAND, ("pow", "x"): OPERAND, ("norm", "p"): Kind("Number or str", lambda v: isinstance(
         v, str) or _is_number(v)), ("vector_norm", "ord"): NUMBER, ("one_hot", "x"): TENSOR,

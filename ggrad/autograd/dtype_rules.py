@@ -54,6 +54,12 @@ def NUMERIC(fn, args):
     return _in_f32(fn, args, _numeric)
 
 
+def INT_TO_FLOAT(fn, args):
+    """Float inputs as FLOAT; integer and bool inputs computed in float32 with a float32 result (PyTorch's
+    exp, sqrt, sin, erf, ... of an integer tensor)."""
+    return _in_f32(fn, args, _numeric, int_result=f32)
+
+
 def TRUE_DIVIDE(fn, args):
     """As NUMERIC, except that integer inputs give a float32 result (PyTorch's true division)."""
     return _in_f32(fn, args, _numeric, int_result=f32)

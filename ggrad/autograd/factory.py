@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ggml
-from ..ggml.errors import DTypeError
+from ..ggml.errors import ArgumentError, DTypeError, ShapeError
 from . import pending
 from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
 from .generator import Generator
@@ -35,9 +35,17 @@ def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
-def generator() -> np.random.Generator:
-    """The default generator's numpy stream."""
-    return default_generator.numpy
+def generator(source: Generator | None = None) -> np.random.Generator:
+    """The numpy stream of `source` (a caller's Generator, PyTorch's `generator=` argument), else of the
+    default generator."""
+    if source is None:
+        return default_generator.numpy
+    if not isinstance(source, Generator):
+        raise TypeError(f"generator must be a ggrad.Generator, not {type(source).__name__}")
+    return source.numpy
+
+
+_stream = generator   # the factories' own name for it: their `generator` argument shadows the function
 
 
 def _resolve_dtype(dtype, array):
@@ -86,15 +94,37 @@ def from_numpy(array: np.ndarray) -> _tensor.Tensor:
     return tensor(array)
 
 
-def _shape(size):
+def _shape(size, what="zeros"):
+    """The shape of `zeros(*size)`: ints, or one sequence of them, checked as PyTorch checks them."""
+    if not size:
+        raise TypeError(f"{what}() missing 1 required positional argument: 'size'")
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    return _checked_size(size, what)
+
+
+def _checked_size(size, what):
+    """`size` as a tuple of ints: TypeError for anything but ints (0-d int tensors count, as in PyTorch),
+    ShapeError (a RuntimeError) for a negative one."""
+    from .tensor import Tensor
+    dims = []
+    for s in size:
+        if isinstance(s, Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
+            s = s.item()
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"{what}(): size must be a tuple of ints, but found an element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise ShapeError(f"{what}(): trying to create a tensor with negative dimension {s}: {list(size)}")
+        dims.append(int(s))
+    return tuple(dims)
 
 
 def full(size: Size, fill_value: Number,
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    size = (size,) if isinstance(size, int) else tuple(size)
+    if not isinstance(size, (tuple, list)):
+        size = (size,)   # an extension: PyTorch's full wants a sequence
+    size = _checked_size(size, "full")
     if dtype is None:
         dtype = BOOL if isinstance(fill_value, bool) else INT64 if isinstance(fill_value, numbers.Integral) else ggml.f32
     dt = resolve(dtype)
@@ -104,17 +134,17 @@ def full(size: Size, fill_value: Number,
 
 def zeros(*size: int | Sequence[int],
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return full(_shape(size), 0.0, dtype or ggml.f32, device, requires_grad)
+    return full(_shape(size, "zeros"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
 def ones(*size: int | Sequence[int],
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return full(_shape(size), 1.0, dtype or ggml.f32, device, requires_grad)
+    return full(_shape(size, "ones"), 1.0, dtype or ggml.f32, device, requires_grad)
 
 
 def empty(*size: int | Sequence[int],
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return full(_shape(size, "empty"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
 def _like(t, dtype, device):
@@ -148,28 +178,32 @@ def new_full(t: _tensor.Tensor, size: Size, fill_value: Number,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
     dt, dev = _like(t, dtype, device)
-    return full(_shape((size,)), fill_value, dt, dev, requires_grad)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"new_full(): size must be a tuple of ints, not {type(size).__name__}")
+    return full(_checked_size(size, "new_full"), fill_value, dt, dev, requires_grad)
 
 
 def new_zeros(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_full(t, _shape(size), 0, dtype, device, requires_grad)
+    return new_full(t, _shape(size, "new_zeros"), 0, dtype, device, requires_grad)
 
 
 def new_ones(t: _tensor.Tensor, *size: int | Sequence[int],
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_full(t, _shape(size), 1, dtype, device, requires_grad)
+    return new_full(t, _shape(size, "new_ones"), 1, dtype, device, requires_grad)
 
 
 def new_empty(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return new_zeros(t, *size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return new_full(t, _shape(size, "new_empty"), 0, dtype, device, requires_grad)
 
 
 def new_tensor(t: _tensor.Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
                device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
     dt, dev = _like(t, dtype, device)
+    if isinstance(data, str):
+        raise TypeError("new_tensor(): invalid data type 'str'")
     return tensor(data, dt, dev, requires_grad)   # tensor() copies a Tensor's values too
 
 
@@ -177,6 +211,10 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
            dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise ArgumentError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ArgumentError("arange: upper bound and lower bound inconsistent with step sign")
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = ggml.f32 if values.dtype.kind == "f" else INT64
@@ -188,21 +226,30 @@ def eye(n: int, m: int | None = None,
     return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
 
 
-def rand(*size: int | Sequence[int],
+def rand(*size: int | Sequence[int], generator: Generator | None = None,
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().random(_shape(size)), dtype or ggml.f32, device, requires_grad)
+    return tensor(_stream(generator).random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
 
 
-def randn(*size: int | Sequence[int],
+def randn(*size: int | Sequence[int], generator: Generator | None = None,
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
-    return tensor(generator().standard_normal(_shape(size)), dtype or ggml.f32, device, requires_grad)
+    return tensor(_stream(generator).standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (),
+def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
+            generator: Generator | None = None,
             dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+    """Integers in [low, high): `randint(high, size)` or `randint(low, high, size)`, as PyTorch."""
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
-    return tensor(generator().integers(low, high, size=tuple(size)), dtype or INT64, device)
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    if low >= high:
+        raise ArgumentError(f"randint: expects 'from' < 'to', got from={low} >= to={high}")
+    values = _stream(generator).integers(low, high, size=_checked_size(tuple(size), "randint"))
+    return tensor(values, dtype or INT64, device)
 
 
 def rand_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
@@ -218,7 +265,7 @@ def randn_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: Device
 def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
                    device: DeviceLike | None = None) -> _tensor.Tensor:
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
-    keep_mask = generator().random(shape, dtype=np.float32) < keep
+    keep_mask = _stream().random(shape, dtype=np.float32) < keep
     return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
 
 
@@ -251,7 +298,7 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
     return tensor(values, dtype or ggml.f32, device, requires_grad)
 
 
-def randperm(n: int,
+def randperm(n: int, generator: Generator | None = None,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
-    return tensor(generator().permutation(int(n)), dtype or INT64, device, requires_grad)
+    return tensor(_stream(generator).permutation(int(n)), dtype or INT64, device, requires_grad)

@@ -4,11 +4,11 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, inplace_views, ops, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, ops, random_fill, torch_dtypes, view_tracking
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import logical, mask_index, mask_positions, views
+from .ops import advanced_index, logical, mask_index, mask_positions, views
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -78,10 +78,15 @@ def to(self, *args, **kwargs):
     """Move to a device and/or convert to a dtype: `.to("cuda:0")`, `.to(ggrad.float16)`."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)    # transfers are synchronous: nothing to choose
+    kwargs.pop("memory_format", None)   # one (contiguous) layout
     if kwargs:
         raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
     for a in args:
-        if isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
+        if isinstance(a, Tensor):   # .to(other): other's dtype and device
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
             dtype = a
         else:
             device = a
@@ -92,7 +97,7 @@ def to(self, *args, **kwargs):
         dev = ggml.device(device)
         if dev != out.device:
             out = _copy_to_device(out, dev)
-    return out
+    return clone(out) if copy and out is self else out
 
 
 def _copy_to_device(t, dev):
@@ -113,6 +118,25 @@ class _DeviceCopy(Function):
     @staticmethod
     def backward(ctx, g):
         return _copy_to_device(g, ctx.src_device), None
+
+
+def _flip_dims(self, *dims, **kwargs):
+    """`x.flip(0, 1)`, `x.flip((0, 1))` or `x.flip(dims=...)`, as PyTorch's method."""
+    if "dims" in kwargs:
+        return ops.flip(self, kwargs.pop("dims"), **kwargs)
+    if not dims:
+        raise TypeError("flip() missing 1 required positional argument: 'dims'")
+    return ops.flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)
+
+
+def _repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    """The method form needs `repeats` (only the function takes a tensor of counts alone)."""
+    return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+
+def _where(self, condition, other):
+    """`x.where(condition, y)`: x where condition holds, else y (torch.where(condition, x, y))."""
+    return ops.where(condition, self, other)
 
 
 def clone(self):
@@ -155,8 +179,11 @@ def _masked_fill_(self, mask, value):
 
 
 def _getitem(self, key):
+    key = mask_index.bool_lists_as_masks(key)
     if mask_index.is_mask(key):
         return mask_index.getitem(self, key)
+    if advanced_index.find(key):
+        return advanced_index.getitem(self, key)
     return mask_positions.getitem(self, key) if mask_positions.find(key) else ops.getitem(self, key)
 
 
@@ -164,10 +191,13 @@ def _setitem(self, key, value):
     if self.requires_grad and self.is_leaf and grad_mode.is_grad_enabled():
         raise RuntimeError("__setitem__: a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation; wrap it in ggrad.no_grad() (as optimizers do)")
+    key = mask_index.bool_lists_as_masks(key)
     if mask_index.is_mask(key):
         new = mask_index.setitem(self, key, value)
     elif mask_positions.find(key):
         new = mask_positions.setitem(self, key, value)
+    elif advanced_index.find(key, write=True):
+        new = advanced_index.setitem(self, key, value)
     else:
         new = ops.setitem(self, key, value)
     _assign(self, new, "__setitem__")
@@ -211,6 +241,9 @@ _METHODS = {
     "__ror__": _flip(logical.bitwise_or), "__xor__": logical.bitwise_xor, "__rxor__": _flip(logical.bitwise_xor),
     "__invert__": logical.bitwise_not, "__mod__": ops.remainder, "__rmod__": _flip(ops.remainder),
     "__floordiv__": ops.floor_divide, "__rfloordiv__": _flip(ops.floor_divide),
+    "__lshift__": ops.bitwise_left_shift, "__rlshift__": _flip(ops.bitwise_left_shift),
+    "__rshift__": ops.bitwise_right_shift, "__rrshift__": _flip(ops.bitwise_right_shift),
+    "bitwise_left_shift": ops.bitwise_left_shift, "bitwise_right_shift": ops.bitwise_right_shift,
     "add": ops.add, "sub": ops.sub, "mul": ops.mul, "div": ops.div, "pow": ops.pow, "neg": ops.neg,
     "abs": ops.abs, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
     "reciprocal": ops.reciprocal, "sin": ops.sin, "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid,
@@ -247,12 +280,17 @@ for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p"
               "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk", "flip",
               "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",
-              "minimum", "fmax", "fmin"):
+              "minimum", "fmax", "fmin", "atan2", "arctan2"):
     _METHODS[_name] = getattr(ops, _name)
 for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "scatter_add", "index_add", "nan_to_num",
               "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
     _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
 _METHODS["divide"] = _METHODS["div"]
+_METHODS["flip"] = _flip_dims
+_METHODS["where"] = _where
+for _name in ("uniform_", "normal_", "exponential_", "random_"):
+    _METHODS[_name] = getattr(random_fill, _name)
+_METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)

@@ -83,6 +83,29 @@ class Tensor(_Methods):
     def dim(self) -> int:
         return len(self.shape)
 
+    def ndimension(self) -> int:
+        return len(self.shape)
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def get_device(self) -> int:
+        """The device index, -1 for the CPU (PyTorch's convention)."""
+        return -1 if self.device.type == "cpu" else self.device.index
+
+    def is_signed(self) -> bool:
+        return self.dtype.name not in ("bool", "u8")
+
+    def is_complex(self) -> bool:
+        return False   # ggrad has no complex dtypes
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether `retain_grad()` was called on this non-leaf tensor."""
+        retained = self.grad_fn.retained if self.grad_fn is not None else None
+        return bool(retained) and retained.get(self._output_nr) is not None and \
+            retained[self._output_nr]() is self
+
     def numel(self) -> int:
         n = 1
         for s in self.shape:
@@ -114,9 +137,33 @@ class Tensor(_Methods):
         """The same values and storage, detached from the graph (a write into it changes this tensor)."""
         return self.detach()
 
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """`p.data = t`: this tensor takes t's values (its shape and dtype too), keeping its identity and
+        requires_grad, recording no gradient (as PyTorch; views made before keep the old values)."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self._rebind(value.detach())
+
     @property
     def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dimensions swapped (a view), as PyTorch's batched-matrix transpose."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not self.is_leaf and not requires_grad:
@@ -173,7 +220,8 @@ class Tensor(_Methods):
 
     def item(self) -> int | float | bool:
         if self.numel() != 1:
-            raise ValueError(f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar")
+            raise ggml.errors.ShapeError(f"a Tensor with {self.numel()} elements cannot be converted to a Python "
+                                         "scalar")
         return self.numpy().reshape(()).item()
 
     def tolist(self) -> Any:

@@ -10,6 +10,11 @@ class ShapeError(GGRADError, ValueError, RuntimeError):
     earlier releases raised ValueError: this is both."""
 
 
+class IndexOutOfRangeError(GGRADError, IndexError, RuntimeError):
+    """An index outside a dimension. PyTorch raises IndexError for most (indexing, index_select, embedding),
+    RuntimeError for some (gather, scatter): this is both."""
+
+
 class DTypeError(GGRADError, TypeError, RuntimeError):
     """A tensor type that an op or conversion cannot accept (PyTorch raises RuntimeError for most of these,
     TypeError for some: this is both)."""

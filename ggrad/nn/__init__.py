@@ -8,7 +8,7 @@ from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
 from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink,
-                         Threshold)
+                         Threshold, Hardshrink, Softshrink, Softmin)
 from .normalization import LayerNorm, RMSNorm, Dropout
 from .batch_norm import BatchNorm1d, BatchNorm2d
 from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm
@@ -27,7 +27,8 @@ from . import generation
 from .quantized import quantize_, QuantizedParameter
 from .lora import LoRALinear, lora_
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
-                   BCELoss)
+                   BCELoss, KLDivLoss)
+from .similarity import CosineSimilarity, PairwiseDistance
 from .sequential import Sequential
 
 from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)

@@ -1,5 +1,6 @@
 """Activation layers: ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, and
-SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink, Threshold.
+SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink, Threshold,
+Hardshrink, Softshrink, Softmin.
 
 `inplace=True` (where PyTorch takes it) makes the input Tensor itself take the result, as in PyTorch
 (see ggrad.nn.inplace: the Tensor is rebound to the new value and its history).
@@ -232,6 +233,59 @@ ReLU6 = _stateless("ReLU6", F.relu6, "y = clamp(x, 0, 6)")
 LogSigmoid = _stateless("LogSigmoid", F.logsigmoid, "y = log(sigmoid(x))", takes_inplace=False)
 Softsign = _stateless("Softsign", F.softsign, "y = x / (1 + |x|)", takes_inplace=False)
 Tanhshrink = _stateless("Tanhshrink", F.tanhshrink, "y = x - tanh(x)", takes_inplace=False)
+
+
+class Hardshrink(Module):
+    """Zero inside [-lambd, lambd].
+
+    y = x if |x| > lambd else 0
+
+    Args:
+        lambd (float, default 0.5): the half-width of the zeroed band.
+    """
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Softshrink(Hardshrink):
+    """Shrink towards zero by lambd, zero inside [-lambd, lambd].
+
+    y = x - lambd sign(x) if |x| > lambd else 0
+
+    Args:
+        lambd (float, default 0.5): the amount of shrinkage.
+    """
+
+    def forward(self, x):
+        return F.softshrink(x, self.lambd)
+
+
+class Softmin(Module):
+    """Softmax of the negated input along one dimension.
+
+    y_i = exp(-x_i) / sum_j exp(-x_j)
+
+    Args:
+        dim (int): the dimension normalised to sum to 1.
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmin(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 class Threshold(Module):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -21,9 +22,10 @@ from ..autograd.factory import tensor as _tensor
 from ..autograd.ops import (linear, gelu, tanh, sigmoid, softplus,  # noqa: F401
                             softmax, softmax_ext, log_softmax, layer_norm, conv1d, conv2d,
                             cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss,
-                            smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy)
+                            smooth_l1_loss, binary_cross_entropy_with_logits, binary_cross_entropy, kl_div)
 from ..autograd.ops import (logsigmoid,  # noqa: F401
                             softsign, tanhshrink, glu, prelu, pad, one_hot, interpolate, conv_transpose1d,
+                            hardshrink, softshrink,
                             conv_transpose2d)
 from .inplace import (relu, relu6, leaky_relu, elu, selu, celu, silu, mish, hardtanh,  # noqa: F401
                       hardsigmoid, hardswish, threshold, dropout, relu_, elu_, leaky_relu_, hardtanh_, celu_,
@@ -39,7 +41,8 @@ from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  
                                feature_alpha_dropout)
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
-from ..ggml.errors import ShapeError
+from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa: F401
+from ..ggml.errors import ArgumentError, ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
@@ -50,7 +53,7 @@ __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "
 __all__ += [name for name in _inplace.NAMES if name not in __all__]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
-            "max_unpool1d", "max_unpool2d"]
+            "max_unpool1d", "max_unpool2d", "hardshrink", "softshrink", "softmin", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30
@@ -229,7 +232,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+        raise ArgumentError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
     batch = tuple(max(a, b) for a, b in zip(query.shape[:-2], key.shape[:-2]))
     scores_shape = batch + (query.shape[-2], key.shape[-2])
     mask = open_rows = None
@@ -242,10 +245,20 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None and _may_block_rows(attn_mask):
         with no_grad():
             blocked = _isneginf(mask).sum(-1, keepdim=True).eq(mask.shape[-1])
-        open_rows = 1.0 - blocked
+        open_rows = 1.0 - blocked.float()
         mask = mask.masked_fill(blocked, 0.0)   # a finite row: no NaN forward or backward
     out, _ = attend(query, key, value, mask, scale, dropout_p, True, open_rows)
     return out
+
+
+def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
+    """softmax(-input) along `dim`: the smallest entries weigh most. Without dim, PyTorch's deprecated
+    implicit choice (0 for 0-D, 1-D and 3-D inputs, else 1), with its warning."""
+    if dim is None:
+        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the call to include "
+                      "dim=X as an argument.", UserWarning, stacklevel=2)
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return softmax(-input, dim, dtype)
 
 
 _guard(globals(), __all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch

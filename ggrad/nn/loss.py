@@ -1,5 +1,5 @@
 """Losses as modules: MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss,
-BCEWithLogitsLoss, BCELoss. Each calls its function in `ggrad.nn.functional`: `loss(input, target)`."""
+BCEWithLogitsLoss, BCELoss, KLDivLoss. Each calls its function in `ggrad.nn.functional`: `loss(input, target)`."""
 
 import numpy as np
 
@@ -181,3 +181,23 @@ class BCELoss(_Loss):
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class KLDivLoss(Module):
+    """Kullback-Leibler divergence of the target from log-probabilities `input` (F.kl_div).
+
+    loss = reduce(target (log target - input)), or exp(t) (t - input) with log_target
+
+    Args:
+        reduction (str, default 'mean'): 'batchmean' (the true KL per sample), 'mean', 'sum' or 'none'.
+        log_target (bool, default False): the target is given as log-probabilities.
+    """
+
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__()
+        if reduction not in _REDUCTIONS + ("batchmean",):
+            raise ValueError(f"KLDivLoss: reduction must be one of {_REDUCTIONS + ('batchmean',)}, got {reduction!r}")
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

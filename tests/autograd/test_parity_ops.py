@@ -186,6 +186,10 @@ SHAPE = [
      lambda x: GF.pad(x, (2, 3, 1, 0), mode="replicate"), [x345]),
     ("pad_circular", lambda x: TF.pad(x, (2, 1, 1, 3), mode="circular"),
      lambda x: GF.pad(x, (2, 1, 1, 3), mode="circular"), [x345]),
+    ("pad_constant_5d", lambda x: TF.pad(x, (1, 0, 0, 1, 1, 1, 2, 0), value=2.0),
+     lambda x: GF.pad(x, (1, 0, 0, 1, 1, 1, 2, 0), value=2.0), [(1, 2, 2, 3, 2)]),
+    ("pad_replicate_5d", lambda x: TF.pad(x, (1, 0, 0, 1, 1, 1), mode="replicate"),
+     lambda x: GF.pad(x, (1, 0, 0, 1, 1, 1), mode="replicate"), [(1, 2, 2, 3, 2)]),
     ("pad_reflect_1d", lambda x: TF.pad(x, (2, 1), mode="reflect"), lambda x: GF.pad(x, (2, 1), mode="reflect"),
      [(2, 3, 5)]),
 ]
@@ -204,12 +208,20 @@ def test_shape_ops(name, torch_fn, ggrad_fn, inputs):
 RESAMPLE = [dict(scale_factor=2), dict(size=(3, 11)), dict(size=(8, 4), mode="nearest-exact"),
             dict(scale_factor=1.7, mode="bilinear"), dict(size=(9, 3), mode="bilinear", align_corners=True),
             dict(scale_factor=(0.6, 2.5), mode="bilinear"), dict(scale_factor=0.5, mode="linear"),
-            dict(size=11, mode="linear", align_corners=True), dict(scale_factor=3)]
+            dict(size=11, mode="linear", align_corners=True), dict(scale_factor=3),
+            dict(size=(8, 4), mode="bicubic"), dict(scale_factor=1.7, mode="bicubic", align_corners=True),
+            dict(scale_factor=(0.6, 2.5), mode="bicubic"), dict(size=(3, 4), mode="area"),
+            dict(size=(7, 11), mode="area"), dict(scale_factor=0.5, mode="area"),
+            dict(size=(4, 3, 7), mode="trilinear"), dict(scale_factor=2, mode="trilinear", align_corners=True),
+            dict(size=(2, 2, 2), mode="area", volume=True), dict(scale_factor=2, volume=True)]
 
 
 @pytest.mark.parametrize("kwargs", RESAMPLE, ids=[str(k) for k in RESAMPLE])
 def test_interpolate(kwargs):
+    kwargs = dict(kwargs)
+    volume = kwargs.pop("volume", False) or kwargs.get("mode") == "trilinear"
     shape = (2, 3, 6) if kwargs.get("mode") == "linear" or kwargs.get("scale_factor") == 3 else (2, 3, 5, 7)
+    shape = (1, 2, 3, 4, 5) if volume else shape
     helper_test_op(lambda x: TF.interpolate(x, **kwargs), lambda x: GF.interpolate(x, **kwargs), [shape],
                    grad_atol=1e-5)
 
@@ -308,6 +320,9 @@ ARITH = [
     ("clamp_tensor_min_broadcast", lambda x, lo: x.clamp(min=lo), lambda x, lo: x.clamp(min=lo), [(3, 4), (4,)]),
     ("clamp_min_above_max", lambda x: x.clamp(1.0, -1.0), lambda x: x.clamp(1.0, -1.0), [bounds_x]),
     ("clamp_ends_inclusive", lambda x: x.clamp(-1.0, 1.0), lambda x: x.clamp(-1.0, 1.0), [bounds_x]),
+    ("atan2", torch.atan2, ggrad.atan2, [(3, 4), (3, 4)]),
+    ("atan2_axes_and_broadcast", lambda y, x: y.atan2(x), lambda y, x: y.atan2(x),
+     [np.array([[1.0, -1.0, 0.0, 2.0, -3.0, 0.5]], np.float32).T, np.array([1.0, -2.0, 0.0, -1.0], np.float32)]),
     ("pow_zero", lambda x: x ** 0.0, lambda x: x ** 0.0, [np.array([0.0, -2.0, 3.0, np.inf], np.float32)]),
     ("pow_fractional_negative", lambda x: x ** 0.5, lambda x: x ** 0.5, [np.array([-2.0, 4.0, 0.25], np.float32)]),
     ("pow_cube", lambda x: x ** 3, lambda x: x ** 3, [(3, 4)]),
@@ -338,7 +353,9 @@ EINSUM = [("ij,jk->ik", [(3, 4), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2
           ("bij,bjk", [(2, 3, 4), (2, 4, 5)]), ("i,i->", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]),
           ("ij->ji", [(3, 4)]), ("ijk->j", [(2, 3, 4)]), ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
           ("bi,bi->b", [(3, 4), (3, 4)]), ("ij,ij->ij", [(3, 4), (3, 4)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
-          ("bn,anm->bam", [(2, 3), (4, 3, 5)]), ("ij,jk", [(1, 4), (4, 5)])]
+          ("bn,anm->bam", [(2, 3), (4, 3, 5)]), ("ij,jk", [(1, 4), (4, 5)]), ("ii->i", [(3, 3)]),
+          ("ii", [(3, 3)]), ("bii->b", [(2, 3, 3)]), ("iji->ij", [(3, 2, 3)]), ("ii,ij->j", [(3, 3), (3, 4)]),
+          ("iii->i", [(2, 2, 2)]), ("bij,bjj->bi", [(2, 3, 4), (2, 4, 4)])]
 
 
 @pytest.mark.parametrize("equation,shapes", EINSUM, ids=[e for e, _ in EINSUM])
@@ -349,7 +366,7 @@ def test_einsum(equation, shapes):
 ERRORS = [
     (RuntimeError, "out of range", lambda: ggrad.randn(3, 4).topk(5)),
     (RuntimeError, "less than the input", lambda: GF.pad(ggrad.randn(2, 3), (3, 0), mode="reflect")),
-    (ValueError, "diagonals", lambda: ggrad.einsum("ii->i", ggrad.randn(3, 3))),
+    (RuntimeError, "repeated label", lambda: ggrad.einsum("ii->i", ggrad.randn(3, 4))),
     (ValueError, "operands", lambda: ggrad.einsum("ij,jk->ik", ggrad.randn(3, 3))),
     (RuntimeError, "at least 2", lambda: ggrad.tril(ggrad.randn(3))),
     (ValueError, "rounding_mode", lambda: ggrad.div(ggrad.randn(3), 2.0, rounding_mode="round")),
@@ -393,3 +410,18 @@ def test_factories_and_sampling():
     p = ggrad.full((20000,), 0.3)
     sample = ggrad.bernoulli(p).numpy()
     assert set(np.unique(sample)) <= {0.0, 1.0} and abs(sample.mean() - 0.3) < 0.015
+
+
+@pytest.mark.parametrize("call", ["std_one_element", "var_correction_equal_n", "var_correction_past_n",
+                                  "std_rows_of_one"])
+def test_var_std_without_degrees_of_freedom_as_torch(call):
+    """N - correction <= 0: PyTorch divides by 0 (nan for a zero sum of squares, inf otherwise) and warns."""
+    calls = {"std_one_element": lambda T: T.tensor([2.0]).std(),
+             "var_correction_equal_n": lambda T: T.tensor([2.0, 3.0]).var(correction=2),
+             "var_correction_past_n": lambda T: T.tensor([2.0, 3.0]).var(correction=3),
+             "std_rows_of_one": lambda T: T.tensor([[1.0], [4.0]]).std(1)}
+    with pytest.warns(UserWarning):
+        theirs = calls[call](torch).numpy()
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        ours = calls[call](ggrad).numpy()
+    np.testing.assert_array_equal(ours, theirs)

@@ -57,6 +57,20 @@ def _accuracy(T):
     return (logits.argmax(-1) == T.tensor([3, 0, 3])).float().mean()
 
 
+def _data_assign(T):
+    p = T.nn.Parameter(T.ones(3))
+    p.data = T.zeros(2, 2)
+    p.data.add_(1.5)
+    return p.detach(), p.requires_grad, type(p).__name__
+
+
+def _to_copy(T):
+    x = _x(T)
+    y = x.to(T.float32, copy=True)
+    y.add_(1)
+    return x, y
+
+
 IDIOMS = {
     "new_zeros_keeps_dtype": lambda T: T.ones(2, 3, dtype=T.long).new_zeros(2, 2),
     "new_zeros_tuple": lambda T: _x(T).new_zeros((1, 3)),
@@ -92,6 +106,28 @@ IDIOMS = {
     "int_div_is_float": lambda T: T.tensor([1, 2]) / 2,
     "item_int": lambda T: T.tensor([3]).item(),
     "tolist": lambda T: T.tensor([[1, 2]]).tolist(),
+    "to_other_tensor": lambda T: _x(T).to(T.tensor([1], dtype=T.int32)),
+    "to_non_blocking": lambda T: _x(T).to("cpu", non_blocking=True),
+    "to_copy": _to_copy,
+    "flip_varargs": lambda T: (_x(T).flip(0, 2), _x(T).flip(dims=(1,)), _x(T).flip([-1])),
+    "repeat_interleave_counts": lambda T: T.repeat_interleave(T.tensor([1, 0, 3])),
+    "repeat_interleave_output_size": lambda T: _x(T).repeat_interleave(2, dim=1, output_size=6),
+    "parameter_data_assign": _data_assign,
+    "batched_matrix_transpose": lambda T: _x(T).mT,
+    "is_cuda_is_cpu": lambda T: (_x(T).is_cuda, _x(T).is_cpu),
+    "aliases": lambda T: (T.multiply(_x(T), 2), _x(T).subtract(1, alpha=2), T.moveaxis(_x(T), 0, -1),
+                          _x(T).transpose(0, 2).ravel(), T.positive(_x(T)), _x(T).ndimension(),
+                          _x(T).nelement(), _x(T).get_device(), _x(T).is_signed(), _x(T).is_complex()),
+    "tensor_where": lambda T: _x(T).where(_x(T) > 1, -1.0),
+    "take_along_dim": lambda T: (T.take_along_dim(_x(T), T.tensor([[[0], [3], [1]]]), 2),
+                                 T.take_along_dim(_x(T), T.tensor([5, 0, 23])),
+                                 _x(T).take_along_dim(_x(T).argmax(-1, keepdim=True), dim=-1)),
+    "nansum": lambda T: (T.nansum(T.tensor([[1.0, float("nan")], [2.0, 3.0]]), 1),
+                         T.tensor([float("nan"), 1.0]).nansum(), T.nansum(T.arange(4))),
+    "retains_grad": lambda T: (lambda x: (lambda y: (y.retain_grad(), y.retains_grad, (x * 3).retains_grad,
+                                                     x.retains_grad)[1:])(x * 2))(T.ones(2, requires_grad=True)),
+    "mean_of_ints_with_dtype": lambda T: (T.arange(5).mean(dtype=T.float32),
+                                          T.arange(6).view(2, 3).mean(1, dtype=T.float16)),
 }
 
 

@@ -137,3 +137,47 @@ def test_beta_zero_ignores_input_as_pytorch(name):
     ours = getattr(ggrad, name)(ggrad.tensor(c), ggrad.tensor(a), ggrad.tensor(b), beta=0, alpha=2.0)
     theirs = getattr(torch, name)(torch.tensor(c), torch.tensor(a), torch.tensor(b), beta=0, alpha=2.0)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5)
+
+
+INDEXED = {
+    "index_fill": lambda T, x: x.index_fill(1, T.tensor([0, -1]), -1.0),
+    "index_fill_tensor_value": lambda T, x: T.index_fill(x, 0, T.tensor([1]), T.tensor(2.5)),
+    "index_copy_rows": lambda T, x: x.index_copy(0, T.tensor([1]), T.ones(1, 3) * 7),
+    "index_copy_columns": lambda T, x: x.index_copy(1, T.tensor([2, 0]), T.tensor([[5.0, 8.0], [6.0, 9.0]])),
+    "diag_of_matrix": lambda T, x: (T.diag(x), T.diag(x, 1), T.diag(x, -1)),
+    "diag_from_vector": lambda T, x: (T.diag(x[0]), T.diag(x[1], -2)),
+    "meshgrid_ij": lambda T, x: T.meshgrid(T.arange(2.0), T.arange(3.0), x[0], indexing="ij"),
+    "meshgrid_xy": lambda T, x: T.meshgrid(x[0], x[1, :2], indexing="xy"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXED))
+def test_index_fill_copy_diag_meshgrid_match_torch(name):
+    results = []
+    for T in (torch, ggrad):
+        x = T.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 4 - 0.5, requires_grad=True)
+        out = INDEXED[name](T, x)
+        outs = out if isinstance(out, tuple) else (out,)
+        loss = sum((o.float() * (T.arange(o.numel()).float().reshape(tuple(o.shape)) + 1)).sum() for o in outs
+                   if o.dtype in (T.float32,) and o.requires_grad)
+        if hasattr(loss, "backward"):
+            loss.backward()
+        results.append(([o.detach().numpy() for o in outs], None if x.grad is None else x.grad.numpy()))
+    (theirs, tg), (ours, og) = results
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert (og is None) == (tg is None)
+    if tg is not None:
+        np.testing.assert_allclose(og, tg, rtol=1e-6)
+
+
+def test_where_alone_and_masked_select_as_torch():
+    out = []
+    for T in (torch, ggrad):
+        x = T.tensor([[0.0, 1.0], [2.0, 0.0]])
+        out.append(([t.tolist() for t in T.where(x > 0)], T.masked_select(x, x > 0).tolist(),
+                    T.masked_select(x, T.tensor([True, False])).tolist()))
+        with pytest.raises(TypeError):
+            T.where(x > 0, x)
+    assert out[0] == out[1]

@@ -168,3 +168,20 @@ def test_fused_cross_entropy_matches_torch_with_gradients(kwargs):
     ref.backward()
     np.testing.assert_allclose(value, ref.item(), rtol=1e-5)
     np.testing.assert_allclose(grad, tx.grad.numpy(), atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.parametrize("pos_weight", [None, [1.0, 2.0, 0.5, 3.0]])
+def test_bce_with_logits_at_zero_and_far_logits_matches_torch(pos_weight):
+    """The gradient at a logit of exactly 0 is sigmoid(0) - y (a |x|-based stable form loses it there)."""
+    torch = pytest.importorskip("torch")
+    x = np.array([[0.0, 0.3, -0.3, 0.0], [100.0, -100.0, 30.0, -30.0]], np.float32)
+    y = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.5, 0.2]], np.float32)
+    out = []
+    for T in (torch, ggrad):
+        xt = T.tensor(x, requires_grad=True)
+        pw = None if pos_weight is None else T.tensor(pos_weight)
+        loss = T.nn.functional.binary_cross_entropy_with_logits(xt, T.tensor(y), pos_weight=pw, reduction="none")
+        loss.sum().backward()
+        out.append((loss.detach().numpy(), xt.grad.numpy()))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-5, atol=1e-6)

@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 LAYERS = [("SELU", (), ()), ("CELU", (0.5,), ()), ("Mish", (), ()), ("Hardswish", (), ()),
           ("Hardsigmoid", (), ()), ("Hardtanh", (-0.5, 2.0), ()), ("ReLU6", (), ()), ("LogSigmoid", (), ()),
           ("GLU", (1,), ()), ("Softsign", (), ()), ("Tanhshrink", (), ()), ("Softplus", (2.0, 3.0), ()),
-          ("ELU", (0.4,), ()), ("PReLU", (), ("weight",)), ("PReLU", (4, 0.1), ("weight",))]
+          ("ELU", (0.4,), ()), ("PReLU", (), ("weight",)), ("PReLU", (4, 0.1), ("weight",)),
+          ("Hardshrink", (), ()), ("Hardshrink", (3.0,), ()), ("Softshrink", (1.5,), ()), ("Softmin", (1,), ())]
 
 
 @pytest.mark.parametrize("name,args,params", LAYERS, ids=[f"{n}{a}" for n, a, _ in LAYERS])

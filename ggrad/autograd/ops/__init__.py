@@ -19,15 +19,16 @@ from .linalg import matmul, linear
 from .quant import quantize, dequantize
 from .nn import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
-from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss,
+from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
 from .math import (floor, ceil, trunc, fix, round, frac, expm1, log1p, log2, log10, exp2, tan, sinh, cosh, atan,
                    asin, acos, asinh, acosh, atanh, arctan, arcsin, arccos, arcsinh, arccosh, arctanh, erf, erfc,
+                   atan2, arctan2,
                    isnan, isinf, isposinf, isneginf, isfinite, nan_to_num)
 from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmoid, hardswish, hardtanh, relu6,
-                          softsign, tanhshrink, glu, prelu)
+                          softsign, tanhshrink, glu, prelu, hardshrink, softshrink)
 from .extrema import maximum, minimum, fmax, fmin
-from .arith import div, floor_divide, remainder, fmod, clamp, pow
+from .arith import div, floor_divide, remainder, fmod, clamp, pow, bitwise_left_shift, bitwise_right_shift
 from .scan import cumsum, cumprod, logcumsumexp
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot
@@ -36,6 +37,7 @@ from .sampling import bernoulli, multinomial
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
+from .mask_index import masked_select
 from .torch_composites import *  # noqa: F401,F403  (mm, bmm, outer, view_as, lerp, ...)
 from .torch_composites import METHODS as _COMPOSITE_METHODS
 
@@ -44,4 +46,5 @@ clip = clamp
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites")]
+            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index",
+            "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

@@ -6,9 +6,11 @@ hardtanh and hardswish) is PyTorch's. Branch values are kept finite before a 0/1
 """
 
 import math
+import numbers
 
 from ...ggml import ops
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
+from ..dtype_rules import require_float
 from ..function import Function
 from ..tensor import _axis
 from . import unary as un
@@ -194,3 +196,28 @@ class _PRelu(Function):
         gw = reduce_to(g * _neg_part(x), w.shape) if ctx.needs_input_grad[1] else None
         return gx, gw
 
+
+
+def _outside(x, lambd):
+    """True where x is not in [-lambd, lambd] (nan included, as PyTorch's shrink kernels leave nan)."""
+    if isinstance(lambd, bool) or not isinstance(lambd, numbers.Real):
+        raise TypeError(f"lambd must be a number, not {type(lambd).__name__}")
+    from .logical import ge, le, logical_and, logical_not   # logical builds on the modules above
+    return logical_not(logical_and(ge(x, -lambd), le(x, lambd)))
+
+
+def hardshrink(x, lambd=0.5):
+    """x outside [-lambd, lambd], 0 inside."""
+    outside = _outside(x, lambd)
+    require_float(x, "hardshrink")
+    return where(outside, x, 0.0)
+
+
+def softshrink(x, lambd=0.5):
+    """x moved towards 0 by lambd outside [-lambd, lambd], 0 inside."""
+    outside = _outside(x, lambd)
+    require_float(x, "softshrink")
+    if lambd < 0:
+        raise ArgumentError(f"softshrink: lambda must be in range [0, inf) for input dtype {x.dtype.name}, "
+                            f"but found {lambd}")
+    return where(outside, x - un.sign(x) * float(lambd), 0.0)

@@ -11,10 +11,12 @@ an integer division or remainder by zero raises PyTorch's RuntimeError("ZeroDivi
 host data, else when the step computes).
 """
 
+import numpy as np
+
 from ...ggml import f32
-from ...ggml.errors import ArgumentError
+from ...ggml.errors import ArgumentError, UnsupportedDTypeError
 from ..autocast_hook import autocast_op
-from ..dtype_rules import promote
+from ..dtype_rules import promote, result_type
 from ..function import Function
 from ..tensor import Tensor
 from . import binary as bi
@@ -46,7 +48,7 @@ def div(a, b, rounding_mode=None):
     if rounding_mode is None:
         return bi.div(a, b)
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        raise ArgumentError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                          f"{rounding_mode!r}")
     a, b = promote(a, b, "div")
     dtype = a.dtype
@@ -140,6 +142,9 @@ def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
         raise TypeError(f"clamp(): argument 'input' must be a Tensor, not {type(x).__name__}")
     if min is None and max is None:
         raise ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
+    dtype = result_type(*(v for v in (x, min, max) if v is not None))   # clamp(int, 2.5) is float
+    if dtype is not x.dtype and dtype.is_float:
+        x = x.to(dtype)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds = [b if b is None or isinstance(b, Tensor) else bi.tensor(float(b), device=x.device)
                   for b in (min, max)]
@@ -173,13 +178,27 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
     """x ** p; with a tensor exponent, exp(p log|x|) with the sign of an integer power of a negative x."""
     if not isinstance(p, Tensor):
         return bi.pow(x, p)
-    if not isinstance(x, Tensor):
-        x = bi.tensor(float(x), device=p.device)
-    x, p = promote(x, p, "pow")
-    if not x.dtype.is_float:
-        x, p = x.to(f32), p.to(f32)
+    x, p = promote(x, p, "pow")   # 2 ** int_tensor and int ** int_tensor stay integers, as PyTorch
     shape = broadcast_shapes(x.shape, p.shape, "pow")
+    if not x.dtype.is_float:
+        return _integer_pow(expand_to(x, shape), expand_to(p, shape))
     return _TensorPow.apply(expand_to(x, shape), expand_to(p, shape))
+
+
+def _integer_pow(x, p):
+    """x ** p for integer tensors by squaring (exact while values fit float32's 24 bits; exp(p log x)
+    is not). A negative exponent gives PyTorch's integer answer: 1 ** -n = 1, (-1) ** -n = +-1, else 0."""
+    exponents = known_values(p)
+    bits = int(np.abs(exponents).max()).bit_length() if exponents is not None and exponents.size else 31
+    base, exponent = x.to(f32), p.to(f32)
+    rest, out = un.abs(exponent), bi.mul(base, 0.0) + 1.0
+    for _ in range(bits):
+        odd = lg.eq(remainder(rest, 2.0), 1.0)
+        out = bi.where(odd, out * base, out)
+        base, rest = base * base, un_floor(rest / 2.0)
+    unit = lg.eq(un.abs(x.to(f32)), 1.0)
+    out = bi.where(lg.lt(exponent, 0.0), bi.where(unit, out, 0.0), out)
+    return out.to(x.dtype)
 
 
 def _pow_value(x, p):
@@ -219,3 +238,25 @@ class _TensorPow(Function):
             zero_x = (1.0 - un.Step.apply(un.abs(x))) * (1.0 - un.Step.apply(-p))   # x == 0 and p >= 0
             gp = g * out * un.Log.apply(x + zero_x)
         return gx, gp
+
+
+# ---- shifts --------------------------------------------------------------------------------------
+def _shift_operands(a, b, op):
+    for t in (a, b):
+        if (isinstance(t, Tensor) and t.dtype.is_float) or isinstance(t, float):
+            raise UnsupportedDTypeError(f"{op}: only integer and bool tensors are supported, got a floating point "
+                                        "operand")
+    return promote(a, b, op)
+
+
+def bitwise_left_shift(a, b):
+    """a << b on integers: a * 2**b (exact while the result fits float32's 24 bits, as ggrad's integer
+    arithmetic)."""
+    a, b = _shift_operands(a, b, "bitwise_left_shift")
+    return bi.mul(a, pow(2, b))
+
+
+def bitwise_right_shift(a, b):
+    """a >> b on integers: floor(a / 2**b), the arithmetic shift of PyTorch's signed integers."""
+    a, b = _shift_operands(a, b, "bitwise_right_shift")
+    return floor_divide(a, pow(2, b))

@@ -13,6 +13,7 @@ from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
+from ..torch_dtypes import BOOL
 from ..factory import arange, tensor
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from . import unary as un
@@ -148,12 +149,27 @@ def _pow_value(x, p):
         return un.Sqrt.apply(x)
     if p == -1:
         return ScalarDiv.apply(x, 1.0)
+    if float(p).is_integer() and abs(p) <= 64:   # exact products (exp(p log|x|) is off by a few ulp)
+        power = _by_squaring(x, int(abs(p)))
+        return power if p > 0 else ScalarDiv.apply(power, 1.0)
     magnitude = un.Exp.apply(un.Log.apply(un.Abs.apply(x)) * float(p))
     if float(p).is_integer() and int(p) % 2 == 1:
         return magnitude * un.Sgn.apply(x)
     if not float(p).is_integer():   # a negative base to a fractional power is nan: sqrt(sign(x)) * 0
         return magnitude + un.Sqrt.apply(un.Sgn.apply(x)) * 0.0
     return magnitude
+
+
+def _by_squaring(x, n):
+    """x ** n for an int n >= 2: products of repeated squares, about 2 log2(n) multiplications."""
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if n:
+            base = un.Sqr.apply(base)
+    return result
 
 
 # ---- public functions ----------------------------------------------------------------------------
@@ -194,6 +210,10 @@ def add(a, b, alpha=1):
 
 
 def sub(a, b, alpha=1):
+    """a - alpha * b; a bool tensor on either side is refused, as PyTorch."""
+    if any(isinstance(t, Tensor) and t.dtype is BOOL for t in (a, b)):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
     if alpha != 1:
         b = b * alpha
     if _float_and_number(a, b):
@@ -219,11 +239,20 @@ def div(a, b):
 
 
 def reciprocal(x):
-    return ScalarDiv.apply(x, 1.0)
+    """1 / x; an integer x gives float32, as PyTorch."""
+    return ScalarDiv.apply(x if x.dtype.is_float else x.to(f32), 1.0)
 
 
 def rsqrt(x):
     return reciprocal(un.sqrt(x))
+
+
+_ONE_ARGUMENT = object()   # where(condition) with no input and other
+
+
+def _eq_one(x):
+    from .logical import eq   # logical builds on this module
+    return eq(x.detach(), 1.0)
 
 
 def pow(x, p):  # noqa: A001 (PyTorch's name)
@@ -234,6 +263,8 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
             if not dtype.is_float and p < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return pow(x.to(f32), p).to(dtype)
+        if p != p:   # x ** nan is nan, except 1 ** nan = 1 (C's pow, as PyTorch)
+            return where(_eq_one(x), 1.0, float("nan")).to(x.dtype)
         return FLOAT(PowScalar, (x, float(p)))
     promote(x, p, "pow")   # no Tensor, or not a number: PyTorch's TypeError
     raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(p).__name__}")
@@ -264,11 +295,19 @@ def masked_fill(x, mask, value):
 _EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
 
 
-def where(condition, a, b):
+def where(condition, a=_ONE_ARGUMENT, b=_ONE_ARGUMENT):
     """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
-    nan in the branch not taken stays out of the result (and out of its gradient)."""
-    ref = a if isinstance(a, Tensor) else b
+    nan in the branch not taken stays out of the result (and out of its gradient). `where(condition)`
+    alone is `nonzero(condition, as_tuple=True)`, as PyTorch."""
+    if a is _ONE_ARGUMENT and b is _ONE_ARGUMENT:
+        from .logical import nonzero   # logical builds on this module
+        return nonzero(condition, as_tuple=True)
+    if a is _ONE_ARGUMENT or b is _ONE_ARGUMENT:
+        raise TypeError("where() takes the condition alone or with both input and other")
     m = _as_mask(condition, "where")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(condition, Tensor):
+        a = tensor(a, dtype=result_type(a, b), device=condition.device)   # where(c, 1, 0) is int64
+    ref = a if isinstance(a, Tensor) else b
     a, b = promote(a, b, "where")
     shape = broadcast_shapes(broadcast_shapes(a.shape, b.shape, "where"), m.shape, "where")
     n = 1

@@ -3,13 +3,15 @@
 Each pair is contracted as (batch, free_a, contracted) @ (batch, contracted, free_b); labels of one
 operand that appear nowhere else are summed first. More than two operands contract left to right.
 Ellipsis ('...') and size-1 broadcasting are supported; a label repeated within one operand (diagonals,
-traces such as 'ii->i') is refused with a ValueError, as are intermediates beyond GGML's 4 dimensions.
+traces such as 'ii->i') takes that operand's diagonal first. Intermediates beyond GGML's 4 dimensions are
+refused with a ShapeError.
 """
 
 import string
 
 from ...ggml.errors import ShapeError
 from ..tensor import Tensor
+from .indexing import diagonal
 from .linalg import matmul
 from .reduce import sum as _sum
 from .views import expand, permute, prod, reshape
@@ -62,10 +64,22 @@ def _expand(term, op, most, equation):
         if len(term) != op.ndim:
             raise ValueError(f"einsum(): {term!r} in {equation!r} has {len(term)} labels for an operand of "
                              f"{op.ndim} dimensions (shape {op.shape})")
-        if len(set(term)) != len(term):
-            raise ValueError(f"einsum(): a label repeats in {term!r} of {equation!r}: diagonals and traces are "
-                             "not supported; use diagonal() or a mask")
     return term
+
+
+def _diagonals(t, term, equation):
+    """t with every label repeated within its term taken on the diagonal (`ii->i`, traces `ii->`), as
+    (tensor, term with each label once): diagonal() moves the diagonal to the end, a view."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i = term.index(c)
+        j = term.index(c, i + 1)
+        if t.shape[i] != t.shape[j]:
+            raise ShapeError(f"einsum(): the repeated label {c!r} of {equation!r} has sizes {t.shape[i]} and "
+                             f"{t.shape[j]}")
+        t = diagonal(t, 0, i, j)
+        term = term[:i] + term[i + 1:j] + term[j + 1:] + c
+    return t, term
 
 
 def _sizes(inputs, operands, equation):
@@ -119,6 +133,8 @@ def einsum(equation, *operands):
     if not all(isinstance(t, Tensor) for t in operands):
         raise TypeError("einsum(): operands must be Tensors")
     inputs, output = _parse(equation, operands)
+    operands, inputs = zip(*(_diagonals(t, term, equation) for t, term in zip(operands, inputs)))
+    inputs = list(inputs)
     sizes = _sizes(inputs, operands, equation)
     tensors = [expand(t, tuple(sizes[c] for c in term)) for t, term in zip(operands, inputs)]
     t, labels = tensors[0], inputs[0]

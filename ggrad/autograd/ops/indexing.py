@@ -4,7 +4,7 @@ gather, and `x[key]` / `x[key] = value` with integers, slices, None, Ellipsis an
 import numpy as np
 
 from ...ggml import f32, i32, ops
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import DTypeError, IndexOutOfRangeError, ShapeError
 from .. import execution, view_tracking
 from ..pending import alias, graph_of
 from ..arguments import as_int
@@ -109,9 +109,9 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
         as_float = index.to(f32)
         if wrap:
             as_float = as_float + un.Step.apply(-as_float) * float(size)
-        graph_of(index).check(count_outside(as_float, 0.0, size - 1.0),
-                              IndexError(f"{op}: an index computed on the device is out of bounds for dimension "
-                                         f"{dim} with size {size}"))
+        error = IndexOutOfRangeError(f"{op}: an index computed on the device is out of bounds for dimension {dim} "
+                                     f"with size {size}")
+        graph_of(index).check(count_outside(as_float, 0.0, size - 1.0), error)
         return un.Clamp.apply(as_float, 0.0, size - 1.0).to(i32)
 
 
@@ -141,10 +141,11 @@ def _checked_host(values, size, op, dim, wrap):
     if not values.size:
         return values
     lo = -size if wrap else 0
-    if values.min() < lo or values.max() >= size:
-        bad = values.max() if values.max() >= size else values.min()
-        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
-    return np.where(values < 0, values + size, values) if wrap else values
+    smallest, largest = values.min(), values.max()
+    if smallest < lo or largest >= size:
+        bad = largest if largest >= size else smallest
+        raise IndexOutOfRangeError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+    return np.where(values < 0, values + size, values) if wrap and smallest < 0 else values
 
 
 def index_select(x, dim, index):
@@ -246,6 +247,9 @@ def getitem(x, key):
             tensors.append((dim, k))
             starts.append(0)
             stops.append(size)
+        elif isinstance(k, float):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid "
+                             f"indices (got float {k})")
         else:
             raise TypeError(f"unsupported index type {type(k).__name__}")
         dim += 1

@@ -1,7 +1,8 @@
 """Joining and splitting: cat, stack, split, chunk."""
 
 from ...ggml import ops
-from ...ggml.errors import ArgumentError, DTypeError, ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
+from ..dtype_rules import result_type
 from ..function import Function
 from .. import view_tracking
 from ..primitive import Primitive
@@ -40,14 +41,18 @@ def cat(tensors, dim=0):
     tensors = sequence(tensors, "cat")
     if not tensors:
         raise ValueError("cat: expected a non-empty list of Tensors")
-    first = tensors[0]
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat(): expected a sequence of Tensors, got {type(t).__name__}")
+    dtype = result_type(*tensors)   # PyTorch promotes the pieces to one dtype
+    tensors = [t if t.dtype is dtype else t.to(dtype) for t in tensors]
+    sized = [t for t in tensors if t.shape != (0,)] or tensors   # PyTorch skips legacy empty 1-D pieces
+    first = sized[0]
     d = _axis(dim, first.ndim)
-    for t in tensors[1:]:
+    for t in sized[1:]:
         if t.ndim != first.ndim or any(s != u for i, (s, u) in enumerate(zip(t.shape, first.shape)) if i != d):
             raise ShapeError(f"cat: sizes of tensors must match except in dimension {d}; got {first.shape} "
                              f"and {t.shape}")
-        if t.dtype is not first.dtype:
-            raise DTypeError(f"cat: all tensors must have one dtype; got {first.dtype.name} and {t.dtype.name}")
     parts = [t for t in tensors if t.numel()] or tensors   # zero-size pieces add nothing
     if len(parts) == 1 and len(tensors) > 1:
         return parts[0] * 1   # a new tensor, as cat always gives
@@ -125,6 +130,8 @@ def split(x, split_size_or_sections, dim=0):
 def chunk(x, chunks, dim=0):
     if not isinstance(chunks, int):
         raise TypeError(f"chunk(): argument 'chunks' (position 2) must be int, not {type(chunks).__name__}")
+    if chunks <= 0:
+        raise ArgumentError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = x.shape[_axis(dim, x.ndim)]
     size = -(-n // chunks)
     return split(x, size, dim)

@@ -5,7 +5,7 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
 from ...ggml import f32, ops
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
 from .. import lowering
 from ..dtype_rules import require_float
@@ -13,6 +13,8 @@ from ..function import Function
 from ..grad_api import composite_vjp
 from ..primitive import Primitive
 from ..factory import arange, ones
+from . import binary as bi
+from . import logical as lg
 from . import unary as un
 from . import views as mv
 from . import nn
@@ -126,6 +128,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     require_float(input, "cross_entropy")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     if target.dtype.is_float:
+        if ignore_index != -100:
+            raise ArgumentError("cross_entropy: ignore_index is not supported for floating point target")
         if target.shape != input.shape:
             raise ShapeError(f"cross_entropy: probability targets of shape {target.shape} must match input "
                              f"{input.shape}")
@@ -225,10 +229,10 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
 
 @autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
-    """Sigmoid + binary cross-entropy in the stable form max(x,0) - x*y + log(1 + e^-|x|)."""
+    """Sigmoid + binary cross-entropy in the stable form (1 - y) x + log(1 + e^-x)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     _pair_check(input, target, "binary_cross_entropy_with_logits")
-    log_term = un.softplus(-un.abs(input)) + un.relu(-input)   # log(1 + e^-x), stable
+    log_term = un.softplus(-input)   # log(1 + e^-x): GGML's softplus is linear past 20, its gradient exact at 0
     if pos_weight is None:
         loss = (1.0 - target) * input + log_term
     else:
@@ -243,9 +247,29 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")
     _pair_check(input, target, "binary_cross_entropy")
+    require_float(input, "binary_cross_entropy")   # PyTorch has no integer kernel
     log_p = un.clamp(un.log(input), min=-100.0)
     log_q = un.clamp(un.log(1.0 - input), min=-100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)
     if weight is not None:
         loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    """Kullback-Leibler divergence of `target` from log-probabilities `input`: target (log target - input)
+    (0 where target is 0), or exp(t) (t - input) with `log_target`. reduction 'batchmean' divides the
+    sum by the batch size (the true KL); 'mean' averages over every element, as PyTorch."""
+    if size_average is not None or reduce is not None:
+        raise ArgumentError("kl_div: size_average and reduce are deprecated; use reduction=")
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"kl_div: reduction must be one of {_REDUCTIONS + ('batchmean',)}, got {reduction!r}")
+    require_float(input, "kl_div")
+    if log_target:
+        loss = un.exp(target) * (target - input)
+    else:
+        zero = lg.eq(target, 0.0)
+        loss = bi.where(zero, 0.0, target * un.log(target)) - target * input
+    if reduction == "batchmean":
+        return rd.sum(loss) / input.shape[0] if input.ndim else rd.sum(loss)
     return _reduce(loss, reduction)

@@ -15,6 +15,15 @@ from . import scatter_ops as sc
 from . import views as vw
 
 
+def bool_lists_as_masks(key):
+    """The key with each list of Python bools as a numpy bool mask: PyTorch reads `x[[True, False]]` as one."""
+    def one(k):
+        if isinstance(k, list) and k and all(isinstance(v, bool) for v in k):
+            return np.array(k, dtype=bool)
+        return k
+    return tuple(one(k) for k in key) if isinstance(key, tuple) else one(key)
+
+
 def is_mask(key):
     """Whether `key` is a bool mask (a bool Tensor or numpy bool array, alone or as a 1-tuple)."""
     if isinstance(key, tuple) and len(key) == 1:
@@ -51,10 +60,10 @@ def setitem(x, key, value):
     """x with `value` written where mask is True: a number or 0-d tensor everywhere there, or a tensor
     broadcastable to (count,) + rest, one row per True element in order."""
     values, k = _host_mask(x, key)
-    return _put(x, k, np.flatnonzero(values), value, accumulate=False)
+    return put(x, k, np.flatnonzero(values), value, accumulate=False)
 
 
-def _put(x, k, flat, value, accumulate):
+def put(x, k, flat, value, accumulate):
     """x with `value` rows written (or added) at the flat row positions `flat` of x's first k dims."""
     rows, rest = _rows(x, k)
     n = len(flat)
@@ -84,7 +93,7 @@ def index_put(x, indices, values, accumulate=False):
     if not isinstance(indices, tuple):
         raise TypeError(f"index_put_: indices must be a tuple of tensors, got {type(indices).__name__}")
     if is_mask(indices):
-        return setitem(x, indices, values) if not accumulate else _put(x, *_mask_flat(x, indices), values, True)
+        return setitem(x, indices, values) if not accumulate else put(x, *_mask_flat(x, indices), values, True)
     k = len(indices)
     if k > x.ndim:
         raise IndexError(f"index_put_: too many indices ({k}) for tensor of dimension {x.ndim}")
@@ -97,7 +106,7 @@ def index_put(x, indices, values, accumulate=False):
         if idx.size and (idx.min() < -size or idx.max() >= size):
             raise IndexError(f"index_put_: index out of bounds for dimension {d} with size {size}")
         flat = flat * size + idx % size
-    return _put(x, k, flat.reshape(-1), _flat_values(values, host[0].shape, x.shape[k:]), accumulate)
+    return put(x, k, flat.reshape(-1), _flat_values(values, host[0].shape, x.shape[k:]), accumulate)
 
 
 def _mask_flat(x, key):

@@ -46,7 +46,7 @@ def _layout(x, key):
         raise IndexError("an index can only have a single ellipsis ('...')")
     mask = next(k for k in items if _is_mask(k))
     k = mask.ndim
-    used = len(items) - 1 - (Ellipsis in items) + k
+    used = len(items) - 1 - any(item is Ellipsis for item in items) + k
     if used > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
     expanded = []

@@ -16,9 +16,9 @@ to 5e-9 before float32 rounding.
 
 import math as _math
 
-from ...ggml import ops
+from ...ggml import f32, ops
 from ..arguments import as_int
-from ..dtype_rules import FLOAT, require_float
+from ..dtype_rules import FLOAT, INT_TO_FLOAT, require_float
 from ..function import Function
 from ..grad_mode import no_grad
 from . import unary as un
@@ -27,9 +27,9 @@ from ..torch_dtypes import BOOL
 from .convert import relabel
 
 
-def composite(name, forward, grad, doc):
+def composite(name, forward, grad, doc, dtypes=FLOAT):
     """A Function y = forward(x, *params) built from ops but recorded as one node, whose gradient is
-    g * grad(x, y, *params) (grad may return a Python number)."""
+    g * grad(x, y, *params) (grad may return a Python number); `dtypes` is its dtype rule."""
     def fwd(ctx, x, *params):
         y = forward(x, *params)
         ctx.params = params
@@ -43,17 +43,22 @@ def composite(name, forward, grad, doc):
     fn = type(name, (Function,), {"forward": staticmethod(fwd), "backward": staticmethod(bwd), "__doc__": doc,
                                   "__module__": __name__})
     def op(x, *params):
-        return FLOAT(fn, (x,) + params)
+        return dtypes(fn, (x,) + params)
     op.__name__ = op.__qualname__ = name.lower()
     op.__doc__ = doc
     return op
+
+
+def float_math(name, forward, grad, doc):
+    """A composite whose integer inputs give float32 results (PyTorch's tan, erf, asinh, ... of an int tensor)."""
+    return composite(name, forward, grad, doc, INT_TO_FLOAT)
 
 
 Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
 Ceil = unary("Ceil", ops.ceil, _zero, "input", "y = ceil(x) (gradient 0)")
 Trunc = unary("Trunc", ops.trunc, _zero, "input", "y = trunc(x), towards zero (gradient 0)")
 RoundAway = unary("RoundAway", ops.round, _zero, "input", "y = round(x), halves away from zero (GGML's)")
-Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1")
+Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1", INT_TO_FLOAT)
 
 
 def nan_carrier(x):
@@ -106,7 +111,7 @@ def frac(x):
 
 
 # ---- exponentials and logarithms -------------------------------------------------------------------
-expm1 = composite("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
+expm1 = float_math("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
 
 
 def _log1p(x):
@@ -119,7 +124,7 @@ def _log1p(x):
     return un.Log.apply(u) * (bounded / (d + at_one)) + at_one * bounded
 
 
-log1p = composite("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
+log1p = float_math("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
 
 
 def log2(x):
@@ -135,10 +140,10 @@ def exp2(x):
 
 
 # ---- trigonometric and hyperbolic ----------------------------------------------------------------
-tan = composite("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
-sinh = composite("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
+tan = float_math("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
+sinh = float_math("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
                  lambda x, y: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5, "y = sinh x")
-cosh = composite("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
+cosh = float_math("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
                  lambda x, y: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5, "y = cosh x")
 
 # atan(u) = u + u^3 (c0 + c1 u^2 + c2 u^4 + c3 u^6) on |u| <= tan(pi/8): a least-squares fit at 2000
@@ -162,10 +167,52 @@ def _atan(x):
     return un.Sgn.apply(x) * a + nan_carrier(x)
 
 
-atan = composite("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
-asin = composite("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
+atan = float_math("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
+asin = float_math("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
                  lambda x, y: 1.0 / un.Sqrt.apply(1.0 - x * x), "y = asin x (nan outside [-1, 1])")
-acos = composite("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
+class _Atan2(Function):
+    """atan2(y, x): the angle of the point (x, y), in (-pi, pi]; gradient (x, -y) / (x^2 + y^2), 0 at
+    the origin."""
+
+    @staticmethod
+    def forward(ctx, y, x):
+        from .binary import where   # binary and logical build on this module's neighbours
+        from .logical import eq, ge, lt
+        ctx.save_for_backward(y, x)
+        with no_grad():
+            base = _atan(y / x)
+            turned = where(ge(y, 0.0), base + _math.pi, base - _math.pi)   # x < 0: the left half-plane
+            out = where(lt(x, 0.0), turned, base)
+            return where(eq(x, 0.0), un.Sgn.apply(y) * (_math.pi / 2) + nan_carrier(y), out)
+
+    @staticmethod
+    def backward(ctx, g):
+        from .binary import where
+        from .logical import eq
+        y, x = ctx.saved_tensors
+        r2 = x * x + y * y
+        inverse = where(eq(r2, 0.0), 0.0, 1.0 / r2)   # 0 at the origin, as PyTorch (not 0 / 0)
+        return g * x * inverse, -(g * y) * inverse
+
+
+def atan2(input, other):  # noqa: A002 (PyTorch's names)
+    """The angle of the point (other, input) in (-pi, pi] (float32 for integer inputs). Differences from
+    PyTorch: both coordinates infinite gives nan (C: a multiple of pi/4), and the signs of zeros are not
+    read (atan2(0, -0) is 0, C's pi)."""
+    from .binary import promote, broadcast_shapes, expand_to, Tensor
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError("atan2(): input and other must be Tensors (PyTorch takes no numbers here)")
+    y, x = promote(input, other, "atan2")
+    if not y.dtype.is_float:
+        y, x = y.to(f32), x.to(f32)
+    shape = broadcast_shapes(y.shape, x.shape, "atan2")
+    return FLOAT(_Atan2, (expand_to(y, shape), expand_to(x, shape)))
+
+
+arctan2 = atan2
+
+
+acos = float_math("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
                  lambda x, y: -1.0 / un.Sqrt.apply(1.0 - x * x), "y = acos x (nan outside [-1, 1])")
 
 
@@ -192,9 +239,9 @@ def _acosh(x):
     return small + _beyond(x, small) + nan_carrier(x)
 
 
-asinh = composite("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
-acosh = composite("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
-atanh = composite("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
+asinh = float_math("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
+acosh = float_math("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
+atanh = float_math("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
                   "y = atanh x (nan outside [-1, 1])")
 arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan, asin, acos, asinh, acosh, atanh
 
@@ -215,8 +262,8 @@ def _erf(x):
     return far + near * (series - far) + nan_carrier(x)
 
 
-erf = composite("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
-erfc = composite("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
+erf = float_math("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
+erfc = float_math("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
                  "y = 1 - erf x (absolute, not relative, accuracy in the tail)")
 
 
@@ -268,11 +315,14 @@ def isneginf(bad, pos, neg):
 
 
 def _nan_to_num(x, nan, posinf, neginf):
+    """Each replacement picked by a mask, not blended: a replacement may itself be inf or nan."""
+    from .binary import where   # binary builds on this module's neighbours; math is imported by them
     bad, pos, neg = _tests(x)
     is_nan = bad * pos * neg
     is_inf = bad - is_nan
-    finite = un.Clamp.apply(x, -_F32_MAX, _F32_MAX) * (1.0 - bad)
-    return finite + is_nan * nan + is_inf * pos * posinf + is_inf * neg * neginf
+    out = where(relabel(is_inf * pos, BOOL), posinf, x)
+    out = where(relabel(is_inf * neg, BOOL), neginf, out)
+    return where(relabel(is_nan, BOOL), nan, out)
 
 
 _nan_to_num_fn = composite("NanToNum", _nan_to_num, lambda x, y, *values: 1.0 - _tests(x)[0],
@@ -287,6 +337,6 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     if not x.dtype.is_float:
         return x * 1
     top = _LARGEST.get(x.dtype.name, _F32_MAX)
-    posinf = top if posinf is None else max(min(float(posinf), top), -top)
-    neginf = -top if neginf is None else max(min(float(neginf), top), -top)
+    posinf = top if posinf is None else float(posinf)   # a value past the dtype's range is inf there, as
+    neginf = -top if neginf is None else float(neginf)  # PyTorch's cast makes it
     return _nan_to_num_fn(x, float(nan), posinf, neginf)

@@ -13,6 +13,7 @@ from ..function import Function
 from ..pending import ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
+from ..torch_dtypes import resolve
 from ..factory import bernoulli_mask
 from . import unary as un
 from . import reduce as rd
@@ -80,7 +81,7 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
 @autocast_op("softmax")
 def softmax(x, dim=-1, dtype=None):
     if dtype is not None:  # as PyTorch: the input is cast to dtype before the op
-        x = x.to(dtype)
+        x = x.to(resolve(dtype))
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1 or x.ndim == 0:
         return softmax_ext(x).to(x.dtype) if x.dtype.is_float and x.dtype is not f32 else softmax_ext(x)
@@ -106,7 +107,7 @@ class LogSoftmax(Function):
 @autocast_op("log_softmax")
 def log_softmax(x, dim=-1, dtype=None):
     if dtype is not None:
-        x = x.to(dtype)
+        x = x.to(resolve(dtype))
     x = as_float32(x, "log_softmax")
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1:

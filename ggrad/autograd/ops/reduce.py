@@ -6,13 +6,14 @@ Sums over any set of dimensions are GGML's `repeat_back` (a sum into a broadcast
 
 import builtins
 import numbers
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
 from ...ggml import f32, ops
 from ..autocast_hook import autocast_op
-from ..torch_dtypes import INT64
+from ..torch_dtypes import INT64, resolve
 from .. import lowering
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
@@ -104,13 +105,16 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
         if not keepdim:
             out = out.reshape(_dropped_shape(x.shape, dims))
     if dtype is not None:
-        return out.to(dtype)
+        return out.to(resolve(dtype))
     if not x.dtype.is_float:
         return out.to(INT64)   # PyTorch sums integers and bools in int64
     return out.to(x.dtype) if x.dtype is not f32 else out
 
 
-def mean(x, dim=None, keepdim=False):
+def mean(x, dim=None, keepdim=False, dtype=None):
+    """The mean over `dim`; `dtype` converts x first (PyTorch's way to average integers)."""
+    if dtype is not None:
+        x = x.to(resolve(dtype))
     require_float(x, "mean")
     dims = normalize_dims(dim, x.ndim)
     count = 1
@@ -128,7 +132,12 @@ def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
     for d in dims:
         count *= x.shape[d]
     centered = x - mean(x, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim) * (1.0 / builtins.max(count - correction, 1))
+    squares = sum(centered * centered, dims, keepdim)
+    if count - correction <= 0:   # PyTorch divides by max(0, N - correction): nan for 0 / 0, else inf
+        warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+        return squares * float("inf")
+    return squares * (1.0 / (count - correction))
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
@@ -207,14 +216,27 @@ def amax(x, dim=None, keepdim=False):
         if keepdim:
             out = out.reshape((1,) * x.ndim)
     else:
-        out = src
-        for d in sorted(normalize_dims(dim, x.ndim), reverse=True):
-            moved, inverse = _move_last(out, d)
+        dims = normalize_dims(dim, x.ndim)
+        if len(dims) == 1:
+            moved, inverse = _move_last(src, dims[0])
             reduced = RowMax.apply(moved)
             out = reduced if inverse is None else reduced.permute(*inverse)
+        else:   # the reduced dims as one last dim: ties share the gradient evenly, as PyTorch's
+            rest = [d for d in range(x.ndim) if d not in dims]
+            moved = src.permute(*rest, *dims).reshape(tuple(x.shape[d] for d in rest) + (-1,))
+            out = RowMax.apply(moved).reshape(_kept_shape(x.shape, dims))
         if not keepdim:
-            out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))
+            out = out.reshape(_dropped_shape(x.shape, dims))
+    if x.dtype.is_float:
+        out = out + _nan_if_any(src, dim, keepdim)
     return out.to(x.dtype) if out.dtype is not x.dtype else out
+
+
+def _nan_if_any(src, dim, keepdim):
+    """0 where the reduction of src over dim holds no nan, nan where it does (PyTorch's max and min
+    propagate nan; GGML's row maximum may skip it): sqrt(-1) is nan. Recorded without gradient."""
+    with no_grad():
+        return un.Sqrt.apply(-un.Step.apply(sum(un.IsNan.apply(src), dim, keepdim)))
 
 
 def amin(x, dim=None, keepdim=False):
@@ -241,10 +263,12 @@ def argmax(x, dim=None, keepdim=False):
 
 def _first_max_key(rows):
     """Rows whose one maximum sits at the first maximum of `rows`: GGML's argmax takes the last of ties,
-    PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left."""
+    PyTorch the first. 1 marks the maxima, weighted n, n-1, ..., 1 from the left; a nan outranks them
+    all (PyTorch's argmax finds the first nan)."""
     with no_grad():
+        n = rows.shape[-1]
         hit = 1.0 - un.Step.apply(RowMax.apply(rows) - rows)
-        return hit * _descending(rows.shape[-1], rows.device)
+        return hit * _descending(n, rows.device) + un.IsNan.apply(rows) * float(n + 1)
 
 
 _DESCENDING = {}   # (n, device name) -> the Tensor n, n-1, ..., 1: uploaded once, not per argmax call

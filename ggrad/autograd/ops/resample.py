@@ -1,9 +1,11 @@
-"""F.interpolate: nearest, nearest-exact, linear and bilinear resizing, computed as PyTorch computes it.
+"""F.interpolate: nearest, nearest-exact, linear, bilinear, trilinear, bicubic and area resizing, computed as
+PyTorch computes it.
 
-Each spatial dimension is resampled in turn by host-made index lists (GGML get_rows through
-index_select; its backward get_rows_back adds every copy's gradient): nearest picks one source per
-output, linear blends two, x[i0] (1 - t) + x[i1] t, with PyTorch's source positions (align_corners
-or half-pixel centres, clamped at 0).
+Each spatial dimension is resampled in turn. Nearest and linear use host-made index lists (GGML get_rows
+through index_select; its backward get_rows_back adds every copy's gradient): nearest picks one source per
+output, linear blends two, x[i0] (1 - t) + x[i1] t, with PyTorch's source positions (align_corners or
+half-pixel centres, clamped at 0). Bicubic (four taps, PyTorch's A = -0.75, borders clamped) and area
+(PyTorch's adaptive average pooling windows) multiply the dimension by a host-made (out, in) weight matrix.
 """
 
 import math
@@ -13,9 +15,12 @@ import numpy as np
 from ...ggml.errors import ShapeError, UnsupportedShapeError
 from ..factory import tensor
 from .indexing import index_select
+from .linalg import matmul
+from .views import transpose
 
-_LINEAR = {"linear": 1, "bilinear": 2}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear")
+_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
+_CUBIC_A = -0.75
 
 
 def _sizes(x, spatial, size, scale_factor):
@@ -56,20 +61,53 @@ def _linear_weights(n_in, n_out, factor, align_corners):
     return i0, i1, (src - i0).astype(np.float32)
 
 
+def _cubic_matrix(n_in, n_out, factor, align_corners):
+    """(n_out, n_in) weights of PyTorch's bicubic resampling (no clamp of the source position at 0)."""
+    scale = np.float32(_scale(n_in, n_out, factor, align_corners))
+    dst = np.arange(n_out, dtype=np.float32)
+    src = dst * scale if align_corners else (dst + np.float32(0.5)) * scale - np.float32(0.5)
+    base = np.floor(src)
+    t = (src - base).astype(np.float64)
+    a = _CUBIC_A
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1            # |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a      # 1 < |x| < 2
+    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    matrix = np.zeros((n_out, n_in), np.float64)
+    for k, w in enumerate(weights):
+        np.add.at(matrix, (np.arange(n_out), np.clip(base.astype(np.int64) - 1 + k, 0, n_in - 1)), w)
+    return matrix
+
+
+def _area_matrix(n_in, n_out):
+    """(n_out, n_in) weights of PyTorch's adaptive average pooling: the mean of [floor(i n/m), ceil((i+1) n/m))."""
+    matrix = np.zeros((n_out, n_in), np.float64)
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def _apply_matrix(x, d, matrix):
+    """x with dimension d replaced by matrix @ (that dimension): one matmul of x moved to have d last."""
+    w = tensor(matrix.T.astype(np.float32), device=x.device).to(x.dtype)
+    return transpose(matmul(transpose(x, d, -1), w), d, -1)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dimensions (all after batch and channels) of a 3-D or 4-D input."""
+    """Resize the spatial dimensions (all after batch and channels) of a 3-D, 4-D or 5-D input."""
     if mode not in _MODES:
         raise ValueError(f"interpolate: mode {mode!r} is not supported (one of {', '.join(_MODES)})")
-    if input.ndim not in (3, 4):   # PyTorch also takes 5-D (trilinear); ggrad has no 3-D resampling yet
-        raise UnsupportedShapeError(f"interpolate: only 3-D (N, C, L) and 4-D (N, C, H, W) inputs are supported, "
-                                    f"got {input.shape}")
+    if input.ndim not in (3, 4, 5):
+        raise UnsupportedShapeError(f"interpolate: only 3-D (N, C, L), 4-D (N, C, H, W) and 5-D (N, C, D, H, W) "
+                                    f"inputs are supported, got {input.shape}")
     spatial = input.ndim - 2
-    if mode in _LINEAR and _LINEAR[mode] != spatial:
-        raise ValueError(f"interpolate: mode {mode!r} needs a {_LINEAR[mode] + 2}-D input, got {input.shape}")
-    if align_corners is not None and mode not in _LINEAR:
+    needs = _LINEAR.get(mode, 2 if mode == "bicubic" else spatial)
+    if needs != spatial:
+        raise ValueError(f"interpolate: mode {mode!r} needs a {needs + 2}-D input, got {input.shape}")
+    if align_corners is not None and mode not in _LINEAR and mode != "bicubic":
         raise ValueError("interpolate: align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear")
+                         "linear | bilinear | bicubic | trilinear")
     if antialias:
         raise ValueError("interpolate: antialias=True is not supported")
     sizes, factors = _sizes(input, spatial, size, scale_factor)
@@ -81,7 +119,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         n_in = input.shape[d]
         if n_out <= 0:
             raise ValueError(f"interpolate: output size {sizes} must be positive (input {input.shape})")
-        if mode in _LINEAR:
+        if mode == "bicubic":
+            out = _apply_matrix(out, d, _cubic_matrix(n_in, n_out, factor, bool(align_corners)))
+        elif mode == "area":
+            out = _apply_matrix(out, d, _area_matrix(n_in, n_out)) if n_out != n_in else out
+        elif mode in _LINEAR:
             i0, i1, t = _linear_weights(n_in, n_out, factor, bool(align_corners))
             shape = [1] * input.ndim
             shape[d] = n_out

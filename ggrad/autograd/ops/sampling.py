@@ -23,23 +23,23 @@ from .scan import cumsum
 from .sorting import topk
 
 
-def _uniform(shape, device, open_at_zero=False):
-    u = _host_generator().random(shape, dtype=np.float32)
+def _uniform(shape, device, generator, open_at_zero=False):
+    u = _host_generator(generator).random(shape, dtype=np.float32)
     return tensor(1.0 - u if open_at_zero else u, device=device)   # 1 - [0, 1) is (0, 1]
 
 
 def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
-    """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype.
-
-    `generator` is accepted for PyTorch's signature; draws come from ggrad's seeded generator."""
+    """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype; draws from
+    `generator` (a ggrad.Generator) when given, else from the default generator."""
     require_float(input, "bernoulli")
+    _host_generator(generator)   # a bad generator raises before anything is drawn
     with no_grad():
         probs = input.detach() if p is None else input.detach() * 0.0 + float(p)
         if p is not None and not 0.0 <= float(p) <= 1.0:
             raise RuntimeError(f"bernoulli: expects p to be in [0, 1], but got p={p}")
         probs = probs.to(f32) if probs.dtype is not f32 else probs
         check_values(probs, lambda t: count_outside(t, 0.0, 1.0), "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
-        out = un.Step.apply(probs - _uniform(input.shape, input.device))
+        out = un.Step.apply(probs - _uniform(input.shape, input.device, generator))
         return out if out.dtype is input.dtype else out.to(input.dtype)
 
 
@@ -72,6 +72,7 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
     sampling one at a time without replacement would.
     """
     require_float(input, "multinomial")
+    _host_generator(generator)   # a bad generator raises before anything is drawn
     if input.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {input.shape}")
     n = input.shape[-1]
@@ -86,19 +87,19 @@ def multinomial(input, num_samples, replacement=False, generator=None):  # noqa:
         check_values(w, _empty_rows, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
         rows = w if w.ndim == 2 else w.reshape(1, n)
         if replacement or num_samples == 1:
-            out = _inverse_cdf(rows, num_samples)
+            out = _inverse_cdf(rows, num_samples, generator)
         else:
-            gumbel = -np.log(-np.log(1.0 - _host_generator().random(rows.shape)))
+            gumbel = -np.log(-np.log(1.0 - _host_generator(generator).random(rows.shape)))
             keys = un.log(rows) + tensor(gumbel.astype(np.float32), device=rows.device)
             out = topk(keys, num_samples, -1).indices
         return out if input.ndim == 2 else out.reshape(num_samples)
 
 
-def _inverse_cdf(rows, num_samples):
+def _inverse_cdf(rows, num_samples, generator):
     r, n = rows.shape
     cdf = cumsum(rows, -1)                                   # (r, n); its last column is the total
     total = cdf[:, n - 1:n]                                  # (r, 1)
-    u = _uniform((r, num_samples, 1), rows.device, open_at_zero=True)
+    u = _uniform((r, num_samples, 1), rows.device, generator, open_at_zero=True)
     target = u * total.reshape(r, 1, 1)                      # (r, s, 1), in (0, total]
     below = un.Step.apply(target - cdf.reshape(r, 1, n))     # cdf_j < target
     return rd.sum(below, -1).to(INT64)                        # how many lie below: the index drawn

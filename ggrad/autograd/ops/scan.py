@@ -15,7 +15,7 @@ from ..dtype_rules import as_float32
 from ..factory import tensor
 from ..primitive import Primitive
 from ..tensor import _axis
-from ..torch_dtypes import INT64
+from ..torch_dtypes import INT64, resolve
 from .shape_ops import flip
 from .views import PadTo, Slice, contiguous, folding
 
@@ -42,7 +42,7 @@ def _along_last(x, d, fn):
 def _result_dtype(x, dtype):
     """PyTorch's: the given dtype, else int64 for integer and bool inputs, else the input's."""
     if dtype is not None:
-        return dtype
+        return resolve(dtype)
     return x.dtype if x.dtype.is_float else INT64
 
 

@@ -11,7 +11,8 @@ one_hot returns int64, as PyTorch.
 import numpy as np
 
 from ...ggml import f32, ops
-from ..torch_dtypes import INT64
+from ...ggml.errors import ShapeError, UnsupportedDTypeError
+from ..torch_dtypes import BOOL, INT64
 from ..factory import arange, tensor, zeros
 from .. import execution
 from ..grad_mode import no_grad
@@ -116,8 +117,32 @@ def repeat(x, *sizes):
     return base * 1 if shape == src else Expand.apply(base, shape)
 
 
-def repeat_interleave(x, repeats, dim=None):
-    """Each entry repeated `repeats` times along `dim` (the flattened tensor when dim is None)."""
+def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
+    """Each entry repeated `repeats` times along `dim` (the flattened tensor when dim is None). Without
+    repeats, x is a 1-D integer tensor of counts and the result repeats each index, as PyTorch.
+    `output_size` (PyTorch's hint that saves a host read) is checked when given."""
+    if repeats is None:
+        if dim is not None:
+            raise TypeError("repeat_interleave(): the one-argument form (a tensor of counts) takes no dim")
+        return _repeat_indices(x)
+    out = _repeat_interleave(x, repeats, dim)
+    if output_size is not None and out.shape[dim if dim is not None else 0] != output_size:
+        raise RuntimeError(f"repeat_interleave: output_size {output_size} does not match the repeats' total "
+                           f"{out.shape[dim if dim is not None else 0]}")
+    return out
+
+
+def _repeat_indices(counts):
+    """repeat_interleave(counts): index i repeated counts[i] times (int64)."""
+    if counts.dtype.is_float or counts.dtype is BOOL:
+        raise UnsupportedDTypeError(f"repeat_interleave: the repeats must be an integer tensor, got "
+                                    f"{counts.dtype.name}")
+    if counts.ndim != 1:
+        raise ShapeError(f"repeat_interleave only accepts a 1-D vector of repeats, got shape {counts.shape}")
+    return _repeat_interleave(arange(counts.shape[0], device=counts.device), counts, 0)
+
+
+def _repeat_interleave(x, repeats, dim):
     if dim is None:
         x, dim = reshape(x, x.numel()), 0
     d = _axis(dim, x.ndim)
@@ -250,7 +275,16 @@ def _pad_constant(x, amounts, value):
         return x * 1
     starts = tuple(b for b, _ in amounts)
     src = x if x.dtype is f32 else x.to(f32)
-    out = PadTo.apply(src, starts, shape) if x.numel() else zeros(shape, device=x.device)
+    if not x.numel():
+        out = zeros(shape, device=x.device)
+    elif x.ndim > 4:   # one padded dimension at a time, the others folded around it
+        out = src
+        for d, (before, after) in enumerate(amounts):
+            if before or after:
+                out = folding().along(out, d, lambda y, _, b=before, a=after: PadTo.apply(
+                    y, (0, b, 0), (y.shape[0], y.shape[1] + b + a, y.shape[2])))
+    else:
+        out = PadTo.apply(src, starts, shape)
     if value != 0.0:   # the value where there was no input, added to exact zeros (inf stays inf)
         fill = np.full(shape, value, dtype=np.float32)
         fill[tuple(slice(b, b + n) for (b, _), n in zip(amounts, x.shape))] = 0.0

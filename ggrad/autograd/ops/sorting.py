@@ -7,6 +7,7 @@ gathered by the indices, so gradients flow to the picked entries (GGML get_rows_
 numbered by run of equal values, and (run * n + original index) is sorted again, exactly (in float32)
 while n * n < 2**24 (rows of up to 4096 entries).
 
+nan sorts as the largest value, as PyTorch's (keyed as +inf: among nan and +inf the order is GGML's).
 Indices are int64 (held as GGML's int32). Differences from PyTorch: with stable=False the order of equal
 values is GGML's (std::sort on the CPU), which PyTorch's default does not promise either.
 """
@@ -61,6 +62,15 @@ class TopkRows(Primitive):
         return INT64   # held as GGML's int32
 
 
+def _nan_last(src, x):
+    """The sort key of float data: nan as +inf, the largest (PyTorch orders nan above every number)."""
+    if not x.dtype.is_float:
+        return src
+    from .math import nan_to_num   # math builds on the modules this one uses
+    with no_grad():
+        return nan_to_num(src, nan=float("inf"), posinf=float("inf"), neginf=-float("inf"))
+
+
 def _moved(x, d, fn):
     if d == x.ndim - 1:
         return fn(x)
@@ -78,7 +88,7 @@ def argsort(x, dim=-1, descending=False, stable=False):
         raise ShapeError(f"argsort: stable=True sorts rows of at most {_STABLE_MAX} entries, got {x.shape[d]} "
                          f"(dimension {d} of {x.shape})")
     rows = _stable_rows if stable else ArgsortRows.apply
-    return _moved(src.detach(), d, lambda t: rows(t, order))
+    return _moved(_nan_last(src.detach(), x), d, lambda t: rows(t, order))
 
 
 def _stable_rows(x, order):
@@ -124,7 +134,8 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name
         shape = x.shape[:d] + (0,) + x.shape[d + 1:]
         return values_indices(zeros(shape, dtype=x.dtype, device=x.device), zeros(shape, dtype=INT64,
                                                                                   device=x.device))
-    key = src if largest else -src
+    key = _nan_last(src, x)
+    key = key if largest else -key
     index = _moved(key, d, lambda t: TopkRows.apply(t, k))
     return values_indices(gather(x, d, index), index)
 

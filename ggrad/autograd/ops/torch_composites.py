@@ -4,10 +4,12 @@ mm/bmm/mv/dot/outer check the ranks PyTorch requires and then reuse matmul; the 
 movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logaddexp are elementwise formulas.
 """
 
-from ...ggml.errors import ShapeError
-from ..dtype_rules import promote
+import numpy as np
+
+from ...ggml.errors import DTypeError, ShapeError
+from ..dtype_rules import promote, require_float
 from ..factory import zeros_like
-from . import arith, binary, joins, linalg, logical, reduce, scan, shape_ops, unary, views
+from . import arith, binary, indexing, joins, linalg, logical, reduce, scan, shape_ops, unary, views
 from .math import log1p
 from ..tensor import Tensor, _axis
 
@@ -153,6 +155,7 @@ def logaddexp(input, other):  # noqa: A002
     """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|)), with the max picked exactly and
     equal operands (both -inf or +inf too) giving max + log 2, as PyTorch."""
     a, b = promote(input, other, "logaddexp")
+    require_float(a, "logaddexp")   # PyTorch has no integer kernel
     top = binary.where(logical.ge(a, b), a, b)
     gap = binary.where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
     return binary.add(top, log1p(unary.exp(gap)))
@@ -213,9 +216,115 @@ def vstack(tensors):
     return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in joins.sequence(tensors, "vstack")], 0)
 
 
+# ---- aliases and one-liners PyTorch code calls by these names ------------------------------------------
+def multiply(input, other):  # noqa: A002
+    return binary.mul(input, other)
+
+
+def subtract(input, other, *, alpha=1):  # noqa: A002
+    return binary.sub(input, other, alpha)
+
+
+moveaxis = movedim
+
+
+def ravel(input):  # noqa: A002
+    """input flattened to 1-D (a view when it can be, else a copy)."""
+    return views.reshape(input, input.numel())
+
+
+def positive(input):  # noqa: A002
+    """input itself (PyTorch's unary plus); a bool tensor is refused, as PyTorch."""
+    if input.dtype.name == "bool":
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """input's entries at `indices` along `dim` (both broadcast except along dim); dim=None reads the
+    flattened input."""
+    if dim is None:
+        return indexing.gather(views.reshape(input, input.numel()), 0, views.reshape(indices, indices.numel()))
+    d = _axis(dim, input.ndim)
+    if indices.ndim != input.ndim:
+        raise ShapeError(f"take_along_dim: input {input.shape} and indices {indices.shape} must have the same "
+                         "number of dimensions")
+    outer = list(binary.broadcast_shapes(tuple(1 if i == d else n for i, n in enumerate(input.shape)),
+                                         tuple(1 if i == d else n for i, n in enumerate(indices.shape)),
+                                         "take_along_dim"))
+    src = views.expand(input, tuple(input.shape[d] if i == d else n for i, n in enumerate(outer)))
+    index = views.expand(indices, tuple(indices.shape[d] if i == d else n for i, n in enumerate(outer)))
+    return indexing.gather(src, d, index)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The sum with nan entries counted as zero (their gradient is 0)."""
+    from .math import isnan   # math builds on the modules this one uses
+    if not input.dtype.is_float:
+        return reduce.sum(input, dim, keepdim, dtype)
+    return reduce.sum(binary.where(isnan(input), 0.0, input), dim, keepdim, dtype)
+
+
+def _index_key(x, dim, index, op):
+    if not isinstance(index, Tensor) or index.dtype.is_float or index.ndim > 1:
+        raise IndexError(f"{op}(): index must be a 1-D integer tensor (long or int)")
+    return (slice(None),) * _axis(dim, x.ndim) + (index,)
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    """input with the slices at `index` along `dim` set to `value` (a number or 0-d tensor)."""
+    out = input * 1 if input.dtype.is_float else input.to(input.dtype)   # a new tensor; gradients pass
+    out[_index_key(input, dim, index, "index_fill")] = value
+    return out
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """input with its slices at `index` along `dim` replaced by source's (in order)."""
+    out = input * 1 if input.dtype.is_float else input.to(input.dtype)
+    out[_index_key(input, dim, index, "index_copy")] = source   # one advanced index keeps its place
+    return out
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """A 1-D input as the diagonal `diagonal` of a square matrix; a 2-D input's diagonal as 1-D."""
+    if input.ndim == 2:
+        return indexing.diagonal(input, diagonal) * 1
+    if input.ndim != 1:
+        raise ShapeError(f"diag(): expected a 1-D or 2-D input, got shape {input.shape}")
+    n = input.shape[0] + abs(diagonal)
+    rows = np.arange(input.shape[0]) + max(-diagonal, 0)
+    cols = np.arange(input.shape[0]) + max(diagonal, 0)
+    out = input.new_zeros(n, n)
+    out[rows, cols] = input
+    return out
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of the 1-D inputs: 'ij' (matrix) or 'xy' (Cartesian, the first two swapped)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if any(t.ndim > 1 for t in tensors):
+        raise ShapeError("meshgrid: expects 0-D or 1-D tensors")
+    if len({t.dtype for t in tensors}) > 1:
+        raise DTypeError("meshgrid expects all tensors to have the same dtype")
+    flat = [views.reshape(t, t.numel()) for t in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    if swap:
+        flat[0], flat[1] = flat[1], flat[0]
+    shape = tuple(t.shape[0] for t in flat)
+    grids = [views.expand(views.reshape(t, tuple(n if i == k else 1 for i, n in enumerate(shape))), shape)
+             for k, t in enumerate(flat)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
            "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
            "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "prod", "unflatten", "tile", "diff",
-           "hstack", "vstack"]
-# All but rsub, hstack and vstack are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
-METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack"))
+           "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive", "take_along_dim", "nansum",
+           "index_fill", "index_copy", "diag", "meshgrid"]
+# All but rsub, hstack, vstack and meshgrid are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
+METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack", "meshgrid"))

@@ -9,7 +9,7 @@ import math
 
 from ...ggml import ops
 from ..autocast_hook import autocast_op
-from ..dtype_rules import FLOAT, NUMERIC
+from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from ..primitive import Primitive
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
@@ -35,16 +35,17 @@ def _zero(ctx, g, x):
 
 Neg = unary("Neg", ops.neg, lambda ctx, g: -g, doc="y = -x", dtypes=NUMERIC)
 Abs = unary("Abs", ops.abs, lambda ctx, g, x: g * Sgn.apply(x), "input", "y = |x|", NUMERIC)
-Sgn = unary("Sgn", ops.sgn, _zero, "input", "y = sign(x) (gradient 0)")
+Sgn = unary("Sgn", ops.sgn, _zero, "input", "y = sign(x) (gradient 0)", NUMERIC)
 Step = unary("Step", ops.step, _zero, "input", "y = 1 if x > 0 else 0 (the Heaviside step; gradient 0)")
-Exp = unary("Exp", ops.exp, lambda ctx, g, y: g * y, "output", "y = e**x")
-Log = unary("Log", ops.log, lambda ctx, g, x: g / x, "input", "y = ln x")
-Sqrt = unary("Sqrt", ops.sqrt, lambda ctx, g, y: g * 0.5 / y, "output", "y = sqrt(x)")
-Sqr = unary("Sqr", ops.sqr, lambda ctx, g, x: g * x * 2.0, "input", "y = x*x")
-Sin = unary("Sin", ops.sin, lambda ctx, g, x: g * Cos.apply(x), "input", "y = sin x")
-Cos = unary("Cos", ops.cos, lambda ctx, g, x: -(g * Sin.apply(x)), "input", "y = cos x")
-Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y = tanh x")
-Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)")
+Exp = unary("Exp", ops.exp, lambda ctx, g, y: g * y, "output", "y = e**x", INT_TO_FLOAT)
+Log = unary("Log", ops.log, lambda ctx, g, x: g / x, "input", "y = ln x", INT_TO_FLOAT)
+Sqrt = unary("Sqrt", ops.sqrt, lambda ctx, g, y: g * 0.5 / y, "output", "y = sqrt(x)", INT_TO_FLOAT)
+Sqr = unary("Sqr", ops.sqr, lambda ctx, g, x: g * x * 2.0, "input", "y = x*x", NUMERIC)
+Sin = unary("Sin", ops.sin, lambda ctx, g, x: g * Cos.apply(x), "input", "y = sin x", INT_TO_FLOAT)
+Cos = unary("Cos", ops.cos, lambda ctx, g, x: -(g * Sin.apply(x)), "input", "y = cos x", INT_TO_FLOAT)
+Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y = tanh x", INT_TO_FLOAT)
+Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)",
+                INT_TO_FLOAT)
 
 
 def _nan01(c, x):
@@ -69,7 +70,7 @@ PosOrNan = unary("PosOrNan", _pos_or_nan, _zero, "input", "y = 1 where x > 0 or 
 IsNan = unary("IsNan", _nan01, _zero, "input", "y = 1 where x is nan, else 0 (gradient 0)")
 # PyTorch's relu: nan stays nan, and its gradient passes where not (y <= 0), so at a nan too
 Relu = unary("Relu", lambda c, x: _carry_nan(c, ops.relu(c, x), x), lambda ctx, g, x: g * PosOrNan.apply(x),
-             "input", "y = max(x, 0), nan where x is nan")
+             "input", "y = max(x, 0), nan where x is nan", NUMERIC)
 Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
 
 

@@ -9,6 +9,7 @@ import math
 from ...ggml.errors import ArgumentError
 from ..autocast_hook import autocast_op
 from ..function import Function
+from ..torch_dtypes import resolve
 from . import reduce as rd
 from . import unary as un
 
@@ -83,7 +84,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (P
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point tensor as input, got {x.dtype.name}")
     dims = rd.normalize_dims(dim, x.ndim)
     if dtype is not None:
-        x = x.to(dtype)
+        x = x.to(resolve(dtype))
     if ord == 2:
         if not x.ndim:
             return un.abs(x)

@@ -397,10 +397,15 @@ def expand(x, *shape):
 
 def narrow(x, dim, start, length):
     d = _axis(dim, x.ndim)
+    size = x.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
-        start += x.shape[d]
-    if not 0 <= start <= start + length <= x.shape[d]:
-        raise IndexError(f"narrow: [{start}, {start + length}) is outside dimension {d} of size {x.shape[d]}")
+        start += size
+    if length < 0:
+        raise ShapeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise ShapeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}).")
     starts = [0] * x.ndim
     stops = list(x.shape)
     starts[d], stops[d] = start, start + length

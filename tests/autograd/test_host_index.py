@@ -30,6 +30,19 @@ def test_gathers_as_pytorch(computed, dtypes, index, as_tensor):
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
 
 
+@pytest.mark.parametrize("row_shape", [(), (1,), (3,), (5,), (3, 2)], ids=str)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=[str(t).split(".")[-1] for _, t in DTYPES])
+def test_rows_of_every_byte_width(row_shape, dtypes):
+    """Rows of 1 to 40 bytes: gathered as 8-, 4- or 2-byte words where they divide a row, else as bytes."""
+    ours, theirs = dtypes
+    values = np.arange(7 * int(np.prod(row_shape)), dtype=np.float32).reshape((7,) + row_shape) % 5 - 2
+    index = np.array([6, 0, -1, 3, 3], np.int64)
+    got = ggrad.tensor(values).to(ours)[ggrad.tensor(index)]
+    want = torch.tensor(values).to(theirs)[torch.tensor(index)]
+    assert got.dtype is ours and got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
 def test_is_gathered_on_the_host_without_a_graph_node():
     x = ggrad.tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
     x.numpy()

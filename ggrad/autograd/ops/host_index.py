@@ -25,9 +25,19 @@ def rows(x, key):
         if raw is None:
             return None
         from .indexing import _checked_host   # indexing imports this module
-        positions = _checked_host(positions.astype(np.int64), x.shape[0], "index", 0, wrap=True)
-        picked = raw.reshape(x.shape[0], -1)[positions.reshape(-1)]
+        positions = _checked_host(positions.astype(np.intp, copy=False), x.shape[0], "index", 0, wrap=True)
+        picked = _gather_rows(raw.reshape(x.shape[0], -1), positions.reshape(-1))
     return leaf_bytes(x.device, picked.reshape(-1), x.dtype, positions.shape + x.shape[1:])
+
+
+def _gather_rows(rows, at):
+    """rows[at] for byte rows: read as the widest unsigned words that divide a row (numpy gathers a row
+    of one 8-byte word several times faster than a row of 8 single bytes)."""
+    width = rows.shape[1]
+    for word in (np.uint64, np.uint32, np.uint16):
+        if width % np.dtype(word).itemsize == 0:
+            return np.take(rows.view(word), at, axis=0).view(np.uint8)
+    return np.take(rows, at, axis=0)
 
 
 def _host_indices(key):
@@ -45,9 +55,10 @@ def _host_indices(key):
 
 
 def _host_values(t):
+    """t's integer values read in place from its host bytes (no copy: they are only read), else None."""
     with execution.lock_of(t.device):
         raw = _host_bytes(t)
-        return None if raw is None else data.decode(raw, t._node.dtype, t.shape)
+        return None if raw is None else np.frombuffer(raw, dtype=t._node.dtype.numpy).reshape(t.shape)
 
 
 def _host_bytes(t):

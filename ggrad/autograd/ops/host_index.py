@@ -7,6 +7,7 @@ anything else (slices, several index tensors, strided views, device memory), tak
 import numpy as np
 
 from ...ggml import data
+from ...ggml.errors import IndexOutOfRangeError
 from .. import execution, grad_mode
 from ..pending import leaf_bytes
 from ..tensor import Tensor
@@ -24,20 +25,22 @@ def rows(x, key):
         raw = _host_bytes(x)
         if raw is None:
             return None
-        from .indexing import _checked_host   # indexing imports this module
-        positions = _checked_host(positions.astype(np.intp, copy=False), x.shape[0], "index", 0, wrap=True)
         picked = _gather_rows(raw.reshape(x.shape[0], -1), positions.reshape(-1))
     return leaf_bytes(x.device, picked.reshape(-1), x.dtype, positions.shape + x.shape[1:])
 
 
 def _gather_rows(rows, at):
-    """rows[at] for byte rows: read as the widest unsigned words that divide a row (numpy gathers a row
-    of one 8-byte word several times faster than a row of 8 single bytes)."""
+    """rows[at] for byte rows, negative positions wrapped and out-of-range ones an IndexError as PyTorch
+    (np.take's own checks: one pass). Rows are read as the widest unsigned words that divide them (numpy
+    gathers a row of one 8-byte word several times faster than a row of 8 single bytes)."""
     width = rows.shape[1]
-    for word in (np.uint64, np.uint32, np.uint16):
-        if width % np.dtype(word).itemsize == 0:
-            return np.take(rows.view(word), at, axis=0).view(np.uint8)
-    return np.take(rows, at, axis=0)
+    word = next((w for w in (np.uint64, np.uint32, np.uint16) if width % np.dtype(w).itemsize == 0), np.uint8)
+    try:
+        return np.take(rows.view(word), at, axis=0).view(np.uint8)
+    except IndexError:
+        bad = at[(at < -len(rows)) | (at >= len(rows))][0]
+        raise IndexOutOfRangeError(f"index: index {bad} is out of bounds for dimension 0 with size "
+                                   f"{len(rows)}") from None
 
 
 def _host_indices(key):

@@ -11,6 +11,10 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
   a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
 - GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
+- a contiguous copy of a transposed view (the operands of those mul_mats, attention's k^T): the CPU's cont
+  copies it element by element through a memcpy call each, 4-5 ns an element; its concat kernel assigns
+  typed elements, so a concat of the view's two halves copies it 2-2.5x faster (W2 step at one thread:
+  see the commit that made it). GPUs keep cont.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
@@ -31,17 +35,20 @@ class Lowering:
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
         strided_matmul: mul_mat reads operands whose rows are contiguous but whose other strides are not
             (permuted views) without a copy.
+        transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
+            (pending.transposed_copy).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     row_max: str = "pool_1d"
     strided_matmul: bool = True
+    transpose_copy: str = "cont"
 
 
 # CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
 # operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
-CPU = Lowering(strided_matmul=False)
+CPU = Lowering(strided_matmul=False, transpose_copy="concat")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -196,3 +196,52 @@ def test_the_graph_cache_does_not_replay_nodes_built_under_another_lowering():
     assert "POOL_1D" not in ops and "REPEAT_BACK" not in ops and "SUM_ROWS" in ops
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, dims", [((64, 48), (1, 0)), ((7, 5), (1, 0)), ((9, 6), (1, 0)),
+                                         ((3, 4, 6, 5), (0, 1, 3, 2)), ((2, 6, 5, 8), (0, 2, 3, 1)),
+                                         ((4, 3, 8), (0, 2, 1))],
+                         ids=["2d-slabs", "2d-odd", "2d-no-slabs", "4d-transpose", "4d-permute", "3d"])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_transposed_copy_matches_numpy(shape, dims, dtype):
+    from ggrad.autograd.pending import contiguous_node, _transposed
+    import ggrad.ggml as gg
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape).astype(np.float32 if dtype == "f32" else np.float16)
+    ctx = gg.Context(n_tensors=64)
+    src = ctx.new_tensor(dtype, tuple(reversed(shape)))
+    axes = [len(shape) - 1 - d for d in reversed(dims)]          # numpy transpose -> GGML permute
+    perm = [axes.index(i) for i in range(len(shape))] + list(range(len(shape), 4))
+    view = gg.ops.permute(ctx, gg.ops.reshape_4d(ctx, src, *src.ne), *perm)
+    assert _transposed(view)
+    out = contiguous_node(ctx, view, transpose_by_concat=True)
+    assert out.is_contiguous and list(out.ne) == list(view.ne)
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)  # noqa: F841
+    gg.set_data(src, a)
+    graph = gg.Graph(64)
+    graph.build_forward_expand(out)
+    sched = gg.Scheduler("cpu", graph_size=64)
+    sched.alloc(graph)
+    sched.compute(graph)
+    want = np.ascontiguousarray(a.transpose(dims))
+    np.testing.assert_array_equal(gg.get_data(out).reshape(want.shape), want)
+
+
+def test_cpu_copies_transposes_by_concat_and_gpus_by_cont():
+    torch = pytest.importorskip("torch")
+    assert lowering.CPU.transpose_copy == "concat"
+    assert lowering.CUDA.transpose_copy == lowering.VULKAN.transpose_copy == "cont"
+    x = ggrad.randn(16, 12, requires_grad=True)
+    w = ggrad.randn(10, 12, requires_grad=True)
+    for choices, copy_op in ((lowering.CPU, "CONCAT"), (lowering.VULKAN, "CONT")):
+        with lowering.forced(ggrad.device("cpu"), choices):
+            x.grad = w.grad = None
+            with ggrad.profile() as prof:
+                (x @ w.t()).square().sum().backward()
+                w.grad.numpy()
+            assert copy_op in prof.by_op()
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    wt = torch.tensor(w.numpy(), requires_grad=True)
+    (xt @ wt.t()).square().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-4)

@@ -67,7 +67,7 @@ def _rows(graph, g, strided, first):
     nb = g.nb
     if strided and nb[0] == g.dtype.type_size and not (first and nb[0] > nb[1]):
         return g
-    return contiguous_node(graph.ctx, g)
+    return contiguous_node(graph.ctx, g, lowering.for_device(graph.device).transpose_copy == "concat")
 
 
 class OutProd(Primitive):

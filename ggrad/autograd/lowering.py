@@ -15,6 +15,12 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   copies it element by element through a memcpy call each, 4-5 ns an element; its concat kernel assigns
   typed elements, so a concat of the view's two halves copies it 2-2.5x faster (W2 step at one thread:
   see the commit that made it). GPUs keep cont.
+- row sums (layer norm's backward, softmax's): the CPU's sum_rows adds each row serially in double
+  precision (a [1024, 128] f32 input: 283 us at one thread); mul_mat with a column of ones adds it in
+  vector lanes as every matmul does (11 us). GPUs keep sum_rows.
+- one value per row against a full operand (x - mean(x) in layer norm's backward): the CPU's binary
+  kernels make one call per element when b's rows have one element (a [1024, 128] sub: 453 us at one
+  thread); out_prod of a column of ones and b writes b out to a's shape first (52 us, both nodes).
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
@@ -37,6 +43,9 @@ class Lowering:
             (permuted views) without a copy.
         transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
             (pending.transposed_copy).
+        row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
+        column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
+            "out_prod" with ones writes b out to a's shape first.
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -44,11 +53,13 @@ class Lowering:
     row_max: str = "pool_1d"
     strided_matmul: bool = True
     transpose_copy: str = "cont"
+    row_sum: str = "sum_rows"
+    column_broadcast: str = "repeat"
 
 
 # CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
 # operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
-CPU = Lowering(strided_matmul=False, transpose_copy="concat")
+CPU = Lowering(strided_matmul=False, transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}

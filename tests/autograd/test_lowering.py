@@ -245,3 +245,61 @@ def test_cpu_copies_transposes_by_concat_and_gpus_by_cont():
     (xt @ wt.t()).square().sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def _ops_of(fn):
+    with ggrad.profile() as prof:
+        fn().numpy()
+    return set(prof.by_op())
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_column_broadcast_by_out_prod_matches_repeat(op):
+    rng = np.random.default_rng(1)
+    a_np = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    b_np = rng.uniform(0.5, 2.0, (3, 5, 1)).astype(np.float32)
+    fn = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "div": lambda a, b: a / b}[op]
+    results = {}
+    for name, choices in (("out_prod", lowering.CPU), ("repeat", lowering.VULKAN)):
+        with lowering.forced(ggrad.device("cpu"), choices):
+            a = ggrad.tensor(a_np, requires_grad=True)
+            b = ggrad.tensor(b_np, requires_grad=True)
+            ops_run = _ops_of(lambda: fn(a, b))
+            assert ("OUT_PROD" in ops_run) == (name == "out_prod")
+            (fn(a, b) * fn(a, b)).sum().backward()
+            results[name] = (fn(a, b).numpy(), a.grad.numpy(), b.grad.numpy())
+    for got, want in zip(results["out_prod"], results["repeat"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    # and against the numerical gradient, with the CPU's choice
+    check(fn, fn, [a_np.astype(np.float64), b_np.astype(np.float64)])
+
+
+@pytest.mark.parametrize("shape", [(4, 128), (2, 3, 37), (1, 1000)])
+def test_row_sums_by_mul_mat_match_sum_rows(shape):
+    x_np = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    x = ggrad.tensor(x_np)
+    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+        assert "SUM_ROWS" in _ops_of(lambda: x.sum(-1))
+        want = x.sum(-1, keepdim=True).numpy()
+    assert "SUM_ROWS" not in _ops_of(lambda: x.sum(-1))
+    np.testing.assert_allclose(x.sum(-1, keepdim=True).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(want, x_np.astype(np.float64).sum(-1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_backward_by_the_cpu_choices_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((4, 6, 32)).astype(np.float32) * 3 + 1
+    g_np = rng.standard_normal((4, 6, 32)).astype(np.float32)
+    x = ggrad.tensor(x_np, requires_grad=True)
+    y = ggrad.nn.functional.layer_norm(x, (32,))
+    with ggrad.profile() as prof:
+        (y * ggrad.tensor(g_np)).sum().backward()
+        x.grad.numpy()
+    ops_run = set(prof.by_op())
+    xt = torch.tensor(x_np, requires_grad=True)
+    (torch.nn.functional.layer_norm(xt, (32,)) * torch.tensor(g_np)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    # the CPU's choices: row sums by mul_mat, the row means written out by out_prod before the subtraction
+    assert "SUM_ROWS" not in ops_run and {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"} <= ops_run

@@ -14,7 +14,7 @@ from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
 from ..factory import arange, tensor
-from .broadcast import broadcast_shapes, expand_to, reduce_to
+from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
 from . import views as vw
 
@@ -25,7 +25,7 @@ class Add(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.add(graph.ctx, a, b)
+        return ops.add(graph.ctx, a, full_operand(graph, a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -38,7 +38,7 @@ class Sub(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.sub(graph.ctx, a, b)
+        return ops.sub(graph.ctx, a, full_operand(graph, a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -52,7 +52,7 @@ class Mul(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.mul(graph.ctx, a, b)
+        return ops.mul(graph.ctx, a, full_operand(graph, a, b))
 
     @classmethod
     def saved(cls, ctx, args, out):
@@ -73,7 +73,7 @@ class Div(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.div(graph.ctx, a, b)
+        return ops.div(graph.ctx, a, full_operand(graph, a, b))
 
     @classmethod
     def saved(cls, ctx, args, out):

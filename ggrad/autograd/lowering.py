@@ -21,6 +21,9 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - one value per row against a full operand (x - mean(x) in layer norm's backward): the CPU's binary
   kernels make one call per element when b's rows have one element (a [1024, 128] sub: 453 us at one
   thread); out_prod of a column of ones and b writes b out to a's shape first (52 us, both nodes).
+- GELU (tanh): the CPU's gelu looks x up in an f16 table (errors up to 4e-3; 1272 us for 512K f32
+  at one thread); silu(z) / u with z = x u, u = 2c(1 + a x^2) is f32-exact with GGML's vectorized
+  exp (about half the time, ten nodes). GPUs keep their gelu kernels.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
@@ -46,6 +49,7 @@ class Lowering:
         row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
         column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
             "out_prod" with ones writes b out to a's shape first.
+        gelu_tanh: GELU's tanh form on f32 by GGML's "gelu" or by a composition around "silu".
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -55,11 +59,13 @@ class Lowering:
     transpose_copy: str = "cont"
     row_sum: str = "sum_rows"
     column_broadcast: str = "repeat"
+    gelu_tanh: str = "gelu"
 
 
 # CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
 # operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
-CPU = Lowering(strided_matmul=False, transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod")
+CPU = Lowering(strided_matmul=False, transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
+              gelu_tanh="silu")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -303,3 +303,19 @@ def test_layer_norm_backward_by_the_cpu_choices_matches_torch():
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
     # the CPU's choices: row sums by mul_mat, the row means written out by out_prod before the subtraction
     assert "SUM_ROWS" not in ops_run and {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"} <= ops_run
+
+
+def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch():
+    torch = pytest.importorskip("torch")
+    x_np = np.concatenate([np.linspace(-30, 30, 6001, dtype=np.float32),
+                           np.array([np.inf, -np.inf, np.nan, 1e20, -1e20, 1e13, -1e13, 20.0, -20.0],
+                                    dtype=np.float32)])
+    x = ggrad.tensor(x_np)
+    assert "SILU" in _ops_of(lambda: ggrad.nn.functional.gelu(x, approximate="tanh"))
+    got = ggrad.nn.functional.gelu(x, approximate="tanh").numpy()
+    want = torch.nn.functional.gelu(torch.tensor(x_np), approximate="tanh").numpy()
+    # GGML's own gelu reads an f16 table: errors near 4e-3 here
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
+    check(lambda t: ggrad.nn.functional.gelu(t, approximate="tanh"),
+          lambda t: 0.5 * t * (1 + np.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3))),
+          [np.random.default_rng(4).standard_normal((3, 7)) * 3])

@@ -42,8 +42,8 @@ class Lowering:
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
-        strided_matmul: mul_mat reads operands whose rows are contiguous but whose other strides are not
-            (permuted views) without a copy.
+        strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
+            (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
         transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
             (pending.transposed_copy).
         row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
@@ -55,16 +55,17 @@ class Lowering:
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     row_max: str = "pool_1d"
-    strided_matmul: bool = True
+    strided_matmul: str = "both"
     transpose_copy: str = "cont"
     row_sum: str = "sum_rows"
     column_broadcast: str = "repeat"
     gelu_tanh: str = "gelu"
 
 
-# CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
-# operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
-CPU = Lowering(strided_matmul=False, transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
+# CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
+# strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
+# than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
+CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="silu")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")

@@ -227,7 +227,7 @@ def test_transposed_copy_matches_numpy(shape, dims, dtype):
     np.testing.assert_array_equal(gg.get_data(out).reshape(want.shape), want)
 
 
-def test_cpu_copies_transposes_by_concat_and_gpus_by_cont():
+def test_cpu_copies_transposes_by_concat_and_gpus_by_cont(no_graph_cache):
     torch = pytest.importorskip("torch")
     assert lowering.CPU.transpose_copy == "concat"
     assert lowering.CUDA.transpose_copy == lowering.VULKAN.transpose_copy == "cont"
@@ -253,8 +253,18 @@ def _ops_of(fn):
     return set(prof.by_op())
 
 
+@pytest.fixture
+def no_graph_cache():
+    """The graph cache does not key on the lowering: tests that switch choices build every graph."""
+    from ggrad.autograd import execution
+    was = execution.trace_cache.ENABLED
+    execution.set_graph_cache(False)
+    yield
+    execution.set_graph_cache(was)
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
-def test_column_broadcast_by_out_prod_matches_repeat(op):
+def test_column_broadcast_by_out_prod_matches_repeat(op, no_graph_cache):
     rng = np.random.default_rng(1)
     a_np = rng.standard_normal((3, 5, 7)).astype(np.float32)
     b_np = rng.uniform(0.5, 2.0, (3, 5, 1)).astype(np.float32)
@@ -276,7 +286,7 @@ def test_column_broadcast_by_out_prod_matches_repeat(op):
 
 
 @pytest.mark.parametrize("shape", [(4, 128), (2, 3, 37), (1, 1000)])
-def test_row_sums_by_mul_mat_match_sum_rows(shape):
+def test_row_sums_by_mul_mat_match_sum_rows(shape, no_graph_cache):
     x_np = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     x = ggrad.tensor(x_np)
     with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):

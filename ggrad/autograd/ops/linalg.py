@@ -31,7 +31,8 @@ class MatMulNT(Primitive):
     @staticmethod
     def build(ctx, graph, x, w):
         strided = lowering.for_device(graph.device).strided_matmul
-        return ops.mul_mat(graph.ctx, _rows(graph, w, strided, True), _rows(graph, x, strided, False))
+        return ops.mul_mat(graph.ctx, _rows(graph, w, strided in ("both", "first"), True),
+                           _rows(graph, x, strided == "both", False))
 
     @staticmethod
     def shape(x, w):

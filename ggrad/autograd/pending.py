@@ -40,7 +40,7 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks",
-                 "trace")
+                 "trace", "_ones")
 
     def __init__(self, device, cache=None):
         self.device = device
@@ -52,6 +52,7 @@ class PendingGraph:
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
+        self._ones = {}     # n -> an f32 [n] node of ones made while building this graph (`ones`)
         self._new_context()
 
     def _new_context(self):
@@ -123,6 +124,16 @@ class PendingGraph:
             return g
         by_concat = lowering.for_device(self.device).transpose_copy == "concat"
         return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g, by_concat))
+
+    def ones(self, n):
+        """An f32 [n] node of ones (arange scaled by 0 plus 1: exact), made once per length while this graph
+        is built, for the builders that sum rows or write out columns with it (lowering.py). A replayed
+        graph has its own already; a build after the replay diverged makes another."""
+        node = self._ones.get(n)
+        if node is None:
+            c = self.ctx
+            node = self._ones[n] = ggml.ops.scale_bias(c, ggml.ops.arange(c, 0.0, float(n), 1.0), 0.0, 1.0)
+        return node
 
     def new_leaf(self, dtype, ne):
         """A new leaf node of `dtype` and GGML dimensions `ne` (for host data: `upload` it)."""

@@ -2,7 +2,7 @@
 
 A variant is a source tree of ggrad (a checkout or a `git archive` of a commit, with the compiled
 ggrad/ggml/_ffi.abi3.so beside it) and optionally lowering choices set for the CPU, `TREE` or
-`TREE:field=value,...`, e.g. `.:strided_matmul=False`. Each round runs every variant once, in its own
+`TREE:field=value,...`, e.g. `.:strided_matmul=none`. Each round runs every variant once, in its own
 process (its own graph cache), and takes the median of --steps steps after warm-up; the report gives
 each variant's median over the rounds. On a shared machine the alternation spreads the load over all
 variants alike.

@@ -25,8 +25,8 @@ from ggrad.autograd import lowering, trace_cache  # noqa: E402
 from ggrad.autograd.primitive import Primitive  # noqa: E402
 from ggrad.ggml import hooks  # noqa: E402
 
-COPIES = ("cont", "cast", "cpy")
-SHOWN = ("CONT", "CPY", "MUL_MAT", "OUT_PROD", "TRANSPOSE", "PERMUTE", "RESHAPE", "VIEW")
+COPIES = ("cont", "cast", "cpy", "concat")   # concat: also the CPU's transposed copies (lowering.transpose_copy)
+SHOWN = ("CONT", "CONCAT", "CPY", "MUL_MAT", "OUT_PROD", "TRANSPOSE", "PERMUTE", "RESHAPE", "VIEW")
 _NN = os.sep + os.path.join("ggrad", "nn") + os.sep
 _OPS = os.sep + os.path.join("ggrad", "autograd", "ops") + os.sep
 _SKIPPED_NN = ("module.py", "containers.py", "transformer_layers.py")
@@ -61,7 +61,7 @@ class CopyLog:
 
         def set_current_op(name):
             if self.on and name in COPIES:
-                self.sites[(name.upper() if name == "cont" else "CPY",) + self.where(sys._getframe(1))] += 1
+                self.sites[(name.upper() if name in ("cont", "concat") else "CPY",) + self.where(sys._getframe(1))] += 1
             previous_op(name)
 
         def _record(cls, ctx, args, tensors):
@@ -121,8 +121,8 @@ def main():
     print(f"  {'all nodes':<24}{sum(ops.values()):>6}")
     print("\ncopies by origin (op, phase, model code, the op that needed it)")
     for (op, phase, site, needed_by), n in sorted(sites.items(), key=lambda kv: (kv[0][0], -kv[1])):
-        print(f"  {op:<5}{n:>5}  {phase:<28}{site:<34}{needed_by}")
-    for op in ("CONT", "CPY"):
+        print(f"  {op:<6}{n:>5}  {phase:<28}{site:<34}{needed_by}")
+    for op in ("CONT", "CONCAT", "CPY"):
         built = sum(n for key, n in sites.items() if key[0] == op)
         print(f"  {op} built {built}, in the computed graph {ops.get(op, 0)}")
 

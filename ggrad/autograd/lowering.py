@@ -11,6 +11,19 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
   a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
 - GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
+- a contiguous copy of a transposed view (the operands of those mul_mats, attention's k^T): the CPU's cont
+  copies it element by element through a memcpy call each, 4-5 ns an element; its concat kernel assigns
+  typed elements, so a concat of the view's two halves copies it 2-2.5x faster (W2 step at one thread:
+  see the commit that made it). GPUs keep cont.
+- row sums (layer norm's backward, softmax's): the CPU's sum_rows adds each row serially in double
+  precision (a [1024, 128] f32 input: 283 us at one thread); mul_mat with a column of ones adds it in
+  vector lanes as every matmul does (11 us). GPUs keep sum_rows.
+- one value per row against a full operand (x - mean(x) in layer norm's backward): the CPU's binary
+  kernels make one call per element when b's rows have one element (a [1024, 128] sub: 453 us at one
+  thread); out_prod of a column of ones and b writes b out to a's shape first (52 us, both nodes).
+- GELU (tanh): the CPU's gelu looks x up in an f16 table (errors up to 4e-3; 1272 us for 512K f32
+  at one thread); silu(z) / u with z = x u, u = 2c(1 + a x^2) is f32-exact with GGML's vectorized
+  exp (about half the time, ten nodes). GPUs keep their gelu kernels.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
@@ -29,19 +42,31 @@ class Lowering:
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
-        strided_matmul: mul_mat reads operands whose rows are contiguous but whose other strides are not
-            (permuted views) without a copy.
+        strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
+            (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
+        transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
+            (pending.transposed_copy).
+        row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
+        column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
+            "out_prod" with ones writes b out to a's shape first.
+        gelu_tanh: GELU's tanh form on f32 by GGML's "gelu" or by a composition around "silu".
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     row_max: str = "pool_1d"
-    strided_matmul: bool = True
+    strided_matmul: str = "both"
+    transpose_copy: str = "cont"
+    row_sum: str = "sum_rows"
+    column_broadcast: str = "repeat"
+    gelu_tanh: str = "gelu"
 
 
-# CPU: strided mul_mat operands are off: GGML's llamafile kernel (the build users get) takes only contiguous
-# operands and the generic kernel it falls back to is slower than the copy; not yet measured otherwise.
-CPU = Lowering(strided_matmul=False)
+# CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
+# strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
+# than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
+CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
+              gelu_tanh="silu")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}

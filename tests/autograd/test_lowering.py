@@ -196,3 +196,136 @@ def test_the_graph_cache_does_not_replay_nodes_built_under_another_lowering():
     assert "POOL_1D" not in ops and "REPEAT_BACK" not in ops and "SUM_ROWS" in ops
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, dims", [((64, 48), (1, 0)), ((7, 5), (1, 0)), ((9, 6), (1, 0)),
+                                         ((3, 4, 6, 5), (0, 1, 3, 2)), ((2, 6, 5, 8), (0, 2, 3, 1)),
+                                         ((4, 3, 8), (0, 2, 1))],
+                         ids=["2d-slabs", "2d-odd", "2d-no-slabs", "4d-transpose", "4d-permute", "3d"])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_transposed_copy_matches_numpy(shape, dims, dtype):
+    from ggrad.autograd.pending import contiguous_node, _transposed
+    import ggrad.ggml as gg
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape).astype(np.float32 if dtype == "f32" else np.float16)
+    ctx = gg.Context(n_tensors=64)
+    src = ctx.new_tensor(dtype, tuple(reversed(shape)))
+    axes = [len(shape) - 1 - d for d in reversed(dims)]          # numpy transpose -> GGML permute
+    perm = [axes.index(i) for i in range(len(shape))] + list(range(len(shape), 4))
+    view = gg.ops.permute(ctx, gg.ops.reshape_4d(ctx, src, *src.ne), *perm)
+    assert _transposed(view)
+    out = contiguous_node(ctx, view, transpose_by_concat=True)
+    assert out.is_contiguous and list(out.ne) == list(view.ne)
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)  # noqa: F841
+    gg.set_data(src, a)
+    graph = gg.Graph(64)
+    graph.build_forward_expand(out)
+    sched = gg.Scheduler("cpu", graph_size=64)
+    sched.alloc(graph)
+    sched.compute(graph)
+    want = np.ascontiguousarray(a.transpose(dims))
+    np.testing.assert_array_equal(gg.get_data(out).reshape(want.shape), want)
+
+
+def test_cpu_copies_transposes_by_concat_and_gpus_by_cont(no_graph_cache):
+    torch = pytest.importorskip("torch")
+    assert lowering.CPU.transpose_copy == "concat"
+    assert lowering.CUDA.transpose_copy == lowering.VULKAN.transpose_copy == "cont"
+    x = ggrad.randn(16, 12, requires_grad=True)
+    w = ggrad.randn(10, 12, requires_grad=True)
+    for choices, copy_op in ((lowering.CPU, "CONCAT"), (lowering.VULKAN, "CONT")):
+        with lowering.forced(ggrad.device("cpu"), choices):
+            x.grad = w.grad = None
+            with ggrad.profile() as prof:
+                (x @ w.t()).square().sum().backward()
+                w.grad.numpy()
+            assert copy_op in prof.by_op()
+    xt = torch.tensor(x.numpy(), requires_grad=True)
+    wt = torch.tensor(w.numpy(), requires_grad=True)
+    (xt @ wt.t()).square().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def _ops_of(fn):
+    with ggrad.profile() as prof:
+        fn().numpy()
+    return set(prof.by_op())
+
+
+@pytest.fixture
+def no_graph_cache():
+    """The graph cache does not key on the lowering: tests that switch choices build every graph."""
+    from ggrad.autograd import execution
+    was = execution.trace_cache.ENABLED
+    execution.set_graph_cache(False)
+    yield
+    execution.set_graph_cache(was)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_column_broadcast_by_out_prod_matches_repeat(op, no_graph_cache):
+    rng = np.random.default_rng(1)
+    a_np = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    b_np = rng.uniform(0.5, 2.0, (3, 5, 1)).astype(np.float32)
+    fn = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+          "div": lambda a, b: a / b}[op]
+    results = {}
+    for name, choices in (("out_prod", lowering.CPU), ("repeat", lowering.VULKAN)):
+        with lowering.forced(ggrad.device("cpu"), choices):
+            a = ggrad.tensor(a_np, requires_grad=True)
+            b = ggrad.tensor(b_np, requires_grad=True)
+            ops_run = _ops_of(lambda: fn(a, b))
+            assert ("OUT_PROD" in ops_run) == (name == "out_prod")
+            (fn(a, b) * fn(a, b)).sum().backward()
+            results[name] = (fn(a, b).numpy(), a.grad.numpy(), b.grad.numpy())
+    for got, want in zip(results["out_prod"], results["repeat"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    # and against the numerical gradient, with the CPU's choice
+    check(fn, fn, [a_np.astype(np.float64), b_np.astype(np.float64)])
+
+
+@pytest.mark.parametrize("shape", [(4, 128), (2, 3, 37), (1, 1000)])
+def test_row_sums_by_mul_mat_match_sum_rows(shape, no_graph_cache):
+    x_np = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    x = ggrad.tensor(x_np)
+    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+        assert "SUM_ROWS" in _ops_of(lambda: x.sum(-1))
+        want = x.sum(-1, keepdim=True).numpy()
+    assert "SUM_ROWS" not in _ops_of(lambda: x.sum(-1))
+    np.testing.assert_allclose(x.sum(-1, keepdim=True).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(want, x_np.astype(np.float64).sum(-1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_backward_by_the_cpu_choices_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal((4, 6, 32)).astype(np.float32) * 3 + 1
+    g_np = rng.standard_normal((4, 6, 32)).astype(np.float32)
+    x = ggrad.tensor(x_np, requires_grad=True)
+    y = ggrad.nn.functional.layer_norm(x, (32,))
+    with ggrad.profile() as prof:
+        (y * ggrad.tensor(g_np)).sum().backward()
+        x.grad.numpy()
+    ops_run = set(prof.by_op())
+    xt = torch.tensor(x_np, requires_grad=True)
+    (torch.nn.functional.layer_norm(xt, (32,)) * torch.tensor(g_np)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    # the CPU's choices: row sums by mul_mat, the row means written out by out_prod before the subtraction
+    assert "SUM_ROWS" not in ops_run and {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"} <= ops_run
+
+
+def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch():
+    torch = pytest.importorskip("torch")
+    x_np = np.concatenate([np.linspace(-30, 30, 6001, dtype=np.float32),
+                           np.array([np.inf, -np.inf, np.nan, 1e20, -1e20, 1e13, -1e13, 20.0, -20.0],
+                                    dtype=np.float32)])
+    x = ggrad.tensor(x_np)
+    assert "SILU" in _ops_of(lambda: ggrad.nn.functional.gelu(x, approximate="tanh"))
+    got = ggrad.nn.functional.gelu(x, approximate="tanh").numpy()
+    want = torch.nn.functional.gelu(torch.tensor(x_np), approximate="tanh").numpy()
+    # GGML's own gelu reads an f16 table: errors near 4e-3 here
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, equal_nan=True)
+    check(lambda t: ggrad.nn.functional.gelu(t, approximate="tanh"),
+          lambda t: 0.5 * t * (1 + np.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3))),
+          [np.random.default_rng(4).standard_normal((3, 7)) * 3])

@@ -91,6 +91,14 @@ def test_concat(check, dim):
     check(lambda ctx, x, y: ops.concat(ctx, x, y, dim), [X, b], lambda x, y: np.concatenate([x, y], axis))
 
 
+def test_concat_reads_transposed_views(check):
+    a = R.standard_normal((5, 4)).astype(np.float32)
+    b = R.standard_normal((3, 4)).astype(np.float32)
+    # GGML ne: a^T is [5, 4] with dimension 0 strided; joined along dimension 0 with b^T
+    check(lambda ctx, x, y: ops.concat(ctx, ops.transpose(ctx, x), ops.transpose(ctx, y), 0), [a, b],
+          lambda x, y: np.concatenate([x, y], 0).T)
+
+
 def test_repeat(check):
     tile = R.standard_normal((1, 3, 2)).astype(np.float32)
     check(lambda ctx, a, b: ops.repeat(ctx, a, b), [tile, np.zeros((2, 3, 4), np.float32)],

@@ -15,7 +15,7 @@ from ..primitive import Primitive
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
 from ..factory import arange, tensor
-from .broadcast import broadcast_shapes, expand_to, reduce_to
+from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
 from . import views as vw
 
@@ -26,7 +26,7 @@ class Add(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.add(graph.ctx, a, b)
+        return ops.add(graph.ctx, a, full_operand(graph, a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -39,7 +39,7 @@ class Sub(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.sub(graph.ctx, a, b)
+        return ops.sub(graph.ctx, a, full_operand(graph, a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -53,7 +53,7 @@ class Mul(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.mul(graph.ctx, a, b)
+        return ops.mul(graph.ctx, a, full_operand(graph, a, b))
 
     @classmethod
     def saved(cls, ctx, args, out):
@@ -74,7 +74,7 @@ class Div(Primitive):
 
     @staticmethod
     def build(ctx, graph, a, b):
-        return ops.div(graph.ctx, a, b)
+        return ops.div(graph.ctx, a, full_operand(graph, a, b))
 
     @classmethod
     def saved(cls, ctx, args, out):

@@ -31,7 +31,8 @@ class MatMulNT(Primitive):
     @staticmethod
     def build(ctx, graph, x, w):
         strided = lowering.for_device(graph.device).strided_matmul
-        return ops.mul_mat(graph.ctx, _rows(graph, w, strided, True), _rows(graph, x, strided, False))
+        return ops.mul_mat(graph.ctx, _rows(graph, w, strided in ("both", "first"), True),
+                           _rows(graph, x, strided == "both", False))
 
     @staticmethod
     def shape(x, w):
@@ -67,7 +68,7 @@ def _rows(graph, g, strided, first):
     nb = g.nb
     if strided and nb[0] == g.dtype.type_size and not (first and nb[0] > nb[1]):
         return g
-    return contiguous_node(graph.ctx, g)
+    return contiguous_node(graph.ctx, g, lowering.for_device(graph.device).transpose_copy == "concat")
 
 
 class OutProd(Primitive):

@@ -7,7 +7,8 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 
 import math
 
-from ...ggml import ops
+from ...ggml import f32, ops
+from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from ..primitive import Primitive
@@ -138,7 +139,40 @@ def _gelu_erf_grad(ctx, g, x, y):
     return g * (cdf + x * pdf)
 
 
-GeluTanh = unary("GeluTanh", ops.gelu, _gelu_tanh_grad, "input", "tanh approximation of x * Phi(x)")
+_GELU_FLAT = 20.0   # beyond +-20, x * sigmoid(z) is x or -0 in float32: sigmoid(z) rounds to 1 or 0
+
+
+def _gelu_tanh_by_silu(c, x):
+    """x sigmoid(z) = silu(z) / u with u = 2c (1 + a x^2) and z = x u: f32 ops only, vectorized exp.
+
+    x is clamped to [-20, 20] inside (x u would overflow near 1e13) and what lies beyond is added back as
+    d * step(d), d = x - clamp(x): gelu is x there, and inf and nan come out as in PyTorch."""
+    c2 = 2.0 * _SQRT_2_OVER_PI
+    inside = ops.clamp(c, ops.dup(c, x), -_GELU_FLAT, _GELU_FLAT)   # GGML's clamp writes into its input
+    u = ops.scale_bias(c, ops.sqr(c, inside), c2 * _GELU_A, c2)
+    y = ops.div(c, ops.silu(c, ops.mul(c, inside, u)), u)
+    beyond = ops.sub(c, x, inside)
+    return ops.add(c, y, ops.mul(c, beyond, ops.step(c, beyond)))
+
+
+class GeluTanh(Primitive):
+    """tanh approximation of x * Phi(x): GGML's gelu, or on backends whose lowering says "silu" (the CPU,
+    where gelu reads an f16 table: errors up to 4e-3) the exact f32 composition `_gelu_tanh_by_silu`."""
+    saves = "input"
+    dtypes = FLOAT
+
+    @staticmethod
+    def build(ctx, graph, x):
+        if x.dtype is f32 and lowering.for_device(graph.device).gelu_tanh == "silu":
+            return _gelu_tanh_by_silu(graph.ctx, x)
+        return ops.gelu(graph.ctx, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return _gelu_tanh_grad(ctx, g, x)
+
+
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")
 
 

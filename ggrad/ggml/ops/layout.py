@@ -23,7 +23,8 @@ def concat(ctx, a, b, dim):
 
     Args:
         ctx: the Context the result is made in.
-        a: first part (non-quantized, contiguous rows).
+        a: first part (non-quantized; any strides: GGML's CPU, CUDA and Vulkan kernels read views,
+            transposed ones too).
         b: second part, a's type, equal to `a` in every dimension but `dim`.
         dim: the dimension joined along, 0..3.
     """
@@ -37,8 +38,6 @@ def concat(ctx, a, b, dim):
         if d != dim and na[d] != nb[d]:
             C.fail("concat", f"a ne={na} and b ne={nb} must be equal except in dim {dim} (differ in dim {d})")
     C.not_quantized("concat", "a", pa)
-    C.contiguous_rows("concat", "a", pa)
-    C.contiguous_rows("concat", "b", pb)
     return make(ctx, "concat", lib.ggml_concat, pa, pb, dim)
 
 

@@ -17,6 +17,7 @@ progress; `resume=` is read by rank 0 and broadcast.
 """
 
 import io
+import math
 import time
 
 import numpy as np
@@ -67,18 +68,20 @@ class DistributedDataParallel(DataParallel):
         x, y = np.asarray(x), np.asarray(y)
         if len(x) != len(y):
             raise ValueError(f"DistributedDataParallel.step: {len(x)} inputs but {len(y)} targets")
+        if not len(x):
+            raise ValueError("DistributedDataParallel.step: an empty batch")
         sizes = shard_sizes(len(x), [1] * self.comm.size)
-        if min(sizes) == 0:
-            raise ValueError(f"DistributedDataParallel.step: a batch of {len(x)} cannot be split across "
-                             f"{self.comm.size} ranks (each needs at least one sample)")
         lo = sum(sizes[:self.comm.rank])
         hi = lo + sizes[self.comm.rank]
-        if not self.in_graph:
-            return self._step(x[lo:hi], y[lo:hi], loss_fn, max_grad_norm, len(x))
+        share = (hi - lo) / len(x)
+        if hi == lo:   # a batch smaller than the world left this rank nothing: it steps on one sample that
+            lo, hi = 0, 1   # weighs 0, so that its bucket has the others' layout and it applies their update
+        if not self.in_graph:   # an empty share divides by an infinite batch: its gradients and loss weigh 0
+            return self._step(x[lo:hi], y[lo:hi], loss_fn, max_grad_norm, len(x) if share else math.inf)
         started = time.perf_counter()
         self.timings = {"reduce": 0.0}
         loss, devices = reduced_step(self.module, self.optimizers[0], self.devices[0], x[lo:hi], y[lo:hi], loss_fn,
-                                     (hi - lo) / len(x), self._reduce_in_place, max_grad_norm)
+                                     share, self._reduce_in_place, max_grad_norm)
         recorded = time.perf_counter()
         for device in devices:
             execution.realize(device)

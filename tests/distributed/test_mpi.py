@@ -182,6 +182,50 @@ np.savez(f"{out}/rank{distributed.rank()}.npz", *weights, losses=np.array(losses
 """
 
 
+_SMALL_BATCHES = _COMMON + """
+import sys
+from ggrad import distributed
+ggrad.set_num_threads(1)
+rng = np.random.default_rng(1)
+x = rng.standard_normal((8, 6)).astype(np.float32)
+y = x[:, :3].argmax(1).astype(np.int32)
+for path in ("graph", "host"):
+    model, opt = model_and_optimizer()
+    ddp = distributed.DistributedDataParallel(model, ["cpu"], opt, timeout=60)
+    ddp.in_graph = path == "graph"
+    losses = [ddp.step(x[:n], y[:n], ggrad.cross_entropy) for n in (1, 2, 3, 1)]   # 3 ranks: some get nothing
+    np.savez(f"{sys.argv[1]}/{path}{distributed.rank()}.npz", losses=np.array(losses),
+             *[p.numpy() for p in model.parameters()])
+"""
+
+
+def test_batches_smaller_than_the_world_train_as_one_process(tmp_path):
+    """A global batch of 1 or 2 over 3 ranks: the ranks left without a sample step on one that weighs 0,
+    so every rank applies the global batch's update, on the in-graph path and on the host path."""
+    proc = _mpiexec(tmp_path, 3, _SMALL_BATCHES, str(tmp_path))
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    namespace = {}
+    exec(_COMMON, namespace)
+    model, opt = namespace["model_and_optimizer"]()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    y = x[:, :3].argmax(1).astype(np.int32)
+    want = []
+    for n in (1, 2, 3, 1):
+        loss = ggrad.cross_entropy(model(ggrad.tensor(x[:n])), ggrad.tensor(y[:n]))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    for path in ("graph", "host"):
+        ranks = [np.load(tmp_path / f"{path}{r}.npz") for r in range(3)]
+        names = [k for k in ranks[0].files if k.startswith("arr_")]
+        assert all(np.array_equal(ranks[0][k], r[k]) for r in ranks[1:] for k in names + ["losses"]), path
+        np.testing.assert_allclose(ranks[0]["losses"], want, rtol=1e-5, err_msg=path)
+        for k, p in zip(names, model.parameters()):
+            np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6, err_msg=path)
+
+
 def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_path):
     """A rank on the CPU alone all-reduces inside its graph: one compute a step, 50 steps with dropout,
     shards of unequal size, clipping and a changing learning rate leave both ranks bitwise equal, and

@@ -146,6 +146,18 @@ def allreduce_sum(comm, arrays, timeout, what="gradient all-reduce"):
     return arrays
 
 
+def check_same_size(comm, size, timeout, what):
+    """RuntimeError on every rank unless every rank passes the same `size` (one small all-reduce): a
+    collective over arrays of different sizes would fail inside MPI, or hang."""
+    MPI = mpi()
+    bounds = np.array([size, -size], np.int64)
+    _wait(comm, lambda: [comm.Iallreduce(MPI.IN_PLACE, bounds, op=MPI.MAX)], timeout, what)
+    if bounds[0] != -bounds[1]:
+        raise RuntimeError(f"{what}: the ranks' buckets differ in size (rank {comm.rank}: {size}; all ranks: "
+                           f"{-bounds[1]} to {bounds[0]}): every rank must compute gradients for the same "
+                           "parameters")
+
+
 def broadcast_arrays(comm, arrays, timeout, what):
     """Overwrite each contiguous array with rank 0's (every rank passes arrays of the same shapes)."""
     _wait(comm, lambda: [comm.Ibcast(a, root=0) for a in arrays], timeout, what)

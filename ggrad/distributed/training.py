@@ -27,7 +27,7 @@ from ..parallel.checkpoint import fit_from, read_checkpoint, restore
 from ..parallel.data_parallel import DataParallel, default_devices, shard_sizes
 from ..parallel.training import DataParallelTrainer
 from .in_graph import reduced_step
-from .mpi import allreduce_sum, broadcast_arrays, broadcast_bytes, world
+from .mpi import allreduce_sum, broadcast_arrays, broadcast_bytes, check_same_size, world
 
 
 def _broadcast_weights(model, comm, timeout):
@@ -97,6 +97,7 @@ class DistributedDataParallel(DataParallel):
     def _allreduce_in_place(self, flat):
         """Sum the float32 array `flat` across the ranks, in place, in buckets (called inside the graph)."""
         started = time.perf_counter()
+        check_same_size(self.comm, len(flat), self.timeout, "gradient all-reduce")
         allreduce_sum(self.comm, [flat[i:i + self.bucket_size] for i in range(0, len(flat), self.bucket_size)],
                       self.timeout)
         self.timings["reduce"] += time.perf_counter() - started
@@ -106,6 +107,7 @@ class DistributedDataParallel(DataParallel):
         flat = np.empty(len(gradients) + 1, np.float32)
         flat[:-1] = gradients
         flat[-1] = loss
+        check_same_size(self.comm, len(flat), self.timeout, "gradient all-reduce")
         buckets = [flat[i:i + self.bucket_size] for i in range(0, len(flat), self.bucket_size)]
         allreduce_sum(self.comm, buckets, self.timeout)
         return flat[:-1].astype(np.float64), float(flat[-1])

@@ -226,6 +226,42 @@ def test_batches_smaller_than_the_world_train_as_one_process(tmp_path):
             np.testing.assert_allclose(ranks[0][k], p.numpy(), rtol=1e-5, atol=1e-6, err_msg=path)
 
 
+_MISMATCHED = _COMMON + """
+import sys
+from ggrad import distributed
+ggrad.set_num_threads(1)
+x = np.ones((4, 6), np.float32)
+y = np.zeros(4, np.int32)
+model, opt = model_and_optimizer()
+ddp = distributed.DistributedDataParallel(model, ["cpu"], opt, timeout=30)
+ddp.in_graph = sys.argv[1] == "graph"
+
+
+def loss_fn(out, target):   # rank 1's loss reaches only the last layer's bias
+    if distributed.rank() == 1:
+        return ggrad.cross_entropy(out.detach() + model[2].bias, target)
+    return ggrad.cross_entropy(out, target)
+
+
+try:
+    ddp.step(x, y, loss_fn)
+except RuntimeError as e:
+    with open(f"report{distributed.rank()}.txt", "w") as f:
+        f.write(str(e))
+"""
+
+
+@pytest.mark.parametrize("path", ["graph", "host"])
+def test_ranks_whose_gradients_differ_all_raise(tmp_path, path):
+    """A parameter without a gradient on one rank only: every rank raises a RuntimeError that says so,
+    instead of an all-reduce over buckets of different sizes."""
+    proc = _mpiexec(tmp_path, 2, _MISMATCHED, path)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    for r in range(2):
+        report = (tmp_path / f"report{r}.txt").read_text()
+        assert "buckets differ in size" in report and "same parameters" in report, report
+
+
 def test_cpu_ranks_reduce_inside_the_step_graph_and_stay_bitwise_identical(tmp_path):
     """A rank on the CPU alone all-reduces inside its graph: one compute a step, 50 steps with dropout,
     shards of unequal size, clipping and a changing learning rate leave both ranks bitwise equal, and

@@ -6,7 +6,7 @@
 A checkpoint is one `ggrad.save` file (written atomically: a crash mid-write keeps the previous one)
 holding the model's and the optimizer's state dicts, the step count, the data position (the epoch and
 how many of its batches were consumed) and the state of ggrad's generator twice: now, and at the start
-of that epoch. Resuming loads the weights and the optimizer state, then replays the epoch's consumed
+of that epoch (and likewise the data's own generator, a DataLoader's `generator=`, where it has one). Resuming loads the weights and the optimizer state, then replays the epoch's consumed
 batches from the epoch-start generator state without training on them (so a loader that shuffles with
 ggrad's generator draws the same order again, and a plain iterable skips what was consumed), then sets
 the generator to its saved state: from there the run draws and computes what the uninterrupted run did.
@@ -16,6 +16,7 @@ Callbacks' own state (a scheduler's counters) is not saved; the optimizer's lear
 import copy
 
 from ..autograd.factory import generator
+from ..autograd.generator import Generator
 from ..serialization import load, save
 from ..train import Callback, History
 from ..train.data import batch_count, check_positive_int
@@ -24,19 +25,40 @@ FORMAT = "ggrad.checkpoint"
 _END = object()
 
 
-def rng_state():
-    """A copy of ggrad's generator state (numpy's bit_generator state: plain ints and strings)."""
-    return copy.deepcopy(generator().bit_generator.state)
+def own_generator(data):
+    """The data's own ggrad.Generator (a DataLoader's `generator=`), else None: its draws are saved too."""
+    own = getattr(data, "generator", None)
+    return own if isinstance(own, Generator) else None
 
 
-def set_rng_state(state):
-    generator().bit_generator.state = state
+def rng_state(own=None):
+    """Copies of the states of ggrad's generator and of `own` (None, or the data's own generator): numpy
+    bit_generator states, plain ints and strings."""
+    return (copy.deepcopy(generator().bit_generator.state),
+            None if own is None else copy.deepcopy(own.numpy.bit_generator.state))
 
 
-def write_checkpoint(path, model, optimizer, step, epoch, batch, epoch_rng):
-    """Save what resuming needs after `step` steps, `batch` batches into epoch `epoch`."""
-    save({"format": FORMAT, "step": step, "epoch": epoch, "batch": batch, "rng": rng_state(),
-          "epoch_rng": epoch_rng, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+def set_rng_state(state, own=None):
+    generator().bit_generator.state = state[0]
+    if own is not None and state[1] is not None:
+        own.numpy.bit_generator.state = state[1]
+
+
+def _states(checkpoint):
+    """(now, at the epoch's start): the rng_state pairs a checkpoint holds."""
+    return ((checkpoint["rng"], checkpoint.get("data_rng")),
+            (checkpoint["epoch_rng"], checkpoint.get("data_epoch_rng")))
+
+
+def write_checkpoint(path, model, optimizer, step, epoch, batch, epoch_rng, own=None):
+    """Save what resuming needs after `step` steps, `batch` batches into epoch `epoch` (`epoch_rng`: the
+    rng_state at the epoch's start; `own`: the data's own generator or None)."""
+    now = rng_state(own)
+    state = {"format": FORMAT, "step": step, "epoch": epoch, "batch": batch, "rng": now[0],
+             "epoch_rng": epoch_rng[0], "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    if own is not None:
+        state.update(data_rng=now[1], data_epoch_rng=epoch_rng[1])
+    save(state, path)
 
 
 def read_checkpoint(path):
@@ -63,6 +85,7 @@ class Resumed:
 
     def __init__(self, data, skip, epoch_rng, rng):
         self.data = data
+        self.generator = own_generator(data)
         self._first = (skip, epoch_rng, rng)
 
     def __len__(self):
@@ -74,13 +97,13 @@ class Resumed:
             return
         skip, epoch_rng, rng = self._first
         self._first = None
-        set_rng_state(epoch_rng)
+        set_rng_state(epoch_rng, self.generator)
         batches = iter(self.data)
         for consumed in range(skip):
             if next(batches, _END) is _END:
                 raise ValueError(f"resume: the data gave {consumed} batches, but the checkpoint had consumed "
                                  f"{skip} of this epoch: pass the same data as the interrupted run")
-        set_rng_state(rng)
+        set_rng_state(rng, self.generator)
         yield from batches
 
 
@@ -91,9 +114,9 @@ class CheckpointEvery(Callback):
     only tracks the position (the ranks of a distributed run other than 0).
     """
 
-    def __init__(self, path, every, optimizer, start=None, max_steps=None, write=True):
+    def __init__(self, path, every, optimizer, start=None, max_steps=None, write=True, own=None):
         super().__init__()
-        self.path, self.every, self.optimizer, self.write = path, every, optimizer, write
+        self.path, self.every, self.optimizer, self.write, self.own = path, every, optimizer, write, own
         self.max_steps = max_steps
         self.step = start["step"] if start else 0
         self._start = start
@@ -102,14 +125,14 @@ class CheckpointEvery(Callback):
 
     def _save(self, epoch, batch, epoch_rng):
         if self.write:
-            write_checkpoint(self.path, self.model, self.optimizer, self.step, epoch, batch, epoch_rng)
+            write_checkpoint(self.path, self.model, self.optimizer, self.step, epoch, batch, epoch_rng, self.own)
         self._written = self.step
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._start is not None and epoch == self._start["epoch"]:
-            self.epoch_rng, self.offset = self._start["epoch_rng"], self._start["batch"]
+            self.epoch_rng, self.offset = _states(self._start)[1], self._start["batch"]
         else:
-            self.epoch_rng, self.offset = rng_state(), 0
+            self.epoch_rng, self.offset = rng_state(self.own), 0
         self._start = None
         self.epoch, self.consumed = epoch, self.offset
 
@@ -123,7 +146,7 @@ class CheckpointEvery(Callback):
         # a checkpoint at an epoch's last batch points at the next epoch's start (resuming at (epoch, all
         # consumed) would give fit an empty epoch); an epoch cut short by max_steps or a stop is not over
         if self._written == self.step and not self.trainer.stop_training and self.step != self.max_steps:
-            self._save(epoch + 1, 0, rng_state())
+            self._save(epoch + 1, 0, rng_state(self.own))
 
     def on_train_end(self, logs=None):
         if self._written != self.step:
@@ -165,13 +188,16 @@ def fit_from(trainer, data, start, epochs=1, max_steps=None, callbacks=(), verbo
     if start is not None:
         n_batches = batch_count(data)
         if n_batches is not None and start["batch"] >= n_batches:    # written at an epoch's last batch
-            start = dict(start, epoch=start["epoch"] + 1, batch=0, epoch_rng=start["rng"])
+            start = dict(start, epoch=start["epoch"] + 1, batch=0, epoch_rng=start["rng"],
+                         data_epoch_rng=start.get("data_rng"))
         initial_epoch = start["epoch"]
-        data = Resumed(data, start["batch"], start["epoch_rng"], start["rng"])
+        now, at_epoch_start = _states(start)
+        data = Resumed(data, start["batch"], at_epoch_start, now)
         if max_steps is not None:
             remaining = max_steps - start["step"]
     if checkpoint is not None:
-        callbacks.append(CheckpointEvery(checkpoint, checkpoint_every, trainer.optimizer, start, max_steps, write))
+        callbacks.append(CheckpointEvery(checkpoint, checkpoint_every, trainer.optimizer, start, max_steps, write,
+                                         own_generator(data)))
     if initial_epoch >= epochs or (remaining is not None and remaining <= 0):
         return History()   # the checkpoint is already at the end of this run
     return trainer.fit(data, epochs=epochs, max_steps=remaining, callbacks=callbacks, verbose=verbose,

@@ -33,6 +33,12 @@ def loader(x, y, batch_size):
     return DataLoader(TensorDataset(ggrad.tensor(x), ggrad.tensor(y)), batch_size=batch_size, shuffle=True)
 
 
+def seeded_loader(x, y, batch_size):
+    """A DataLoader shuffling with a Generator of its own: checkpoints save its state beside ggrad's."""
+    return DataLoader(TensorDataset(ggrad.tensor(x), ggrad.tensor(y)), batch_size=batch_size, shuffle=True,
+                      generator=ggrad.Generator().manual_seed(5))
+
+
 def _data(kind=ShuffledBatches):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((56, 6)).astype(np.float32)   # 7 batches of 8 a pass
@@ -51,7 +57,7 @@ def _run(seed, data=ShuffledBatches, **kwargs):
     return [p.numpy() for p in model.parameters()]
 
 
-@pytest.mark.parametrize("data", [ShuffledBatches, loader])
+@pytest.mark.parametrize("data", [ShuffledBatches, loader, seeded_loader])
 def test_resume_reaches_the_uninterrupted_weights_bitwise(tmp_path, data):
     path = tmp_path / "run.ckpt"
     straight = _run(0, max_steps=20, data=data)

@@ -19,6 +19,7 @@ from . import execution, lowering, trace_cache
 from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
 
 _CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more contexts when needed
+_PRUNE_BYTES = 64 << 20    # host bytes of uploads added between two looks for ones nothing can read
 
 
 def ne_of(shape):
@@ -40,13 +41,15 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks",
-                 "trace", "_ones")
+                 "trace", "_ones", "_upload_bytes", "_prune_at")
 
     def __init__(self, device, cache=None):
         self.device = device
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
-        self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
+        self.uploads = []   # (GTensor, numpy bytes, weakref to its Tensor or None) written once the graph is allocated
+        self._upload_bytes = 0            # bytes in `uploads`
+        self._prune_at = _PRUNE_BYTES     # drop the uploads nothing can read when `_upload_bytes` reaches it
         self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
         self.keep = []      # (Block, GTensor) of computed inputs, alive until the compute has read them
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
@@ -155,9 +158,49 @@ class PendingGraph:
             execution.realize(self)
         return t
 
-    def upload(self, node, raw):
-        """Write host bytes `raw` into the leaf `node` before the compute."""
-        self.uploads.append((node, raw))
+    def upload(self, node, raw, owner=None):
+        """Write host bytes `raw` into the leaf `node` before the compute. `owner`, the Tensor of `node`
+        if any, is held weakly: once it is gone and no node reads `node`, the bytes are dropped (a loop
+        that makes batches and never uses them stays bounded) and nothing is uploaded."""
+        self.uploads.append((node, raw, None if owner is None else weakref.ref(owner)))
+        self._upload_bytes += raw.nbytes
+        if self._upload_bytes >= self._prune_at:
+            self._prune_uploads()
+
+    def _prune_uploads(self):
+        """Drop the uploads whose Tensor is gone, that no Tensor or node of this graph (or of the cached
+        trace it replays) still reads; the next prune waits for _PRUNE_BYTES more. Not inside an event:
+        the graph cache takes the event's uploads as the list's tail from where the event began."""
+        trace = self.trace
+        if trace is not None and trace.depth:
+            return
+        dead = {u[0].ptr for u in self.uploads if u[2] is not None and u[2]() is None}
+        if dead:
+            for ref in self.tensors:   # an alias (detach) of a dropped leaf shares its node
+                t = ref()
+                if t is not None and t._pending is self:
+                    dead.discard(t._node.ptr)
+            contexts = self.contexts
+            if trace is not None and trace.entry is not None:
+                contexts = contexts + trace.entry.contexts
+            dead -= placement.read_in_contexts(contexts, dead)
+        if dead:
+            self.uploads = [u for u in self.uploads if u[0].ptr not in dead]
+            self._upload_bytes = sum(u[1].nbytes for u in self.uploads)
+        self._prune_at = self._upload_bytes + _PRUNE_BYTES
+
+    def needed_uploads(self, graph, alive):
+        """The uploads that `graph` (built of this pending graph, holding the Tensors `alive`) reads:
+        all but those whose Tensor is gone and whose node no node of `graph` reads."""
+        uploads = self.uploads
+        dead = {u[0].ptr for u in uploads if u[2] is not None and u[2]() is None}
+        if not dead:
+            return uploads
+        for t in alive:
+            dead.discard(t._node.ptr)
+        if dead:
+            dead -= placement.read_in_graph(graph, dead)
+        return [u for u in uploads if u[0].ptr not in dead] if dead else uploads
 
     def host_value(self, t):
         """The values of `t` when they are host data this graph has yet to upload (else None)."""
@@ -166,7 +209,7 @@ class PendingGraph:
 
     def host_bytes(self, t):
         """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
-        for node, raw in self.uploads:
+        for node, raw, _ in self.uploads:
             if node is t._node:
                 return raw
         return None
@@ -254,8 +297,11 @@ def leaf_bytes(device, raw, dtype, shape):
         if raw.nbytes != node.nbytes:
             raise ShapeError(f"{raw.nbytes} bytes do not hold a {dtype.name} tensor of shape {tuple(shape)} "
                              f"({node.nbytes} bytes)")
-        graph.upload(node, raw)
-        return graph.emit(node, shape, dtype)
+        t = _tensor.Tensor._make(node, shape, dtype, graph.device, graph)
+        graph.upload(node, raw, t)
+        if execution.EAGER:
+            execution.realize(graph)
+        return t
 
 
 def alias(t):

@@ -229,7 +229,7 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.outputs = outputs
     entry.effects = [id(e) for e in pending.effects]
     entry.view_conts = view_conts
-    entry.uploads = [node for node, _ in pending.uploads]
+    entry.uploads = [u[0] for u in pending.uploads]
     entry.scratch = scratch
     entry.planned = planned
     entry.externals = [k for key in trace.keys for k in key[1] if k.__class__ is not int]   # keeps their ids

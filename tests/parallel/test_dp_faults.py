@@ -61,7 +61,25 @@ def test_dp_train_survives_a_killed_server():
         f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}"
 
 
-_RESUME_SCRIPT = """
+# a `python -m ggrad.rpc_server` on a free port, for the scripts below: (process, endpoint, its device)
+_START_SERVER = """
+import socket, subprocess, sys
+import ggrad.ggml as gg
+from ggrad.ggml.rpc import protocol as P
+
+
+def start_server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    P.wait_listening(port, server)
+    endpoint = f"127.0.0.1:{port}"
+    return server, endpoint, gg.rpc_add_server(endpoint)[0]
+"""
+
+_RESUME_SCRIPT = _START_SERVER + """
 import socket, subprocess, sys
 import numpy as np
 import ggrad
@@ -74,17 +92,7 @@ from ggrad.train import Callback
 ggrad.set_num_threads(1)
 
 
-def start_server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1"],
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    P.wait_listening(port, server)
-    return server, gg.rpc_add_server(f"127.0.0.1:{port}")[0]
-
-
-server, rpc = start_server()
+server, _, rpc = start_server()
 rng = np.random.default_rng(0)
 x = rng.standard_normal((256, 6)).astype(np.float32)
 batches = [(x[i:i + 32], x[i:i + 32, :3].argmax(1).astype(np.int32)) for i in range(0, 256, 32)]
@@ -122,7 +130,7 @@ for steps in (10, 24):   # resume to no step further (the checkpoint's weights),
     assert all(np.array_equal(a, b) for a, b in zip(saved, now)) == (steps == 10)
 assert history.history["loss"] and all(np.isfinite(history.history["loss"]))
 # on a fresh server in place of the dead one, the resumed run ends where an uninterrupted run ends, bitwise
-replacement, rpc2 = start_server()
+replacement, _, rpc2 = start_server()
 finals = []
 for seed, resume in ((0, None), (1, path)):
     fresh, fresh_opt = model_and_optimizer(seed)
@@ -145,7 +153,7 @@ def test_killed_server_then_resume_on_the_cpu_or_a_fresh_server(tmp_path):
         f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}"
 
 
-_FAULT_POINTS_SCRIPT = """
+_FAULT_POINTS_SCRIPT = _START_SERVER + """
 import socket, subprocess, sys, time
 import numpy as np
 import ggrad
@@ -160,16 +168,6 @@ rng = np.random.default_rng(0)
 x = rng.standard_normal((128, 6)).astype(np.float32)
 batches = [(x[i:i + 16], x[i:i + 16, :3].argmax(1).astype(np.int32)) for i in range(0, 128, 16)]
 
-
-def start_server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "ggrad.rpc_server", "--port", str(port), "--threads", "1"],
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    P.wait_listening(port, server)
-    endpoint = f"127.0.0.1:{port}"
-    return server, endpoint, gg.rpc_add_server(endpoint)[0]
 
 
 def kill(server):

@@ -36,7 +36,6 @@ CALLS = {
     "div_bad_rounding_mode": lambda T: _x(T).div(2, rounding_mode="x"),
     "sdpa_mask_and_causal": lambda T: T.nn.functional.scaled_dot_product_attention(
         T.ones(1, 2, 2), T.ones(1, 2, 2), T.ones(1, 2, 2), attn_mask=T.ones(2, 2, dtype=T.bool), is_causal=True),
-    "int_to_negative_int_number": lambda T: T.tensor([2]) ** -1,
 }
 
 

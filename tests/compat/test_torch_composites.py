@@ -172,6 +172,21 @@ def test_index_fill_copy_diag_meshgrid_match_torch(name):
         np.testing.assert_allclose(og, tg, rtol=1e-6)
 
 
+@pytest.mark.parametrize("op", ["index_fill", "index_copy"])
+def test_index_fill_and_copy_of_integers_leave_the_input_as_torch(op):
+    """Out of place on every dtype: an int64 input keeps its values (the result was the input itself)."""
+    results = []
+    for T in (torch, ggrad):
+        x = T.tensor([[1, 2, 3], [4, 5, 6]])
+        out = (T.index_fill(x, 0, T.tensor([1]), 9) if op == "index_fill"
+               else T.index_copy(x, 1, T.tensor([2]), T.tensor([[7], [8]])))
+        results.append((x.numpy().copy(), out.numpy()))
+    (tx, tout), (gx, gout) = results
+    np.testing.assert_array_equal(gx, tx)
+    np.testing.assert_array_equal(gout, tout)
+    assert gout.dtype == tout.dtype
+
+
 def test_where_alone_and_masked_select_as_torch():
     out = []
     for T in (torch, ggrad):

@@ -273,14 +273,14 @@ def _index_key(x, dim, index, op):
 
 def index_fill(input, dim, index, value):  # noqa: A002
     """input with the slices at `index` along `dim` set to `value` (a number or 0-d tensor)."""
-    out = input * 1 if input.dtype.is_float else input.to(input.dtype)   # a new tensor; gradients pass
+    out = input.clone()   # a new tensor (gradients pass): the write must not reach the caller's input
     out[_index_key(input, dim, index, "index_fill")] = value
     return out
 
 
 def index_copy(input, dim, index, source):  # noqa: A002
     """input with its slices at `index` along `dim` replaced by source's (in order)."""
-    out = input * 1 if input.dtype.is_float else input.to(input.dtype)
+    out = input.clone()
     out[_index_key(input, dim, index, "index_copy")] = source   # one advanced index keeps its place
     return out
 

@@ -106,10 +106,9 @@ def _shape(size, what="zeros"):
 def _checked_size(size, what):
     """`size` as a tuple of ints: TypeError for anything but ints (0-d int tensors count, as in PyTorch),
     ShapeError (a RuntimeError) for a negative one."""
-    from .tensor import Tensor
     dims = []
     for s in size:
-        if isinstance(s, Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
+        if isinstance(s, _tensor.Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
             s = s.item()
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
             raise TypeError(f"{what}(): size must be a tuple of ints, but found an element of type "

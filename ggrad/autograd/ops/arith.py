@@ -142,9 +142,10 @@ def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
         raise TypeError(f"clamp(): argument 'input' must be a Tensor, not {type(x).__name__}")
     if min is None and max is None:
         raise ArgumentError("clamp: at least one of 'min' or 'max' must not be None")
-    dtype = result_type(*(v for v in (x, min, max) if v is not None))   # clamp(int, 2.5) is float
-    if dtype is not x.dtype and dtype.is_float:
-        x = x.to(dtype)
+    if not x.dtype.is_float:   # clamp(int, 2.5) is float
+        dtype = result_type(*(v for v in (x, min, max) if v is not None))
+        if dtype.is_float:
+            x = x.to(dtype)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds = [b if b is None or isinstance(b, Tensor) else bi.tensor(float(b), device=x.device)
                   for b in (min, max)]

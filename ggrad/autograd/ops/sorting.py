@@ -66,9 +66,10 @@ def _nan_last(src, x):
     """The sort key of float data: nan as +inf, the largest (PyTorch orders nan above every number)."""
     if not x.dtype.is_float:
         return src
-    from .math import nan_to_num   # math builds on the modules this one uses
+    from .math import isnan   # math builds on the modules this one uses
+    from .binary import where
     with no_grad():
-        return nan_to_num(src, nan=float("inf"), posinf=float("inf"), neginf=-float("inf"))
+        return where(isnan(src), float("inf"), src)
 
 
 def _moved(x, d, fn):

@@ -193,7 +193,7 @@ def bitwise_not(x):
 def any(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """Whether any element (along `dim`) is nonzero, as bool."""
     with grad_mode.no_grad():
-        return _bool(rd.amax(_truth(x), dim, keepdim)) if x.numel() else _bool(rd.sum(_truth(x), dim, keepdim))
+        return _bool(rd._amax(_truth(x), dim, keepdim)[0]) if x.numel() else _bool(rd.sum(_truth(x), dim, keepdim))
 
 
 def all(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)

@@ -207,6 +207,15 @@ def _nonempty_reduction(x, dim, op):
 
 
 def amax(x, dim=None, keepdim=False):
+    out, src = _amax(x, dim, keepdim)
+    if x.dtype.is_float:
+        out = out + _nan_if_any(src, dim, keepdim)
+    return out.to(x.dtype) if out.dtype is not x.dtype else out
+
+
+def _amax(x, dim, keepdim):
+    """(the maximum over dim as float32, where a nan may be skipped; x as float32): amax without its nan
+    pass, for callers whose values hold no nan or carry it on by themselves (logsumexp, any/all)."""
     check_flag(keepdim, "keepdim", "amax")
     _nonempty_reduction(x, dim, "amax")
     src = as_float32(x, "amax", allow_int=True)
@@ -227,9 +236,7 @@ def amax(x, dim=None, keepdim=False):
             out = RowMax.apply(moved).reshape(_kept_shape(x.shape, dims))
         if not keepdim:
             out = out.reshape(_dropped_shape(x.shape, dims))
-    if x.dtype.is_float:
-        out = out + _nan_if_any(src, dim, keepdim)
-    return out.to(x.dtype) if out.dtype is not x.dtype else out
+    return out, src
 
 
 def _nan_if_any(src, dim, keepdim):
@@ -323,7 +330,8 @@ def _picked(x, dim, keepdim, index):
 
 @autocast_op("logsumexp")
 def logsumexp(x, dim, keepdim=False):
-    m = un.Clamp.apply(amax(x, dim, keepdim=True).detach(), -un._F32_MAX, un._F32_MAX)   # rows of -inf give -inf
+    m = _amax(x, dim, True)[0].detach()   # a nan in x carries on through exp(x - m): no nan pass
+    m = un.Clamp.apply(m if m.dtype is x.dtype else m.to(x.dtype), -un._F32_MAX, un._F32_MAX)   # -inf rows: -inf
     out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m
     if not keepdim:
         out = out.reshape(_dropped_shape(x.shape, normalize_dims(dim, x.ndim)))

@@ -29,7 +29,11 @@ EXTRA_CDEF = """
 extern "Python" void ggrad_abort_callback(const char * error_message);
 extern "Python" void ggrad_log_callback(enum ggml_log_level level, const char * text, void * user_data);
 extern "Python" bool ggrad_eval_callback(struct ggml_tensor * t, bool ask, void * user_data);
+void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 """
+
+# ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).
+KERNELS = ["ggrad/ggml/csrc/matmul.c"]
 
 
 def find_libggml():
@@ -117,8 +121,9 @@ ffibuilder.set_source(
     "".join(f'#include "{h}"\n' for h in HEADERS),
     include_dirs=[str(include_dir)],
     library_dirs=[str(lib_dir)],
+    sources=KERNELS,
     libraries=["ggml", "ggml-base", "ggml-cpu"],
-    extra_compile_args=["-Wno-deprecated-declarations"],
+    extra_compile_args=["-O3", "-Wno-deprecated-declarations"],
     extra_link_args=[f"-Wl,-rpath,{lib_dir}"],
 )
 

@@ -24,15 +24,21 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - GELU (tanh): the CPU's gelu looks x up in an f16 table (errors up to 4e-3; 1272 us for 512K f32
   at one thread); silu(z) / u with z = x u, u = 2c(1 + a x^2) is f32-exact with GGML's vectorized
   exp (about half the time, ten nodes). GPUs keep their gelu kernels.
+- f32 matrix products: GGML's CPU kernels (llamafile's, or its dot products) take the sum of each output
+  element across vector lanes at the end, which costs most at the small k of a transformer's products
+  ([1024, 128] @ [128, 512]: ~45 GF/s at one thread); ggrad's own kernel (ggrad/ggml/csrc/matmul.c,
+  a custom op) accumulates whole register tiles instead (~100 GF/s) and reads transposed and permuted
+  operands in place, so weight gradients and attention's head layouts need no copies. A custom op runs
+  only in this process: RPC servers keep mul_mat.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
 
 import contextlib
-from dataclasses import dataclass
+import dataclasses
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Lowering:
     """The choices for one backend.
 
@@ -50,6 +56,7 @@ class Lowering:
         column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
             "out_prod" with ones writes b out to a's shape first.
         gelu_tanh: GELU's tanh form on f32 by GGML's "gelu" or by a composition around "silu".
+        matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -60,25 +67,27 @@ class Lowering:
     row_sum: str = "sum_rows"
     column_broadcast: str = "repeat"
     gelu_tanh: str = "gelu"
+    matmul: str = "mul_mat"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
 # strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
-              gelu_tanh="silu")
+              gelu_tanh="silu", matmul="kernel")
+RPC = dataclasses.replace(CPU, matmul="mul_mat")   # a server computes only GGML's own ops
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
-_BY_BACKEND = {"CPU": CPU, "CUDA": CUDA, "Vulkan": VULKAN}
+_BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
 
 
 def for_device(device):
-    """The Lowering of `device`'s backend (the CPU's for backends not listed, e.g. RPC)."""
+    """The Lowering of `device`'s backend (the RPC one for backends not listed)."""
     forced = _forced.get(device.name)
     if forced is not None:
         return forced
-    return _BY_BACKEND.get(device.backend_name, CPU)
+    return _BY_BACKEND.get(device.backend_name, RPC)
 
 
 @contextlib.contextmanager

@@ -227,19 +227,27 @@ def test_transposed_copy_matches_numpy(shape, dims, dtype):
     np.testing.assert_array_equal(gg.get_data(out).reshape(want.shape), want)
 
 
-def test_cpu_copies_transposes_by_concat_and_gpus_by_cont(no_graph_cache):
+def test_transposed_matmul_operands_by_kernel_concat_or_cont(no_graph_cache):
+    # the CPU's kernel reads them in place; mul_mat takes copies: by concat (RPC) or by cont (GPUs)
     torch = pytest.importorskip("torch")
-    assert lowering.CPU.transpose_copy == "concat"
+    assert lowering.CPU.transpose_copy == lowering.RPC.transpose_copy == "concat"
     assert lowering.CUDA.transpose_copy == lowering.VULKAN.transpose_copy == "cont"
+    assert lowering.CPU.matmul == "kernel" and lowering.RPC.matmul == "mul_mat"
     x = ggrad.randn(16, 12, requires_grad=True)
     w = ggrad.randn(10, 12, requires_grad=True)
-    for choices, copy_op in ((lowering.CPU, "CONCAT"), (lowering.VULKAN, "CONT")):
+    copies = {}
+    for name in ("CPU", "RPC", "VULKAN"):
+        choices = getattr(lowering, name)
         with lowering.forced(ggrad.device("cpu"), choices):
             x.grad = w.grad = None
             with ggrad.profile() as prof:
                 (x @ w.t()).square().sum().backward()
                 w.grad.numpy()
-            assert copy_op in prof.by_op()
+        by_op = prof.by_op()
+        copies[name] = {op: by_op[op][0] for op in ("CONT", "CONCAT") if op in by_op}
+        assert ("CUSTOM" in by_op) == (choices.matmul == "kernel")
+    # one copy is not the products': w.t()'s gradient laid out as w
+    assert copies == {"CPU": {"CONT": 1}, "RPC": {"CONT": 1, "CONCAT": 3}, "VULKAN": {"CONT": 4}}
     xt = torch.tensor(x.numpy(), requires_grad=True)
     wt = torch.tensor(w.numpy(), requires_grad=True)
     (xt @ wt.t()).square().sum().backward()

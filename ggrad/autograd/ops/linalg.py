@@ -1,12 +1,13 @@
 """Matrix products on GGML's `mul_mat` (rows of a dotted with rows of b) with batch broadcasting.
 
 `x @ w.T` is GGML's native form (`mul_mat(w, x)`), so `linear` and `q @ k.T` need no transpose
-copy; a general `a @ b` copies `b` transposed. Both gradients are `mul_mat`s of transposed copies:
-on the CPU backend that is about twice as fast as `out_prod` for the weight gradient (784x512 from
-a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms, with and without llamafile), and CUDA has no f16 out_prod.
+copy; a general `a @ b` reads `b` transposed. Both gradients are products of transposed operands. On
+the CPU, f32 products run on ggrad's own kernel (lowering.matmul), which reads those in place; with
+GGML's mul_mat they are copies, which on the CPU is still about twice as fast as `out_prod` for the
+weight gradient (784x512 from a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms), and CUDA has no f16 out_prod.
 """
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
 from .. import lowering
 from ..autocast_hook import autocast_op
@@ -30,7 +31,10 @@ class MatMulNT(Primitive):
 
     @staticmethod
     def build(ctx, graph, x, w):
-        strided = lowering.for_device(graph.device).strided_matmul
+        lowered = lowering.for_device(graph.device)
+        if lowered.matmul == "kernel" and x.dtype is f32 and w.dtype is f32:
+            return kernels.matmul_f32(graph.ctx, w, x)   # any strides: no copies
+        strided = lowered.strided_matmul
         return ops.mul_mat(graph.ctx, _rows(graph, w, strided in ("both", "first"), True),
                            _rows(graph, x, strided == "both", False))
 

@@ -1,0 +1,239 @@
+/* ggrad's f32 matrix product for GGML's CPU backend, run as a custom op (ggml_custom_4d).
+
+   dst = b @ a^T batched over dims 2 and 3, as GGML's mul_mat: a [k, m, q, r] and b [k, n, q*x, r*y]
+   give dst [m, n, q*x, r*y]. Unlike mul_mat it reads both operands with any strides, so transposed and
+   permuted views need no copy; and its register-blocked kernel keeps small-k products (k = 32 ... 512,
+   a transformer's shapes on the CPU) near the core's FMA peak, where GGML's dot-product kernels lose
+   much of it to horizontal sums.
+
+   The method is the usual one for a cache-blocked product: a block of a's rows (MC x KC) is packed into
+   panels of MR rows laid out k-major, a panel of NR rows of b likewise; the microkernel multiplies one a
+   panel by one b panel into an MR x NR tile of dst held in registers, broadcasting b's values against
+   vectors of a's. Blocks of k beyond the first add to dst. Each GGML thread computes its own part of
+   dst (whole batches, or a range of rows or columns) with its own packing buffers. */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+
+#define VL 16    /* floats per vector */
+#define KC 256   /* k per packed block */
+#define MC 384   /* rows of a per packed block (a multiple of every MR): 384 KiB with KC */
+
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef float vf_unaligned __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+
+/* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
+struct operand {
+    const char *base;
+    int64_t rs, ks;
+};
+
+typedef void (*microkernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
+                            int accumulate);
+
+/* an MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n (MR = nv * VL) */
+static inline __attribute__((always_inline)) void tile(int nv, int nr, int64_t kc, const float *restrict a,
+                                                       const float *restrict b, float *c, int64_t ldc, int m,
+                                                       int n, int accumulate) {
+    vf acc[16][4];
+#pragma GCC unroll 16
+    for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            acc[j][v] = (vf){0};
+    for (int64_t k = 0; k < kc; k++) {
+        vf av[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            av[v] = *(const vf *)(a + (k * nv + v) * VL);
+#pragma GCC unroll 16
+        for (int j = 0; j < nr; j++) {
+            float bj = b[k * nr + j];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                acc[j][v] += av[v] * bj;
+        }
+    }
+    if (m == nv * VL && n == nr) {
+#pragma GCC unroll 16
+        for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) {
+                vf_unaligned *out = (vf_unaligned *)(c + j * ldc + v * VL);
+                if (accumulate)
+                    *out += acc[j][v];
+                else
+                    *out = acc[j][v];
+            }
+        return;
+    }
+    float spill[16][4 * VL];
+#pragma GCC unroll 16
+    for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++)
+            *(vf_unaligned *)&spill[j][v * VL] = acc[j][v];
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];
+}
+
+/* One microkernel per instruction set, chosen once at run time; NV x NR accumulators fill the
+   registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx512f,fma"))) static void tile_avx512(int64_t kc, const float *a, const float *b, float *c,
+                                                               int64_t ldc, int m, int n, int accumulate) {
+    tile(2, 12, kc, a, b, c, ldc, m, n, accumulate);
+}
+__attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *a, const float *b, float *c,
+                                                          int64_t ldc, int m, int n, int accumulate) {
+    tile(1, 6, kc, a, b, c, ldc, m, n, accumulate);
+}
+#endif
+static void tile_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
+                         int accumulate) {
+    tile(1, 3, kc, a, b, c, ldc, m, n, accumulate);
+}
+
+struct kernel {
+    microkernel run;
+    int mr, nr;
+};
+
+static struct kernel choose_kernel(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return (struct kernel){tile_avx512, 2 * VL, 12};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return (struct kernel){tile_avx2, VL, 6};
+#endif
+    return (struct kernel){tile_generic, VL, 3};
+}
+
+/* a buffer of at least n floats, 64-byte aligned, kept per thread between calls (GGML's threads persist) */
+static float *scratch(int which, size_t n) {
+    static __thread float *buffers[2];
+    static __thread size_t sizes[2];
+    if (sizes[which] < n) {
+        free(buffers[which]);
+        buffers[which] = NULL;
+        sizes[which] = 0;
+        void *p = NULL;
+        if (posix_memalign(&p, 64, n * sizeof(float)) != 0)
+            return NULL;
+        buffers[which] = p;
+        sizes[which] = n;
+    }
+    return buffers[which];
+}
+
+/* rows r0 .. r0 + rows - 1 and k0 .. k0 + kc - 1 of x into panels of `mr` rows, k-major: panel p holds
+   out[p * kc * mr + k * mr + r]; rows past the end are zeros */
+static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int mr) {
+    for (int64_t p = 0; p < rows; p += mr) {
+        float *d = out + (p / mr) * kc * mr;
+        int n = rows - p < mr ? (int)(rows - p) : mr;
+        const char *src = x.base + (r0 + p) * x.rs + k0 * x.ks;
+        if (x.rs == sizeof(float)) {   /* rows adjacent: each k is one run of n floats */
+            for (int64_t k = 0; k < kc; k++)
+                memcpy(d + k * mr, src + k * x.ks, n * sizeof(float));
+        } else if (x.ks == sizeof(float)) {
+            for (int r = 0; r < n; r++) {
+                const float *row = (const float *)(src + r * x.rs);
+                for (int64_t k = 0; k < kc; k++)
+                    d[k * mr + r] = row[k];
+            }
+        } else {
+            for (int r = 0; r < n; r++)
+                for (int64_t k = 0; k < kc; k++)
+                    d[k * mr + r] = *(const float *)(src + r * x.rs + k * x.ks);
+        }
+        if (n < mr)
+            for (int64_t k = 0; k < kc; k++)
+                memset(d + k * mr + n, 0, (mr - n) * sizeof(float));
+    }
+}
+
+/* dst rows j0 .. j1 - 1 (of b) by columns i0 .. i1 - 1 (of a) of one batch; c points at dst[0][0] */
+static void product(struct kernel kern, struct operand a, struct operand b, int64_t k, float *c, int64_t ldc,
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (k == 0) {
+        for (int64_t j = j0; j < j1; j++)
+            memset(c + j * ldc + i0, 0, (i1 - i0) * sizeof(float));
+        return;
+    }
+    float *apack = scratch(0, (size_t)MC * KC);
+    float *bpack = scratch(1, (size_t)KC * kern.nr);
+    if (!apack || !bpack) {   /* no memory for the packing buffers: the product unblocked, slowly */
+        for (int64_t j = j0; j < j1; j++)
+            for (int64_t i = i0; i < i1; i++) {
+                float sum = 0;
+                for (int64_t kk = 0; kk < k; kk++)
+                    sum += *(const float *)(a.base + i * a.rs + kk * a.ks) *
+                           *(const float *)(b.base + j * b.rs + kk * b.ks);
+                c[j * ldc + i] = sum;
+            }
+        return;
+    }
+    for (int64_t k0 = 0; k0 < k; k0 += KC) {
+        int64_t kc = k - k0 < KC ? k - k0 : KC;
+        for (int64_t ib = i0; ib < i1; ib += MC) {
+            int64_t mc = i1 - ib < MC ? i1 - ib : MC;
+            pack(apack, a, ib, mc, k0, kc, kern.mr);
+            for (int64_t jb = j0; jb < j1; jb += kern.nr) {
+                int nr = j1 - jb < kern.nr ? (int)(j1 - jb) : kern.nr;
+                pack(bpack, b, jb, nr, k0, kc, kern.nr);
+                for (int64_t ir = 0; ir < mc; ir += kern.mr) {
+                    int m = mc - ir < kern.mr ? (int)(mc - ir) : kern.mr;
+                    kern.run(kc, apack + (ir / kern.mr) * kc * kern.mr, bpack, c + jb * ldc + ib + ir, ldc, m,
+                             nr, k0 > 0);
+                }
+            }
+        }
+    }
+}
+
+/* [begin, end) of `units` for thread ith of nth, in whole multiples of `step` */
+static void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin, int64_t *end) {
+    int64_t blocks = (units + step - 1) / step;
+    int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
+    *begin = b0 * step < units ? b0 * step : units;
+    *end = b1 * step < units ? b1 * step : units;
+}
+
+/* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */
+void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+    static struct kernel kern;
+    static int chosen;
+    (void)userdata;
+    if (!chosen) {   /* the same result on every thread: a benign race */
+        kern = choose_kernel();
+        chosen = 1;
+    }
+    const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
+    const int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+    const int64_t batches = b->ne[2] * b->ne[3];
+    const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+    const int64_t ldc = dst->nb[1] / sizeof(float);
+    int64_t i0 = 0, i1 = m, j0 = 0, j1 = n, q0 = 0, q1 = batches;
+    if (batches >= nth) {   /* whole batches per thread */
+        share(batches, 1, ith, nth, &q0, &q1);
+    } else if ((n + kern.nr - 1) / kern.nr >= (m + kern.mr - 1) / kern.mr) {
+        share(n, kern.nr, ith, nth, &j0, &j1);
+    } else {
+        share(m, kern.mr, ith, nth, &i0, &i1);
+    }
+    if (i0 >= i1 || j0 >= j1)
+        return;
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t q2 = q % b->ne[2], q3 = q / b->ne[2];
+        struct operand ao = {(const char *)a->data + (q2 / r2) * a->nb[2] + (q3 / r3) * a->nb[3], a->nb[1], a->nb[0]};
+        struct operand bo = {(const char *)b->data + q2 * b->nb[2] + q3 * b->nb[3], b->nb[1], b->nb[0]};
+        float *c = (float *)((char *)dst->data + q2 * dst->nb[2] + q3 * dst->nb[3]);
+        product(kern, ao, bo, k, c, ldc, i0, i1, j0, j1);
+    }
+}

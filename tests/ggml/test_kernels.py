@@ -1,0 +1,84 @@
+"""ggrad's own CPU kernels (ggrad/ggml/kernels.py) against numpy: every tile edge, k past one packed
+block, rows past one packed block, transposed and permuted operands read in place, batch broadcasting,
+k = 0, and more threads than work."""
+
+import numpy as np
+import pytest
+
+import ggrad.ggml as gg
+from ggrad.ggml import kernels, ops
+from ggrad.ggml.errors import DTypeError, ShapeError
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (32, 12, 16), (33, 13, 17), (64, 24, 256),
+                                   (100, 50, 257), (385, 30, 40), (800, 3, 600), (5, 700, 9), (128, 1024, 128)])
+def test_matmul_f32_matches_numpy(check, m, n, k):
+    a, b = _rand(m, k), _rand(n, k, seed=1)
+    check(lambda ctx, x, y: kernels.matmul_f32(ctx, x, y), [a, b], lambda x, y: y @ x.T, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(True, False), (False, True), (True, True)])
+def test_matmul_f32_reads_transposed_views_in_place(check, transpose_a, transpose_b):
+    a, b = _rand(40, 70), _rand(50, 70, seed=1)   # products of a (m, k) and b (n, k)
+    a_in = a.T.copy() if transpose_a else a
+    b_in = b.T.copy() if transpose_b else b
+
+    def build(ctx, x, y):
+        return kernels.matmul_f32(ctx, ops.transpose(ctx, x) if transpose_a else x,
+                                  ops.transpose(ctx, y) if transpose_b else y)
+    check(build, [a_in, b_in], lambda x, y: b @ a.T, atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_f32_permuted_batches_and_broadcast(check):
+    a = _rand(3, 2, 20, 36)   # [r, q, n, k] in numpy order
+    b = _rand(3, 4, 36, 30, seed=1)   # stored k-major: read through a permute to [r, q*2, m, k]
+
+    def build(ctx, x, y):
+        return kernels.matmul_f32(ctx, x, ops.permute(ctx, y, 1, 0, 2, 3))
+
+    def ref(x, y):
+        return np.swapaxes(y, -1, -2) @ np.swapaxes(np.repeat(x, 2, axis=1), -1, -2)
+    check(build, [a, b], ref, atol=1e-4, rtol=1e-4)
+
+
+def test_matmul_f32_empty_k_gives_zeros(check):
+    check(lambda ctx, x, y: kernels.matmul_f32(ctx, x, y), [np.zeros((5, 0), np.float32),
+                                                             np.zeros((3, 0), np.float32)],
+          lambda x, y: np.zeros((3, 5), np.float32))
+
+
+@pytest.mark.parametrize("threads", [3, 8])
+def test_matmul_f32_more_threads_than_batches_or_tiles(threads):
+    ctx = gg.Context(n_tensors=16)
+    a, b = _rand(2, 10, 24), _rand(2, 7, 24, seed=1)
+    ta, tb = ctx.new_tensor("f32", (24, 10, 2)), ctx.new_tensor("f32", (24, 7, 2))
+    out = kernels.matmul_f32(ctx, ta, tb)
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
+    gg.set_data(ta, a)
+    gg.set_data(tb, b)
+    sched = gg.Scheduler("cpu", graph_size=16)
+    graph = gg.Graph(16)
+    graph.build_forward_expand(out)
+    sched.alloc(graph)
+    before = gg.threads.policy.fixed
+    gg.set_num_threads(threads)
+    try:
+        sched.compute(graph)
+    finally:
+        gg.set_num_threads(before)
+    np.testing.assert_allclose(gg.get_data(out).reshape(2, 7, 10), b @ np.swapaxes(a, -1, -2), atol=1e-4, rtol=1e-4)
+    del keep
+
+
+def test_matmul_f32_rejects_bad_operands():
+    ctx = gg.Context(n_tensors=8)
+    with pytest.raises(ShapeError, match="matmul_f32"):
+        kernels.matmul_f32(ctx, ctx.new_tensor("f32", (4, 3)), ctx.new_tensor("f32", (5, 3)))
+    with pytest.raises(ShapeError, match="matmul_f32"):
+        kernels.matmul_f32(ctx, ctx.new_tensor("f32", (4, 3, 2)), ctx.new_tensor("f32", (4, 3, 3)))
+    with pytest.raises(DTypeError, match="matmul_f32"):
+        kernels.matmul_f32(ctx, ctx.new_tensor("f16", (4, 3)), ctx.new_tensor("f32", (4, 3)))

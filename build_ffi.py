@@ -30,6 +30,7 @@ extern "Python" void ggrad_abort_callback(const char * error_message);
 extern "Python" void ggrad_log_callback(enum ggml_log_level level, const char * text, void * user_data);
 extern "Python" bool ggrad_eval_callback(struct ggml_tensor * t, bool ask, void * user_data);
 void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+int ggrad_matmul_kernel(int isa);
 """
 
 # ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).

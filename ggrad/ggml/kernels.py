@@ -8,8 +8,10 @@ from .ops import _check as C
 from .ops import custom_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "is_matmul_f32"]
+__all__ = ["matmul_f32", "is_matmul_f32", "matmul_isa"]
 
+ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # microkernels of matmul_f32 (csrc/matmul.c)
+_ISA_NAMES = {v: k for k, v in ISAS.items()}
 _MATMUL_F32 = ffi.addressof(lib, "ggrad_matmul_f32")
 _MATMUL_F32_ADDRESS = ffi.cast("void *", _MATMUL_F32)
 
@@ -39,3 +41,14 @@ def is_matmul_f32(node):
     """Whether the `struct ggml_tensor *` `node` is a matmul_f32 node (a custom op whose parameters begin
     with its function)."""
     return node.op == lib.GGML_OP_CUSTOM and ffi.cast("void **", node.op_params)[0] == _MATMUL_F32_ADDRESS
+
+
+def matmul_isa(isa=None):
+    """The instruction set matmul_f32's microkernel uses ("avx512", "avx2" or "generic"); with `isa`, use
+    that one first ("best": the fastest this CPU has). An `isa` the CPU lacks leaves the choice as it was."""
+    if isa is not None and isa not in ISAS:
+        raise ValueError(f"matmul_isa: isa must be one of {sorted(ISAS)}, got {isa!r}")
+    return _ISA_NAMES[lib.ggrad_matmul_kernel(ISAS[isa] if isa else -1)]
+
+
+lib.ggrad_matmul_kernel(ISAS["best"])

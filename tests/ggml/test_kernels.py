@@ -14,9 +14,29 @@ def _rand(*shape, seed=0):
     return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
 
 
+@pytest.fixture(params=["avx512", "avx2", "generic"])
+def isa(request):
+    """Each microkernel this CPU can run (the best one is restored after)."""
+    if kernels.matmul_isa(request.param) != request.param:
+        kernels.matmul_isa("best")
+        pytest.skip(f"this CPU has no {request.param}")
+    yield request.param
+    kernels.matmul_isa("best")
+
+
+def test_matmul_isa_names_the_kernel_in_use():
+    assert kernels.matmul_isa() in ("avx512", "avx2", "generic")
+    assert kernels.matmul_isa("generic") == "generic"
+    assert kernels.matmul_isa() == "generic"
+    best = kernels.matmul_isa("best")
+    assert kernels.matmul_isa() == best
+    with pytest.raises(ValueError, match="matmul_isa"):
+        kernels.matmul_isa("sse9")
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (32, 12, 16), (33, 13, 17), (64, 24, 256),
                                    (100, 50, 257), (385, 30, 40), (800, 3, 600), (5, 700, 9), (128, 1024, 128)])
-def test_matmul_f32_matches_numpy(check, m, n, k):
+def test_matmul_f32_matches_numpy(check, isa, m, n, k):
     a, b = _rand(m, k), _rand(n, k, seed=1)
     check(lambda ctx, x, y: kernels.matmul_f32(ctx, x, y), [a, b], lambda x, y: y @ x.T, atol=1e-4, rtol=1e-4)
 

@@ -100,18 +100,31 @@ static void tile_generic(int64_t kc, const float *a, const float *b, float *c, i
 
 struct kernel {
     microkernel run;
-    int mr, nr;
+    int mr, nr, isa;
 };
 
-static struct kernel choose_kernel(void) {
+enum { ISA_BEST = 0, ISA_GENERIC = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 };
+
+static struct kernel kern;
+
+/* Selects the microkernel: ISA_BEST (what this CPU runs fastest), or one by name (tests run each).
+   Returns the one in use afterwards; an instruction set this CPU lacks leaves the choice unchanged. */
+int ggrad_matmul_kernel(int isa) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return (struct kernel){tile_avx512, 2 * VL, 12};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (struct kernel){tile_avx2, VL, 6};
+    int avx512 = __builtin_cpu_supports("avx512f");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if ((isa == ISA_BEST || isa == ISA_AVX512) && avx512)
+        kern = (struct kernel){tile_avx512, 2 * VL, 12, ISA_AVX512};
+    else if ((isa == ISA_BEST || isa == ISA_AVX2) && avx2)
+        kern = (struct kernel){tile_avx2, VL, 6, ISA_AVX2};
+    else if (isa == ISA_BEST || isa == ISA_GENERIC)
+        kern = (struct kernel){tile_generic, VL, 3, ISA_GENERIC};
+#else
+    if (isa == ISA_BEST || isa == ISA_GENERIC)
+        kern = (struct kernel){tile_generic, VL, 3, ISA_GENERIC};
 #endif
-    return (struct kernel){tile_generic, VL, 3};
+    return kern.isa;
 }
 
 /* a buffer of at least n floats, 64-byte aligned, kept per thread between calls (GGML's threads persist) */
@@ -207,13 +220,9 @@ static void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin,
 
 /* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */
 void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
-    static struct kernel kern;
-    static int chosen;
     (void)userdata;
-    if (!chosen) {   /* the same result on every thread: a benign race */
-        kern = choose_kernel();
-        chosen = 1;
-    }
+    if (!kern.run)   /* the module chooses when it loads (kernels.py); this is a fallback */
+        ggrad_matmul_kernel(ISA_BEST);
     const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
     const int64_t batches = b->ne[2] * b->ne[3];

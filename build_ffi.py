@@ -30,11 +30,13 @@ extern "Python" void ggrad_abort_callback(const char * error_message);
 extern "Python" void ggrad_log_callback(enum ggml_log_level level, const char * text, void * user_data);
 extern "Python" bool ggrad_eval_callback(struct ggml_tensor * t, bool ask, void * user_data);
 void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
-int ggrad_matmul_kernel(int isa);
+void ggrad_gelu_tanh_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_gelu_tanh_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+int ggrad_kernels_isa(int isa);
 """
 
 # ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).
-KERNELS = ["ggrad/ggml/csrc/matmul.c"]
+KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc/gelu.c"]
 
 
 def find_libggml():
@@ -124,7 +126,7 @@ ffibuilder.set_source(
     library_dirs=[str(lib_dir)],
     sources=KERNELS,
     libraries=["ggml", "ggml-base", "ggml-cpu"],
-    extra_compile_args=["-O3", "-Wno-deprecated-declarations"],
+    extra_compile_args=["-O3", "-Wno-deprecated-declarations", "-Wno-psabi"],
     extra_link_args=[f"-Wl,-rpath,{lib_dir}"],
 )
 

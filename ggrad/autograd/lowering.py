@@ -23,7 +23,9 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   thread); out_prod of a column of ones and b writes b out to a's shape first (52 us, both nodes).
 - GELU (tanh): the CPU's gelu looks x up in an f16 table (errors up to 4e-3; 1272 us for 512K f32
   at one thread); silu(z) / u with z = x u, u = 2c(1 + a x^2) is f32-exact with GGML's vectorized
-  exp (about half the time, ten nodes). GPUs keep their gelu kernels.
+  exp (about half the time, ten nodes; RPC servers take it), and its gradient eleven nodes more, with
+  GGML's scalar sigmoid. ggrad's CPU kernels (csrc/gelu.c) do each in one vectorized pass. GPUs keep
+  their gelu kernels.
 - f32 matrix products: GGML's CPU kernels (llamafile's, or its dot products) take the sum of each output
   element across vector lanes at the end, which costs most at the small k of a transformer's products
   ([1024, 128] @ [128, 512]: ~45 GF/s at one thread); ggrad's own kernel (ggrad/ggml/csrc/matmul.c,
@@ -55,7 +57,8 @@ class Lowering:
         row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
         column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
             "out_prod" with ones writes b out to a's shape first.
-        gelu_tanh: GELU's tanh form on f32 by GGML's "gelu" or by a composition around "silu".
+        gelu_tanh: GELU's tanh form on f32 by GGML's "gelu", by a composition around "silu", or by ggrad's
+            "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU only).
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
     """
     reduce_leading: str = "repeat_back"
@@ -74,8 +77,8 @@ class Lowering:
 # strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
-              gelu_tanh="silu", matmul="kernel")
-RPC = dataclasses.replace(CPU, matmul="mul_mat")   # a server computes only GGML's own ops
+              gelu_tanh="kernel", matmul="kernel")
+RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat")   # a server computes only GGML's own ops
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -1,5 +1,5 @@
-"""`ggrad.profile()`: per-op time of every graph computed inside the block, from the scheduler's
-eval callback (each node is then computed on its own, so totals run a little above normal steps).
+"""`ggrad.profile()`: per-op time of every graph computed inside the block (GGML's op names; ggrad's own
+CPU kernels by theirs, e.g. MATMUL_F32), from the scheduler's eval callback (each node is then computed on its own, so totals run a little above normal steps).
 
     with ggrad.profile() as prof:
         train_step()
@@ -34,7 +34,8 @@ class Profile:
             return True
         elapsed = time.perf_counter() - self._start
         t = ggml.GTensor(tensor_ptr, None)
-        key = (t.op, "x".join(str(n) for n in t.ne if n != 1) or "1")
+        kernel = ggml.kernels.kernel_name(tensor_ptr)   # ggrad's own kernels go by their names
+        key = (kernel.upper() if kernel else t.op, "x".join(str(n) for n in t.ne if n != 1) or "1")
         calls, total = self.records.get(key, (0, 0.0))
         self.records[key] = (calls + 1, total + elapsed)
         return True

@@ -21,4 +21,4 @@ from .data import set_data, get_data, get_raw, view, encode, decode
 hooks.install()
 
 VERSION = ffi.string(lib.ggml_version()).decode()
-from . import ops, gguf
+from . import ops, gguf, kernels

@@ -8,12 +8,13 @@ from .ops import _check as C
 from .ops import custom_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "is_matmul_f32", "matmul_isa"]
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "kernel_name", "isa"]
 
-ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # microkernels of matmul_f32 (csrc/matmul.c)
+ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
-_MATMUL_F32 = ffi.addressof(lib, "ggrad_matmul_f32")
-_MATMUL_F32_ADDRESS = ffi.cast("void *", _MATMUL_F32)
+_FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in ("matmul_f32", "gelu_tanh_f32",
+                                                                       "gelu_tanh_back_f32")}
+_NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
 def matmul_f32(ctx, a, b):
@@ -30,25 +31,68 @@ def matmul_f32(ctx, a, b):
     op = "matmul_f32"
     pa, pb = tensor(op, "a", a), tensor(op, "b", b)
     na, nb = C.ne(pa), C.ne(pb)
-    if pa.type != C.F32 or pb.type != C.F32:
-        raise C.DTypeError(f"{op}: a and b must be f32, got {C.tname(pa)} and {C.tname(pb)}")
+    _f32(op, pa, pb)
     if na[0] != nb[0] or 0 in (na[2], na[3]) or nb[2] % na[2] or nb[3] % na[3]:
         C.fail(op, f"a ne={na} and b ne={nb} don't match (equal ne[0], b's batch dims multiples of a's)")
-    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _MATMUL_F32, -1)
+    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
 
 
-def is_matmul_f32(node):
-    """Whether the `struct ggml_tensor *` `node` is a matmul_f32 node (a custom op whose parameters begin
-    with its function)."""
-    return node.op == lib.GGML_OP_CUSTOM and ffi.cast("void **", node.op_params)[0] == _MATMUL_F32_ADDRESS
+def gelu_tanh_f32(ctx, x):
+    """GELU's tanh form of contiguous f32 `x`, exact in f32 (GGML's gelu reads an f16 table).
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32, contiguous.
+    """
+    op = "gelu_tanh_f32"
+    px = tensor(op, "x", x)
+    _f32(op, px)
+    _contiguous(op, x=px)
+    return custom_4d(ctx, "f32", *C.ne(px), [x], 1, _FUNCTIONS[op], -1)
 
 
-def matmul_isa(isa=None):
-    """The instruction set matmul_f32's microkernel uses ("avx512", "avx2" or "generic"); with `isa`, use
-    that one first ("best": the fastest this CPU has). An `isa` the CPU lacks leaves the choice as it was."""
-    if isa is not None and isa not in ISAS:
-        raise ValueError(f"matmul_isa: isa must be one of {sorted(ISAS)}, got {isa!r}")
-    return _ISA_NAMES[lib.ggrad_matmul_kernel(ISAS[isa] if isa else -1)]
+def gelu_tanh_back_f32(ctx, g, x):
+    """g times the derivative of GELU's tanh form at x (the gradient first, as GGML's backward ops).
+
+    Args:
+        ctx: the Context the result is made in.
+        g: f32, contiguous, x's shape.
+        x: f32, contiguous.
+    """
+    op = "gelu_tanh_back_f32"
+    pg, px = tensor(op, "g", g), tensor(op, "x", x)
+    _f32(op, pg, px)
+    _contiguous(op, g=pg, x=px)
+    if C.ne(pg) != C.ne(px):
+        C.fail(op, f"g ne={C.ne(pg)} and x ne={C.ne(px)} must be equal")
+    return custom_4d(ctx, "f32", *C.ne(px), [g, x], 2, _FUNCTIONS[op], -1)
 
 
-lib.ggrad_matmul_kernel(ISAS["best"])
+def kernel_name(node):
+    """The name of the kernel computing the `struct ggml_tensor *` `node` ("matmul_f32", ...), or None for
+    any other node (a custom op's parameters begin with its function)."""
+    if node.op != lib.GGML_OP_CUSTOM:
+        return None
+    return _NAMES.get(int(ffi.cast("intptr_t", ffi.cast("void **", node.op_params)[0])))
+
+
+def isa(name=None):
+    """The instruction set the kernels use ("avx512", "avx2" or "generic"); with `name`, use that one from
+    now on ("best": the fastest this CPU has). One the CPU lacks leaves the choice as it was."""
+    if name is not None and name not in ISAS:
+        raise ValueError(f"isa: name must be one of {sorted(ISAS)}, got {name!r}")
+    return _ISA_NAMES[lib.ggrad_kernels_isa(ISAS[name] if name else -1)]
+
+
+def _f32(op, *tensors):
+    if any(t.type != C.F32 for t in tensors):
+        raise C.DTypeError(f"{op}: expected f32 inputs, got {', '.join(C.tname(t) for t in tensors)}")
+
+
+def _contiguous(op, **tensors):
+    for name, t in tensors.items():
+        if not lib.ggml_is_contiguous(t):
+            C.fail(op, f"{name} (ne={C.ne(t)}, nb={list(t.nb)}) must be contiguous")
+
+
+isa("best")

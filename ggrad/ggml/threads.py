@@ -22,7 +22,7 @@ import time
 import warnings
 
 from ._lib import ffi, lib
-from .kernels import is_matmul_f32
+from .kernels import kernel_name
 
 ENV_VAR = "GGRAD_NUM_THREADS"
 
@@ -101,7 +101,7 @@ _NO_WORK = frozenset((lib.GGML_OP_NONE, lib.GGML_OP_VIEW, lib.GGML_OP_RESHAPE, l
 
 def _node_ns(node):
     op = node.op
-    if op == lib.GGML_OP_MUL_MAT or is_matmul_f32(node):
+    if op == lib.GGML_OP_MUL_MAT or kernel_name(node) == "matmul_f32":
         return lib.ggml_nelements(node) * node.src[0].ne[0] * NS_PER_MAC
     if op == lib.GGML_OP_OUT_PROD:
         return lib.ggml_nelements(node) * node.src[0].ne[1] * NS_PER_MAC

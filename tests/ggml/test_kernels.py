@@ -1,6 +1,6 @@
-"""ggrad's own CPU kernels (ggrad/ggml/kernels.py) against numpy: every tile edge, k past one packed
-block, rows past one packed block, transposed and permuted operands read in place, batch broadcasting,
-k = 0, and more threads than work."""
+"""ggrad's own CPU kernels (ggrad/ggml/kernels.py) against numpy, with each instruction set this CPU has.
+The product: every tile edge, k past one packed block, rows past one packed block, transposed and permuted
+operands read in place, batch broadcasting, k = 0, more threads than work. GELU: vector tails."""
 
 import numpy as np
 import pytest
@@ -17,21 +17,21 @@ def _rand(*shape, seed=0):
 @pytest.fixture(params=["avx512", "avx2", "generic"])
 def isa(request):
     """Each microkernel this CPU can run (the best one is restored after)."""
-    if kernels.matmul_isa(request.param) != request.param:
-        kernels.matmul_isa("best")
+    if kernels.isa(request.param) != request.param:
+        kernels.isa("best")
         pytest.skip(f"this CPU has no {request.param}")
     yield request.param
-    kernels.matmul_isa("best")
+    kernels.isa("best")
 
 
-def test_matmul_isa_names_the_kernel_in_use():
-    assert kernels.matmul_isa() in ("avx512", "avx2", "generic")
-    assert kernels.matmul_isa("generic") == "generic"
-    assert kernels.matmul_isa() == "generic"
-    best = kernels.matmul_isa("best")
-    assert kernels.matmul_isa() == best
-    with pytest.raises(ValueError, match="matmul_isa"):
-        kernels.matmul_isa("sse9")
+def test_isa_names_the_instruction_set_in_use():
+    assert kernels.isa() in ("avx512", "avx2", "generic")
+    assert kernels.isa("generic") == "generic"
+    assert kernels.isa() == "generic"
+    best = kernels.isa("best")
+    assert kernels.isa() == best
+    with pytest.raises(ValueError, match="isa"):
+        kernels.isa("sse9")
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (32, 12, 16), (33, 13, 17), (64, 24, 256),
@@ -102,3 +102,35 @@ def test_matmul_f32_rejects_bad_operands():
         kernels.matmul_f32(ctx, ctx.new_tensor("f32", (4, 3, 2)), ctx.new_tensor("f32", (4, 3, 3)))
     with pytest.raises(DTypeError, match="matmul_f32"):
         kernels.matmul_f32(ctx, ctx.new_tensor("f16", (4, 3)), ctx.new_tensor("f32", (4, 3)))
+
+
+def _np_gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _np_gelu_tanh_grad(x):
+    u = np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)
+    du = np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x ** 2)
+    return 0.5 * (1 + np.tanh(u)) + 0.5 * x * (1 - np.tanh(u) ** 2) * du
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000])
+def test_gelu_tanh_f32_and_its_gradient_match_float64(check, isa, n):
+    x = (np.random.default_rng(n).standard_normal(n) * 4).astype(np.float32)
+    g = np.random.default_rng(n + 1).standard_normal(n).astype(np.float32)
+    x64 = x.astype(np.float64)
+    check(lambda ctx, t: kernels.gelu_tanh_f32(ctx, t), [x], lambda t: _np_gelu_tanh(x64).astype(np.float32),
+          atol=1e-6, rtol=1e-6)
+    check(lambda ctx, gt, t: kernels.gelu_tanh_back_f32(ctx, gt, t), [g, x],
+          lambda gt, t: (g * _np_gelu_tanh_grad(x64)).astype(np.float32), atol=1e-6, rtol=1e-5)
+
+
+def test_gelu_kernels_reject_bad_operands():
+    ctx = gg.Context(n_tensors=8)
+    x = ctx.new_tensor("f32", (4, 3))
+    with pytest.raises(ShapeError, match="gelu_tanh_f32"):
+        kernels.gelu_tanh_f32(ctx, ops.transpose(ctx, x))
+    with pytest.raises(DTypeError, match="gelu_tanh_f32"):
+        kernels.gelu_tanh_f32(ctx, ctx.new_tensor("f16", (4, 3)))
+    with pytest.raises(ShapeError, match="gelu_tanh_back_f32"):
+        kernels.gelu_tanh_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)

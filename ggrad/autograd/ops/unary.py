@@ -7,10 +7,12 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 
 import math
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
+from ..grad_mode import is_grad_enabled
+from ..pending import contiguous_node
 from ..primitive import Primitive
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
@@ -156,21 +158,38 @@ def _gelu_tanh_by_silu(c, x):
 
 
 class GeluTanh(Primitive):
-    """tanh approximation of x * Phi(x): GGML's gelu, or on backends whose lowering says "silu" (the CPU,
-    where gelu reads an f16 table: errors up to 4e-3) the exact f32 composition `_gelu_tanh_by_silu`."""
+    """tanh approximation of x * Phi(x): GGML's gelu; or in f32 where the lowering says so (GGML's CPU gelu
+    reads an f16 table: errors up to 4e-3) ggrad's CPU kernel ("kernel", one pass each way) or the
+    composition `_gelu_tanh_by_silu` ("silu", for RPC servers)."""
     saves = "input"
     dtypes = FLOAT
 
     @staticmethod
     def build(ctx, graph, x):
-        if x.dtype is f32 and lowering.for_device(graph.device).gelu_tanh == "silu":
+        how = lowering.for_device(graph.device).gelu_tanh
+        if x.dtype is f32 and how == "kernel":
+            return kernels.gelu_tanh_f32(graph.ctx, contiguous_node(graph.ctx, x))
+        if x.dtype is f32 and how == "silu":
             return _gelu_tanh_by_silu(graph.ctx, x)
         return ops.gelu(graph.ctx, x)
 
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
+        if (x.dtype is f32 and g.dtype is f32 and lowering.for_device(g.device).gelu_tanh == "kernel"
+                and not is_grad_enabled()):   # a recorded backward (create_graph) takes the composition
+            return GeluTanhBack.apply(g, x)
         return _gelu_tanh_grad(ctx, g, x)
+
+
+class GeluTanhBack(Primitive):
+    """g times GELU (tanh)'s derivative at x, by ggrad's CPU kernel (no backward of its own: a backward
+    that is itself differentiated uses `_gelu_tanh_grad`)."""
+    dtypes = FLOAT
+
+    @staticmethod
+    def build(ctx, graph, g, x):
+        return kernels.gelu_tanh_back_f32(graph.ctx, contiguous_node(graph.ctx, g), contiguous_node(graph.ctx, x))
 
 
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")

@@ -17,13 +17,10 @@
 #include <string.h>
 
 #include "ggml.h"
+#include "simd.h"
 
-#define VL 16    /* floats per vector */
 #define KC 256   /* k per packed block */
 #define MC 384   /* rows of a per packed block (a multiple of every MR): 384 KiB with KC */
-
-typedef float vf __attribute__((vector_size(VL * 4)));
-typedef float vf_unaligned __attribute__((vector_size(VL * 4), aligned(4), may_alias));
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {
@@ -35,9 +32,8 @@ typedef void (*microkernel)(int64_t kc, const float *a, const float *b, float *c
                             int accumulate);
 
 /* an MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n (MR = nv * VL) */
-static inline __attribute__((always_inline)) void tile(int nv, int nr, int64_t kc, const float *restrict a,
-                                                       const float *restrict b, float *c, int64_t ldc, int m,
-                                                       int n, int accumulate) {
+ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b, float *c,
+                        int64_t ldc, int m, int n, int accumulate) {
     vf acc[16][4];
 #pragma GCC unroll 16
     for (int j = 0; j < nr; j++)
@@ -83,12 +79,12 @@ static inline __attribute__((always_inline)) void tile(int nv, int nr, int64_t k
 
 /* One microkernel per instruction set, chosen once at run time; NV x NR accumulators fill the
    registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers). */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx512f,fma"))) static void tile_avx512(int64_t kc, const float *a, const float *b, float *c,
+#ifdef GGRAD_X86
+TARGET_AVX512 static void tile_avx512(int64_t kc, const float *a, const float *b, float *c,
                                                                int64_t ldc, int m, int n, int accumulate) {
     tile(2, 12, kc, a, b, c, ldc, m, n, accumulate);
 }
-__attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *a, const float *b, float *c,
+TARGET_AVX2 static void tile_avx2(int64_t kc, const float *a, const float *b, float *c,
                                                           int64_t ldc, int m, int n, int accumulate) {
     tile(1, 6, kc, a, b, c, ldc, m, n, accumulate);
 }
@@ -100,31 +96,18 @@ static void tile_generic(int64_t kc, const float *a, const float *b, float *c, i
 
 struct kernel {
     microkernel run;
-    int mr, nr, isa;
+    int mr, nr;
 };
 
-enum { ISA_BEST = 0, ISA_GENERIC = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 };
-
-static struct kernel kern;
-
-/* Selects the microkernel: ISA_BEST (what this CPU runs fastest), or one by name (tests run each).
-   Returns the one in use afterwards; an instruction set this CPU lacks leaves the choice unchanged. */
-int ggrad_matmul_kernel(int isa) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    int avx512 = __builtin_cpu_supports("avx512f");
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if ((isa == ISA_BEST || isa == ISA_AVX512) && avx512)
-        kern = (struct kernel){tile_avx512, 2 * VL, 12, ISA_AVX512};
-    else if ((isa == ISA_BEST || isa == ISA_AVX2) && avx2)
-        kern = (struct kernel){tile_avx2, VL, 6, ISA_AVX2};
-    else if (isa == ISA_BEST || isa == ISA_GENERIC)
-        kern = (struct kernel){tile_generic, VL, 3, ISA_GENERIC};
-#else
-    if (isa == ISA_BEST || isa == ISA_GENERIC)
-        kern = (struct kernel){tile_generic, VL, 3, ISA_GENERIC};
+static struct kernel kernel_for(int isa) {
+#ifdef GGRAD_X86
+    if (isa == ISA_AVX512)
+        return (struct kernel){tile_avx512, 2 * VL, 12};
+    if (isa == ISA_AVX2)
+        return (struct kernel){tile_avx2, VL, 6};
 #endif
-    return kern.isa;
+    (void)isa;
+    return (struct kernel){tile_generic, VL, 3};
 }
 
 /* a buffer of at least n floats, 64-byte aligned, kept per thread between calls (GGML's threads persist) */
@@ -221,8 +204,7 @@ static void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin,
 /* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */
 void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;
-    if (!kern.run)   /* the module chooses when it loads (kernels.py); this is a fallback */
-        ggrad_matmul_kernel(ISA_BEST);
+    const struct kernel kern = kernel_for(ggrad_isa);
     const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
     const int64_t batches = b->ne[2] * b->ne[3];

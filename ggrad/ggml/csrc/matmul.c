@@ -7,9 +7,10 @@
    much of it to horizontal sums.
 
    The method is the usual one for a cache-blocked product: a block of a's rows (MC x KC) is packed into
-   panels of MR rows laid out k-major, a panel of NR rows of b likewise; the microkernel multiplies one a
-   panel by one b panel into an MR x NR tile of dst held in registers, broadcasting b's values against
-   vectors of a's. Blocks of k beyond the first add to dst. Each GGML thread computes its own part of
+   panels of MR rows laid out k-major, a panel of NR rows of b likewise where its rows are not contiguous
+   (else they are read in place: packing costs as much as the products at a transformer head's k = 32);
+   the microkernel multiplies one a panel by NR rows of b into an MR x NR tile of dst held in registers,
+   broadcasting b's values against vectors of a's. Blocks of k beyond the first add to dst. Each GGML thread computes its own part of
    dst (whole batches, or a range of rows or columns) with its own packing buffers. */
 
 #include <stdint.h>
@@ -28,12 +29,12 @@ struct operand {
     int64_t rs, ks;
 };
 
-typedef void (*microkernel)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-                            int accumulate);
+typedef void (*microkernel)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
+                            int m, int n, int accumulate);
 
 /* an MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n (MR = nv * VL) */
-ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b, float *c,
-                        int64_t ldc, int m, int n, int accumulate) {
+ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b, int64_t bj_stride,
+                        int64_t bk_stride, float *c, int64_t ldc, int m, int n, int accumulate) {
     vf acc[16][4];
 #pragma GCC unroll 16
     for (int j = 0; j < nr; j++)
@@ -47,7 +48,7 @@ ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, con
             av[v] = *(const vf *)(a + (k * nv + v) * VL);
 #pragma GCC unroll 16
         for (int j = 0; j < nr; j++) {
-            float bj = b[k * nr + j];
+            float bj = b[j * bj_stride + k * bk_stride];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
                 acc[j][v] += av[v] * bj;
@@ -78,21 +79,21 @@ ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, con
 }
 
 /* One microkernel per instruction set, chosen once at run time; NV x NR accumulators fill the
-   registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers). */
+   registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers).
+   b is a packed panel (ldb = 0: b[k * NR + j]) or NR rows of b read in place (b[j * ldb + k]). */
+#define MICROKERNEL(NAME, TARGET, NV, NR)                                                                 \
+    TARGET static void NAME(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc, \
+                            int m, int n, int accumulate) {                                               \
+        if (ldb == 0)                                                                                     \
+            tile(NV, NR, kc, a, b, 1, NR, c, ldc, m, n, accumulate);                                      \
+        else                                                                                              \
+            tile(NV, NR, kc, a, b, ldb, 1, c, ldc, m, n, accumulate);                                     \
+    }
 #ifdef GGRAD_X86
-TARGET_AVX512 static void tile_avx512(int64_t kc, const float *a, const float *b, float *c,
-                                                               int64_t ldc, int m, int n, int accumulate) {
-    tile(2, 12, kc, a, b, c, ldc, m, n, accumulate);
-}
-TARGET_AVX2 static void tile_avx2(int64_t kc, const float *a, const float *b, float *c,
-                                                          int64_t ldc, int m, int n, int accumulate) {
-    tile(1, 6, kc, a, b, c, ldc, m, n, accumulate);
-}
+MICROKERNEL(tile_avx512, TARGET_AVX512, 2, 12)
+MICROKERNEL(tile_avx2, TARGET_AVX2, 1, 6)
 #endif
-static void tile_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-                         int accumulate) {
-    tile(1, 3, kc, a, b, c, ldc, m, n, accumulate);
-}
+MICROKERNEL(tile_generic, , 1, 3)
 
 struct kernel {
     microkernel run;
@@ -182,10 +183,17 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
             pack(apack, a, ib, mc, k0, kc, kern.mr);
             for (int64_t jb = j0; jb < j1; jb += kern.nr) {
                 int nr = j1 - jb < kern.nr ? (int)(j1 - jb) : kern.nr;
-                pack(bpack, b, jb, nr, k0, kc, kern.nr);
+                const float *bp = bpack;
+                int64_t ldb = 0;
+                if (nr == kern.nr && b.ks == sizeof(float) && b.rs % sizeof(float) == 0) {   /* rows in place */
+                    bp = (const float *)(b.base + jb * b.rs + k0 * b.ks);
+                    ldb = b.rs / sizeof(float);
+                } else {
+                    pack(bpack, b, jb, nr, k0, kc, kern.nr);
+                }
                 for (int64_t ir = 0; ir < mc; ir += kern.mr) {
                     int m = mc - ir < kern.mr ? (int)(mc - ir) : kern.mr;
-                    kern.run(kc, apack + (ir / kern.mr) * kc * kern.mr, bpack, c + jb * ldc + ib + ir, ldc, m,
+                    kern.run(kc, apack + (ir / kern.mr) * kc * kern.mr, bp, ldb, c + jb * ldc + ib + ir, ldc, m,
                              nr, k0 > 0);
                 }
             }

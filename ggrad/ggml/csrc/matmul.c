@@ -21,7 +21,7 @@
 #include "simd.h"
 
 #define KC 256   /* k per packed block */
-#define MC 384   /* rows of a per packed block (a multiple of every MR): 384 KiB with KC */
+#define MC 480   /* rows of a per packed block (a multiple of every MR): 480 KiB with KC */
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {
@@ -135,9 +135,12 @@ static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t
         float *d = out + (p / mr) * kc * mr;
         int n = rows - p < mr ? (int)(rows - p) : mr;
         const char *src = x.base + (r0 + p) * x.rs + k0 * x.ks;
-        if (x.rs == sizeof(float)) {   /* rows adjacent: each k is one run of n floats */
-            for (int64_t k = 0; k < kc; k++)
-                memcpy(d + k * mr, src + k * x.ks, n * sizeof(float));
+        if (x.rs == sizeof(float)) {   /* rows adjacent: each k is one run of n floats (too short for memcpy) */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *run = (const float *)(src + k * x.ks);
+                for (int r = 0; r < n; r++)
+                    d[k * mr + r] = run[r];
+            }
         } else if (x.ks == sizeof(float)) {
             for (int r = 0; r < n; r++) {
                 const float *row = (const float *)(src + r * x.rs);

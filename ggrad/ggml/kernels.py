@@ -8,12 +8,12 @@ from .ops import _check as C
 from .ops import custom_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "kernel_name", "isa"]
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in ("matmul_f32", "gelu_tanh_f32",
-                                                                       "gelu_tanh_back_f32")}
+                                                                       "gelu_tanh_back_f32", "copy_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -68,8 +68,30 @@ def gelu_tanh_back_f32(ctx, g, x):
     return custom_4d(ctx, "f32", *C.ne(px), [g, x], 2, _FUNCTIONS[op], -1)
 
 
+def concat_f32(ctx, a, b, dim):
+    """a and b joined along dimension `dim` (GGML's order) into a contiguous f32 tensor, as ops.concat.
+
+    Args:
+        ctx: the Context the result is made in.
+        a: f32, any strides.
+        b: f32, any strides, a's shape but for dimension `dim`.
+        dim: 0 to 3.
+    """
+    op = "concat_f32"
+    pa, pb = tensor(op, "a", a), tensor(op, "b", b)
+    _f32(op, pa, pb)
+    C.integer(op, "dim", dim, 0, 3)
+    na, nb = C.ne(pa), C.ne(pb)
+    if any(x != y for i, (x, y) in enumerate(zip(na, nb)) if i != dim):
+        C.fail(op, f"a ne={na} and b ne={nb} differ beyond dimension {dim}")
+    ne = list(na)
+    ne[dim] += nb[dim]
+    return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS["copy_f32"], -1, ffi.cast("void *", dim))
+
+
 def kernel_name(node):
-    """The name of the kernel computing the `struct ggml_tensor *` `node` ("matmul_f32", ...), or None for
+    """The name of the kernel computing the `struct ggml_tensor *` `node` ("matmul_f32", "copy_f32" for
+    concat_f32, ...), or None for
     any other node (a custom op's parameters begin with its function)."""
     if node.op != lib.GGML_OP_CUSTOM:
         return None

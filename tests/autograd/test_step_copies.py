@@ -12,10 +12,11 @@ from ggrad.autograd import execution, lowering
 from ggrad.examples.char_gpt import CharGPT
 
 # W2: vocab 96, d_model 128, 4 layers, 4 heads, context 64 (batch 2: the counts do not depend on it)
-MOST_COPIES = {"CPU": 20, "RPC": 103, "CUDA": 53}   # CUDA: bias sums by out_prod, no copy (was 122)
-# RPC (the CPU's choices with GGML's mul_mat): 111 until the first operand of mul_mat was read strided
+MOST_COPIES = {"CPU": 12, "RPC": 103, "CUDA": 53}   # CUDA: bias sums by out_prod, no copy (was 122)
+# RPC (the CPU's choices with GGML's ops): 111 until the first operand of mul_mat was read strided
 # (lowering.strided_matmul "first"); the CPU's 103 fell to 20 when its products moved to ggrad's kernel,
-# which reads transposed operands in place (lowering.matmul "kernel")
+# which reads transposed operands in place (lowering.matmul "kernel"), and to 12 when its joins did
+# (lowering.concat "kernel": those are COPY_F32 nodes, not counted)
 
 
 def step_conts(choices):

@@ -134,3 +134,31 @@ def test_gelu_kernels_reject_bad_operands():
         kernels.gelu_tanh_f32(ctx, ctx.new_tensor("f16", (4, 3)))
     with pytest.raises(ShapeError, match="gelu_tanh_back_f32"):
         kernels.gelu_tanh_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, 3])
+def test_concat_f32_joins_any_strided_parts(check, dim):
+    a, b = _rand(2, 3, 4, 5), _rand(2, 3, 4, 5, seed=1)
+    axis = 3 - dim
+    b = np.delete(b, 0, axis=axis) if b.shape[axis] > 1 else b   # the parts differ along dim
+
+    def build(ctx, x, y):   # a read through a double transpose (strided), b as stored
+        x = ops.transpose(ctx, ops.cont(ctx, ops.transpose(ctx, x)))
+        return kernels.concat_f32(ctx, x, y, dim)
+    check(build, [a, b], lambda x, y: np.concatenate([x, y], axis=axis))
+
+
+@pytest.mark.parametrize("shape,perm", [((37, 70), (1, 0, 2, 3)), ((3, 40, 33), (1, 0, 2, 3)),
+                                        ((2, 3, 5, 7), (0, 2, 1, 3)), ((2, 3, 5, 7), (2, 0, 3, 1))])
+def test_concat_f32_reads_transposed_and_permuted_parts(check, shape, perm):
+    x = _rand(*shape)
+    nd = len(shape)
+    # GGML's permute puts source dimension i at perm[i]: numpy axis a of the view is the source's axis
+    # nd-1-j where perm[j] = nd-1-a (dimensions past nd stay where they are)
+    axes = [nd - 1 - list(perm).index(nd - 1 - a) for a in range(nd)]
+    view = np.transpose(x, axes)
+
+    def build(ctx, t):
+        v = ops.permute(ctx, t, *perm)
+        return kernels.concat_f32(ctx, v, v, 3 if nd == 4 else 2)
+    check(build, [x], lambda t: np.stack([view, view]) if nd == 2 else np.concatenate([view, view], axis=0))

@@ -1,7 +1,8 @@
 """Joining and splitting: cat, stack, split, chunk."""
 
-from ...ggml import ops
+from ...ggml import f32, kernels, ops
 from ...ggml.errors import ArgumentError, ShapeError
+from .. import lowering
 from ..dtype_rules import result_type
 from ..function import Function
 from .. import view_tracking
@@ -16,7 +17,10 @@ class Concat(Primitive):
     @staticmethod
     def build(ctx, graph, a, b, dim):
         ctx.dim = dim
-        return ops.concat(graph.ctx, a, b, len(ctx.shapes[0]) - 1 - dim)
+        ggml_dim = len(ctx.shapes[0]) - 1 - dim
+        if a.dtype is f32 and b.dtype is f32 and lowering.for_device(graph.device).concat == "kernel":
+            return kernels.concat_f32(graph.ctx, a, b, ggml_dim)
+        return ops.concat(graph.ctx, a, b, ggml_dim)
 
     @staticmethod
     def shape(a, b, dim):

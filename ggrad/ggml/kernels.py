@@ -3,17 +3,20 @@ as GGML custom ops: the CPU backend runs them on its threads like any node. Othe
 (an RPC server has no such function), so only graphs on the CPU backend may hold them.
 """
 
+import struct
+
 from ._lib import ffi, lib
 from .ops import _check as C
 from .ops import custom_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "kernel_name", "isa"]
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
+           "layer_norm_back_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
-_FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in ("matmul_f32", "gelu_tanh_f32",
-                                                                       "gelu_tanh_back_f32", "copy_f32")}
+_FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
+    "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "copy_f32", "layer_norm_f32", "layer_norm_back_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -87,6 +90,44 @@ def concat_f32(ctx, a, b, dim):
     ne = list(na)
     ne[dim] += nb[dim]
     return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS["copy_f32"], -1, ffi.cast("void *", dim))
+
+
+def layer_norm_f32(ctx, x, eps):
+    """(x - mean) / sqrt(var + eps) over dimension 0 of contiguous f32 `x`, as ops.norm.
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32, contiguous.
+        eps: added to the variance.
+    """
+    op = "layer_norm_f32"
+    px = tensor(op, "x", x)
+    _f32(op, px)
+    _contiguous(op, x=px)
+    return custom_4d(ctx, "f32", *C.ne(px), [x], 1, _FUNCTIONS[op], -1, _float_bits(eps))
+
+
+def layer_norm_back_f32(ctx, g, x, eps):
+    """The gradient of layer_norm_f32 at x given g (the gradient first, as GGML's backward ops).
+
+    Args:
+        ctx: the Context the result is made in.
+        g: f32, contiguous, x's shape.
+        x: f32, contiguous.
+        eps: added to the variance.
+    """
+    op = "layer_norm_back_f32"
+    pg, px = tensor(op, "g", g), tensor(op, "x", x)
+    _f32(op, pg, px)
+    _contiguous(op, g=pg, x=px)
+    if C.ne(pg) != C.ne(px):
+        C.fail(op, f"g ne={C.ne(pg)} and x ne={C.ne(px)} must be equal")
+    return custom_4d(ctx, "f32", *C.ne(px), [g, x], 2, _FUNCTIONS[op], -1, _float_bits(eps))
+
+
+def _float_bits(value):
+    """A float passed to a kernel as its 32 bits in the userdata pointer."""
+    return ffi.cast("void *", struct.unpack("<I", struct.pack("<f", float(value)))[0])
 
 
 def kernel_name(node):

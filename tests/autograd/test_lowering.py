@@ -305,22 +305,26 @@ def test_row_sums_by_mul_mat_match_sum_rows(shape, no_graph_cache):
     np.testing.assert_allclose(want, x_np.astype(np.float64).sum(-1, keepdims=True), rtol=1e-5, atol=1e-5)
 
 
-def test_layer_norm_backward_by_the_cpu_choices_matches_torch():
+@pytest.mark.parametrize("choices,ops_wanted", [("CPU", {"LAYER_NORM_BACK_F32"}),
+                                                ("RPC", {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"})])
+def test_layer_norm_backward_by_the_cpu_choices_matches_torch(no_graph_cache, choices, ops_wanted):
+    # the CPU's kernel; RPC's composition: row sums by mul_mat, the row means written out by out_prod
+    # before the subtraction
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x_np = rng.standard_normal((4, 6, 32)).astype(np.float32) * 3 + 1
     g_np = rng.standard_normal((4, 6, 32)).astype(np.float32)
-    x = ggrad.tensor(x_np, requires_grad=True)
-    y = ggrad.nn.functional.layer_norm(x, (32,))
-    with ggrad.profile() as prof:
-        (y * ggrad.tensor(g_np)).sum().backward()
-        x.grad.numpy()
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        x = ggrad.tensor(x_np, requires_grad=True)
+        y = ggrad.nn.functional.layer_norm(x, (32,))
+        with ggrad.profile() as prof:
+            (y * ggrad.tensor(g_np)).sum().backward()
+            x.grad.numpy()
     ops_run = set(prof.by_op())
     xt = torch.tensor(x_np, requires_grad=True)
     (torch.nn.functional.layer_norm(xt, (32,)) * torch.tensor(g_np)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
-    # the CPU's choices: row sums by mul_mat, the row means written out by out_prod before the subtraction
-    assert "SUM_ROWS" not in ops_run and {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"} <= ops_run
+    assert "SUM_ROWS" not in ops_run and ops_wanted <= ops_run
 
 
 @pytest.mark.parametrize("choices,op", [("CPU", "GELU_TANH_F32"), ("RPC", "SILU")])
@@ -362,3 +366,28 @@ def test_gelu_tanh_kernel_gradient_equals_the_composition_everywhere(no_graph_ca
     g, = ggrad.autograd.grad(ggrad.nn.functional.gelu(x, approximate="tanh").sum(), x, create_graph=True)
     assert g.requires_grad
     np.testing.assert_allclose(g.numpy(), grads["CPU"][7:], rtol=1e-6, atol=1e-7)
+
+
+def test_layer_norm_kernel_equals_the_composition_with_double_backward(no_graph_cache):
+    # the CPU's kernels (forward and gradient) against GGML's norm and the composed gradient (RPC's
+    # choices); a recorded backward (create_graph) takes the composition, so second derivatives exist
+    x_np = (np.random.default_rng(7).standard_normal((6, 40)) * 2 + 0.5).astype(np.float32)
+    w_np = np.random.default_rng(8).standard_normal(40).astype(np.float32)
+    results = {}
+    for choices in ("CPU", "RPC"):
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+            x = ggrad.tensor(x_np, requires_grad=True)
+            with ggrad.profile() as prof:
+                y = ggrad.nn.functional.layer_norm(x, (40,), ggrad.tensor(w_np))
+                g, = ggrad.autograd.grad((y * y).sum(), x, create_graph=True)
+                gg, = ggrad.autograd.grad(g.square().sum(), x)
+                y.numpy()
+            assert ("LAYER_NORM_F32" in prof.by_op()) == (choices == "CPU")
+            x2 = ggrad.tensor(x_np, requires_grad=True)
+            with ggrad.profile() as prof:
+                ggrad.nn.functional.layer_norm(x2, (40,), ggrad.tensor(w_np)).square().sum().backward()
+                x2.grad.numpy()
+            assert ("LAYER_NORM_BACK_F32" in prof.by_op()) == (choices == "CPU")
+            results[choices] = (y.numpy(), g.numpy(), gg.numpy(), x2.grad.numpy())
+    for cpu, rpc in zip(results["CPU"], results["RPC"]):
+        np.testing.assert_allclose(cpu, rpc, rtol=2e-4, atol=2e-5)

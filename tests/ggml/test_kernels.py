@@ -162,3 +162,17 @@ def test_concat_f32_reads_transposed_and_permuted_parts(check, shape, perm):
         v = ops.permute(ctx, t, *perm)
         return kernels.concat_f32(ctx, v, v, 3 if nd == 4 else 2)
     check(build, [x], lambda t: np.stack([view, view]) if nd == 2 else np.concatenate([view, view], axis=0))
+
+
+@pytest.mark.parametrize("n", [1, 16, 130])
+def test_layer_norm_f32_and_its_gradient_match_float64(check, isa, n):
+    x = (np.random.default_rng(n).standard_normal((5, n)) * 3 + 1).astype(np.float32)
+    g = np.random.default_rng(n + 1).standard_normal((5, n)).astype(np.float32)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    r = 1 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    y = (x64 - x64.mean(-1, keepdims=True)) * r
+    dx = r * (g64 - g64.mean(-1, keepdims=True) - y * (g64 * y).mean(-1, keepdims=True))
+    check(lambda ctx, t: kernels.layer_norm_f32(ctx, t, 1e-5), [x], lambda t: y.astype(np.float32),
+          atol=2e-6, rtol=1e-5)
+    check(lambda ctx, gt, t: kernels.layer_norm_back_f32(ctx, gt, t, 1e-5), [g, x],
+          lambda gt, t: dx.astype(np.float32), atol=2e-6, rtol=1e-5)

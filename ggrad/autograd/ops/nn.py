@@ -5,12 +5,14 @@ Softmax is GGML's `soft_max_ext` (scale, additive mask, ALiBi `max_bias`) differ
 are im2col + mul_mat with `im2col_back`; pooling uses `pool_2d_back`.
 """
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from ..function import Function
-from ..pending import ne_of
+from .. import lowering
+from ..grad_mode import is_grad_enabled
+from ..pending import contiguous_node, ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
 from ..torch_dtypes import resolve
@@ -127,20 +129,46 @@ class _RowNorm(Primitive):
 
 
 class LayerNormCore(_RowNorm):
-    """(x - mean) / sqrt(var + eps) over the last dimension (GGML norm).
+    """(x - mean) / sqrt(var + eps) over the last dimension: GGML norm, or ggrad's CPU kernel where the
+    lowering says so (one pass each way).
 
     Backward: the normalised value is rms_norm of the centred input, so GGML's rms_norm_back gives the
-    gradient with respect to the centred input, and centring's own backward subtracts the row mean.
+    gradient with respect to the centred input, and centring's own backward subtracts the row mean (also
+    where the kernel's gradient is not taken: a backward that is itself recorded, create_graph).
     """
     op = staticmethod(ops.norm)
+
+    @classmethod
+    def build(cls, ctx, graph, x, eps):
+        if x.dtype is f32 and lowering.for_device(graph.device).layer_norm == "kernel":
+            ctx.eps = eps
+            return kernels.layer_norm_f32(graph.ctx, contiguous_node(graph.ctx, x), eps)
+        return super().build(ctx, graph, x, eps)
 
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
+        if (x.dtype is f32 and g.dtype is f32 and lowering.for_device(g.device).layer_norm == "kernel"
+                and not is_grad_enabled()):
+            return LayerNormCoreBack.apply(g, x, ctx.eps), None
         n = x.shape[-1]
         centered = x - rd.SumRows.apply(x) * (1.0 / n)
         g_centered = RMSNormBack.apply(g, centered, ctx.eps)
         return g_centered - rd.SumRows.apply(g_centered) * (1.0 / n), None
+
+
+class LayerNormCoreBack(Primitive):
+    """The gradient of LayerNormCore at x given g, by ggrad's CPU kernel (no backward of its own: a backward
+    that is itself differentiated takes LayerNormCore's composition)."""
+
+    @staticmethod
+    def build(ctx, graph, g, x, eps):
+        return kernels.layer_norm_back_f32(graph.ctx, contiguous_node(graph.ctx, g), contiguous_node(graph.ctx, x),
+                                           eps)
+
+    @staticmethod
+    def shape(g, x, eps):
+        return x.shape
 
 
 def _normalize_trailing(core, x, normalized_shape, eps, op):

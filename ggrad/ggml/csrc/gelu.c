@@ -17,16 +17,12 @@
 #define GELU_A 0.044715f
 #define GELU_FLAT 20.0f
 
-ALWAYS_INLINE vf select(vi mask, vf yes, vf no) {
-    return (vf)(((vi)yes & mask) | ((vi)no & ~mask));
-}
-
 /* e^x to about 2 ulp: x = n ln2 + r, |r| <= ln2 / 2, e^r by its Taylor polynomial of degree 7, 2^n by
    the exponent bits. Beyond [-87.3, 88.7] it is 0 (where e^x is subnormal) or inf, so that sigmoid
    reaches 0 and 1 exactly as 1 / (1 + expf(-z)) does. */
 ALWAYS_INLINE vf vexp(vf x_in) {
-    vf x = select(x_in < -87.3f, (vf){} - 87.3f, x_in);
-    x = select(x > 88.7f, (vf){} + 88.7f, x);
+    vf x = vselect(x_in < -87.3f, (vf){} - 87.3f, x_in);
+    x = vselect(x > 88.7f, (vf){} + 88.7f, x);
     const float shifter = 12582912.0f;   /* 1.5 * 2^23: adding it rounds to an integer */
     vf t = x * 1.4426950408889634f + shifter;
     vf n = t - shifter;
@@ -44,8 +40,8 @@ ALWAYS_INLINE vf vexp(vf x_in) {
     vi half = ni >> 1;
     vf s1 = (vf)((half + 127) << 23), s2 = (vf)((ni - half + 127) << 23);
     vf e = p * s1 * s2;
-    e = select(x_in < -87.3f, (vf){}, e);
-    return select(x_in > 88.7f, (vf){} + __builtin_inff(), e);
+    e = vselect(x_in < -87.3f, (vf){}, e);
+    return vselect(x_in > 88.7f, (vf){} + __builtin_inff(), e);
 }
 
 ALWAYS_INLINE vf vsigmoid(vf z) {
@@ -54,11 +50,11 @@ ALWAYS_INLINE vf vsigmoid(vf z) {
 
 ALWAYS_INLINE vf gelu_forward(vf x) {
     const float c2 = 2.0f * SQRT_2_OVER_PI;
-    vf inside = select(x < -GELU_FLAT, (vf){} - GELU_FLAT, x);
-    inside = select(inside > GELU_FLAT, (vf){} + GELU_FLAT, inside);
+    vf inside = vselect(x < -GELU_FLAT, (vf){} - GELU_FLAT, x);
+    inside = vselect(inside > GELU_FLAT, (vf){} + GELU_FLAT, inside);
     vf z = inside * (inside * inside * (c2 * GELU_A) + c2);
     vf beyond = x - inside;
-    vf step = select(beyond > 0.0f, (vf){} + 1.0f, (vf){});
+    vf step = vselect(beyond > 0.0f, (vf){} + 1.0f, (vf){});
     return inside * vsigmoid(z) + beyond * step;
 }
 
@@ -73,7 +69,7 @@ ALWAYS_INLINE vf gelu_backward(vf g, vf x) {
 /* out[i] = f(a[i]) or f(a[i], b[i]) (b = a for the one-input f) for i in [begin, end): whole vectors,
    then the tail through one zero-padded vector */
 #define ELEMENTWISE(NAME, EXPR)                                                                           \
-    ALWAYS_INLINE void NAME##_range(float *out, const float *a, const float *b, int64_t begin, int64_t end) { \
+    ALWAYS_INLINE void NAME##_body(float *out, const float *a, const float *b, int64_t begin, int64_t end) { \
         int64_t i = begin;                                                                                \
         for (; i + VL <= end; i += VL) {                                                                  \
             vf va = *(const vf_unaligned *)(a + i), vb = *(const vf_unaligned *)(b + i);                  \
@@ -91,44 +87,14 @@ ALWAYS_INLINE vf gelu_backward(vf g, vf x) {
         }                                                                                                 \
     }
 
-ELEMENTWISE(forward, gelu_forward(va))
-ELEMENTWISE(backward, gelu_backward(va, vb))   /* a = g, b = x */
-
 typedef void (*range_fn)(float *out, const float *a, const float *b, int64_t begin, int64_t end);
 
-#define VARIANTS(NAME)                                                                                     \
-    static void NAME##_generic(float *out, const float *a, const float *b, int64_t begin, int64_t end) {  \
-        NAME##_range(out, a, b, begin, end);                                                              \
-    }                                                                                                     \
-    VARIANTS_X86(NAME)                                                                                    \
-    static range_fn NAME##_for(int isa) {                                                                 \
-        VARIANTS_PICK(NAME)                                                                               \
-        (void)isa;                                                                                        \
-        return NAME##_generic;                                                                            \
-    }
-
-#ifdef GGRAD_X86
-#define VARIANTS_X86(NAME)                                                                                 \
-    TARGET_AVX512 static void NAME##_avx512(float *out, const float *a, const float *b, int64_t begin,   \
-                                            int64_t end) {                                                \
-        NAME##_range(out, a, b, begin, end);                                                              \
-    }                                                                                                     \
-    TARGET_AVX2 static void NAME##_avx2(float *out, const float *a, const float *b, int64_t begin,       \
-                                        int64_t end) {                                                    \
-        NAME##_range(out, a, b, begin, end);                                                              \
-    }
-#define VARIANTS_PICK(NAME)                                                                                \
-    if (isa == ISA_AVX512)                                                                                \
-        return NAME##_avx512;                                                                             \
-    if (isa == ISA_AVX2)                                                                                  \
-        return NAME##_avx2;
-#else
-#define VARIANTS_X86(NAME)
-#define VARIANTS_PICK(NAME)
-#endif
-
-VARIANTS(forward)
-VARIANTS(backward)
+ELEMENTWISE(forward, gelu_forward(va))
+ELEMENTWISE(backward, gelu_backward(va, vb))   /* a = g, b = x */
+ISA_VARIANTS(forward, range_fn, (float *out, const float *a, const float *b, int64_t begin, int64_t end),
+             (out, a, b, begin, end))
+ISA_VARIANTS(backward, range_fn, (float *out, const float *a, const float *b, int64_t begin, int64_t end),
+             (out, a, b, begin, end))
 
 /* thread ith of nth takes its share of the elements, in whole vectors */
 static void run(range_fn fn, struct ggml_tensor *dst, const float *a, const float *b, int ith, int nth) {

@@ -26,4 +26,35 @@ extern int ggrad_isa;
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* NAME##_generic, NAME##_avx2 and NAME##_avx512 (x86), each NAME##_body(ARGS) compiled for its instruction
+   set, and NAME##_for(isa), the one for `isa`; TYPE is the function type of the variants */
+#ifdef GGRAD_X86
+#define ISA_VARIANTS(NAME, TYPE, PARAMS, ARGS)                                                            \
+    static void NAME##_generic PARAMS { NAME##_body ARGS; }                                               \
+    TARGET_AVX2 static void NAME##_avx2 PARAMS { NAME##_body ARGS; }                                      \
+    TARGET_AVX512 static void NAME##_avx512 PARAMS { NAME##_body ARGS; }                                  \
+    static TYPE NAME##_for(int isa) {                                                                     \
+        return isa == ISA_AVX512 ? NAME##_avx512 : isa == ISA_AVX2 ? NAME##_avx2 : NAME##_generic;        \
+    }
+#else
+#define ISA_VARIANTS(NAME, TYPE, PARAMS, ARGS)                                                            \
+    static void NAME##_generic PARAMS { NAME##_body ARGS; }                                               \
+    static TYPE NAME##_for(int isa) {                                                                     \
+        (void)isa;                                                                                        \
+        return NAME##_generic;                                                                            \
+    }
+#endif
+
+/* mask ? yes : no, lane by lane (C has no ?: on vectors) */
+ALWAYS_INLINE vf vselect(vi mask, vf yes, vf no) {
+    return (vf)(((vi)yes & mask) | ((vi)no & ~mask));
+}
+
+ALWAYS_INLINE float hsum(vf v) {
+    float s = 0.0f;
+    for (int i = 0; i < VL; i++)
+        s += v[i];
+    return s;
+}
+
 #endif

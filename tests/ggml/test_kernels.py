@@ -176,3 +176,4 @@ def test_layer_norm_f32_and_its_gradient_match_float64(check, isa, n):
           atol=2e-6, rtol=1e-5)
     check(lambda ctx, gt, t: kernels.layer_norm_back_f32(ctx, gt, t, 1e-5), [g, x],
           lambda gt, t: dx.astype(np.float32), atol=2e-6, rtol=1e-5)
+

@@ -10,8 +10,9 @@
    panels of MR rows laid out k-major, a panel of NR rows of b likewise where its rows are not contiguous
    (else they are read in place: packing costs as much as the products at a transformer head's k = 32);
    the microkernel multiplies one a panel by NR rows of b into an MR x NR tile of dst held in registers,
-   broadcasting b's values against vectors of a's. Blocks of k beyond the first add to dst. Each GGML thread computes its own part of
-   dst (whole batches, or a range of rows or columns) with its own packing buffers. */
+   broadcasting b's values against vectors of a's. Blocks of k beyond the first add to dst. Each GGML
+   thread computes its own part of dst (whole batches, or a range of rows or columns) with its own
+   packing buffers. */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@ typedef void (*microkernel)(int64_t kc, const float *a, const float *b, int64_t 
                             int m, int n, int accumulate);
 
 /* an MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n (MR = nv * VL) */
-ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b, int64_t bj_stride,
-                        int64_t bk_stride, float *c, int64_t ldc, int m, int n, int accumulate) {
+ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b,
+                        int64_t bj_stride, int64_t bk_stride, float *c, int64_t ldc, int m, int n, int accumulate) {
     vf acc[16][4];
 #pragma GCC unroll 16
     for (int j = 0; j < nr; j++)
@@ -78,7 +79,7 @@ ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, con
             c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];
 }
 
-/* One microkernel per instruction set, chosen once at run time; NV x NR accumulators fill the
+/* One microkernel per instruction set (ggrad_isa picks one); NV x NR accumulators fill the
    registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers).
    b is a packed panel (ldb = 0: b[k * NR + j]) or NR rows of b read in place (b[j * ldb + k]). */
 #define MICROKERNEL(NAME, TARGET, NV, NR)                                                                 \
@@ -188,8 +189,8 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
                 int nr = j1 - jb < kern.nr ? (int)(j1 - jb) : kern.nr;
                 const float *bp = bpack;
                 int64_t ldb = 0;
-                if (nr == kern.nr && b.ks == sizeof(float) && b.rs % sizeof(float) == 0) {   /* rows in place */
-                    bp = (const float *)(b.base + jb * b.rs + k0 * b.ks);
+                if (nr == kern.nr && b.ks == sizeof(float) && b.rs > 0 && b.rs % sizeof(float) == 0) {
+                    bp = (const float *)(b.base + jb * b.rs + k0 * b.ks);   /* rows in place */
                     ldb = b.rs / sizeof(float);
                 } else {
                     pack(bpack, b, jb, nr, k0, kc, kern.nr);

@@ -47,11 +47,7 @@ def gelu_tanh_f32(ctx, x):
         ctx: the Context the result is made in.
         x: f32, contiguous.
     """
-    op = "gelu_tanh_f32"
-    px = tensor(op, "x", x)
-    _f32(op, px)
-    _contiguous(op, x=px)
-    return custom_4d(ctx, "f32", *C.ne(px), [x], 1, _FUNCTIONS[op], -1)
+    return _same_shape(ctx, "gelu_tanh_f32", x=x)
 
 
 def gelu_tanh_back_f32(ctx, g, x):
@@ -62,13 +58,7 @@ def gelu_tanh_back_f32(ctx, g, x):
         g: f32, contiguous, x's shape.
         x: f32, contiguous.
     """
-    op = "gelu_tanh_back_f32"
-    pg, px = tensor(op, "g", g), tensor(op, "x", x)
-    _f32(op, pg, px)
-    _contiguous(op, g=pg, x=px)
-    if C.ne(pg) != C.ne(px):
-        C.fail(op, f"g ne={C.ne(pg)} and x ne={C.ne(px)} must be equal")
-    return custom_4d(ctx, "f32", *C.ne(px), [g, x], 2, _FUNCTIONS[op], -1)
+    return _same_shape(ctx, "gelu_tanh_back_f32", g=g, x=x)
 
 
 def concat_f32(ctx, a, b, dim):
@@ -100,11 +90,7 @@ def layer_norm_f32(ctx, x, eps):
         x: f32, contiguous.
         eps: added to the variance.
     """
-    op = "layer_norm_f32"
-    px = tensor(op, "x", x)
-    _f32(op, px)
-    _contiguous(op, x=px)
-    return custom_4d(ctx, "f32", *C.ne(px), [x], 1, _FUNCTIONS[op], -1, _float_bits(eps))
+    return _same_shape(ctx, "layer_norm_f32", x=x, userdata=_float_bits(eps))
 
 
 def layer_norm_back_f32(ctx, g, x, eps):
@@ -116,13 +102,7 @@ def layer_norm_back_f32(ctx, g, x, eps):
         x: f32, contiguous.
         eps: added to the variance.
     """
-    op = "layer_norm_back_f32"
-    pg, px = tensor(op, "g", g), tensor(op, "x", x)
-    _f32(op, pg, px)
-    _contiguous(op, g=pg, x=px)
-    if C.ne(pg) != C.ne(px):
-        C.fail(op, f"g ne={C.ne(pg)} and x ne={C.ne(px)} must be equal")
-    return custom_4d(ctx, "f32", *C.ne(px), [g, x], 2, _FUNCTIONS[op], -1, _float_bits(eps))
+    return _same_shape(ctx, "layer_norm_back_f32", g=g, x=x, userdata=_float_bits(eps))
 
 
 def _float_bits(value):
@@ -152,10 +132,18 @@ def _f32(op, *tensors):
         raise C.DTypeError(f"{op}: expected f32 inputs, got {', '.join(C.tname(t) for t in tensors)}")
 
 
-def _contiguous(op, **tensors):
-    for name, t in tensors.items():
-        if not lib.ggml_is_contiguous(t):
-            C.fail(op, f"{name} (ne={C.ne(t)}, nb={list(t.nb)}) must be contiguous")
+def _same_shape(ctx, op, userdata=None, **inputs):
+    """The node of kernel `op` on contiguous f32 inputs of one shape, which is also its result's."""
+    ptrs = {name: tensor(op, name, t) for name, t in inputs.items()}
+    _f32(op, *ptrs.values())
+    shapes = {name: C.ne(p) for name, p in ptrs.items()}
+    for name, p in ptrs.items():
+        if not lib.ggml_is_contiguous(p):
+            C.fail(op, f"{name} (ne={shapes[name]}, nb={list(p.nb)}) must be contiguous")
+    if len({tuple(ne) for ne in shapes.values()}) > 1:
+        C.fail(op, " and ".join(f"{name} ne={ne}" for name, ne in shapes.items()) + " must be equal")
+    ne = next(iter(shapes.values()))
+    return custom_4d(ctx, "f32", *ne, list(inputs.values()), len(inputs), _FUNCTIONS[op], -1, userdata)
 
 
 isa("best")

@@ -31,11 +31,11 @@ class FunctionCtx:
         needs_input_grad: a bool per forward argument.
     """
 
+    _saved = _versions = ()   # class defaults until save_for_backward: one attribute set per op, not four
+    _freed = False
+
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
-        self._saved = ()
-        self._versions = ()
-        self._freed = False
 
     def save_for_backward(self, *tensors):
         """Keep `tensors` (or None) for backward, read back as `saved_tensors`; an in-place op on one of
@@ -88,7 +88,7 @@ class FunctionCtx:
         """Release what backward needed: saved tensors and the Function's own attributes."""
         needs = self.needs_input_grad
         self.__dict__.clear()
-        self.needs_input_grad, self._saved, self._versions, self._freed = needs, (), (), True
+        self.needs_input_grad, self._freed = needs, True
 
 
 def _unpacked(t):

@@ -41,7 +41,7 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks",
-                 "trace", "_ones", "_upload_bytes", "_prune_at")
+                 "trace", "_ones", "_upload_bytes", "_prune_at", "_lowering")
 
     def __init__(self, device, cache=None):
         self.device = device
@@ -56,6 +56,7 @@ class PendingGraph:
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
         self._ones = {}     # n -> an f32 [n] node of ones made while building this graph (`ones`)
+        self._lowering = None
         self._new_context()
 
     def _new_context(self):
@@ -82,6 +83,14 @@ class PendingGraph:
                 self._new_context()
             self._until_check = 8
         return self._ctx
+
+    @property
+    def lowering(self):
+        """The device's Lowering (lowering.py), looked up once: the first use decides it for every node of
+        this graph (a graph built half under `lowering.forced` would not be the graph of either)."""
+        if self._lowering is None:
+            self._lowering = lowering.for_device(self.device)
+        return self._lowering
 
     def n_tensors(self):
         return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
@@ -122,10 +131,10 @@ class PendingGraph:
     def contiguous(self, t):
         """`t`'s node with canonical strides: itself, a reshape view of a contiguous view whose size-1
         dimensions have other strides, or a contiguous copy of a strided view."""
-        g = self.node(t)
+        g = t._node if t._block is None else self.node(t)   # a pending input enters as it is
         if g.is_packed:
             return g
-        by_concat = lowering.for_device(self.device).transpose_copy == "concat"
+        by_concat = self.lowering.transpose_copy == "concat"
         return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g, by_concat))
 
     def ones(self, n):

@@ -78,20 +78,24 @@ class Primitive(Function):
     def _record(cls, ctx, args, tensors):
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
-        shape = cls.shape(*args)
-        if _has_zero_size(shape, shapes):
-            out = cls.empty(graph, shape, cls.result_dtype(*args))
+        # the defaults (the first input's shape and dtype) without a call each
+        shape = shapes[0] if cls.shape is _default_shape else cls.shape(*args)
+        dtype = tensors[0].dtype if cls.result_dtype is _default_dtype else cls.result_dtype(*args)
+        if 0 in shape or _has_zero_size(shapes):
+            out = cls.empty(graph, shape, dtype)
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
         else:
             take = graph.node if cls.views else graph.contiguous
             inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
-            if graph.trace is None:
+            trace = graph.trace
+            if trace is None or trace.depth:
                 node = cls.build(ctx, graph, *inputs)
             else:   # one event of the graph cache's trace
-                node = graph.event(primitive_key(cls, shapes, args), [g for g in inputs if g.__class__ is GTensor],
+                node = trace.event(graph, primitive_key(cls, shapes, inputs),
+                                   [g for g in inputs if g.__class__ is GTensor],
                                    lambda: cls.build(ctx, graph, *inputs), ctx)
-            out = graph.emit(node, shape, cls.result_dtype(*args))
+            out = graph.emit(node, shape, dtype)
         if cls.saves is not None:
             ctx.save_for_backward(*cls.saved(ctx, args, out))
             if "output" in cls.saves:
@@ -130,9 +134,7 @@ class Primitive(Function):
         raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
 
 
-def _has_zero_size(shape, shapes):
-    if 0 in shape:
-        return True
+def _has_zero_size(shapes):
     for s in shapes:
         if 0 in s:
             return True
@@ -144,3 +146,7 @@ def _first_tensor(args):
         if isinstance(a, Tensor):
             return a
     raise TypeError("a Primitive needs at least one Tensor argument")
+
+
+_default_shape = Primitive.shape
+_default_dtype = Primitive.result_dtype

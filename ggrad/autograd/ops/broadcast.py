@@ -138,7 +138,7 @@ def _ones_column(device, rows):
 def row_sums_node(graph, x):
     """GGML node of the sums of x's rows, [1, ne1, ne2, ne3]: sum_rows, or where the backend's lowering says
     so and x is contiguous f32, mul_mat of x's rows with a column of ones (lowering.py)."""
-    if x.dtype is f32 and x.is_contiguous and lowering.for_device(graph.device).row_sum == "mul_mat":
+    if x.dtype is f32 and x.is_contiguous and graph.lowering.row_sum == "mul_mat":
         ne0, ne1, ne2, ne3 = x.ne
         rows = ops.reshape_2d(graph.ctx, x, ne0, ne1 * ne2 * ne3)
         return ops.reshape_4d(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.ones(ne0)), 1, ne1, ne2, ne3)
@@ -149,7 +149,7 @@ def full_operand(graph, a, b):
     """`b` as a GGML binary op with `a` reads it: b itself, or where b is f32 with one value per row of a and
     the backend's lowering says so, b written out to a's shape by out_prod with a column of ones."""
     if (b.ne[0] == 1 < a.ne[0] and list(b.ne[1:]) == list(a.ne[1:]) and b.dtype is f32 and b.is_contiguous
-            and lowering.for_device(graph.device).column_broadcast == "out_prod"):
+            and graph.lowering.column_broadcast == "out_prod"):
         rows = ops.reshape_2d(graph.ctx, b, b.ne[1] * b.ne[2] * b.ne[3], 1)
         return ops.reshape_4d(graph.ctx, ops.out_prod(graph.ctx, graph.ones(a.ne[0]), rows), *a.ne)
     return b

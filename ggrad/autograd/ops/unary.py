@@ -8,7 +8,6 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 import math
 
 from ...ggml import f32, ops
-from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from ..primitive import Primitive
@@ -163,7 +162,7 @@ class GeluTanh(Primitive):
 
     @staticmethod
     def build(ctx, graph, x):
-        if x.dtype is f32 and lowering.for_device(graph.device).gelu_tanh == "silu":
+        if x.dtype is f32 and graph.lowering.gelu_tanh == "silu":
             return _gelu_tanh_by_silu(graph.ctx, x)
         return ops.gelu(graph.ctx, x)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import execution
+from . import execution, grad_mode
 from .factory import zeros
 from .function import Function, apply_function
 from .pending import alias, graph_of, leaf
@@ -96,7 +96,9 @@ class Primitive(Function):
                                    [g for g in inputs if g.__class__ is GTensor],
                                    lambda: cls.build(ctx, graph, *inputs), ctx)
             out = graph.emit(node, shape, dtype)
-        if cls.saves is not None:
+        # what backward reads, only where a backward node is recorded (apply_function: an input needs a
+        # gradient, grad mode on); a backward pass's own ops skip it
+        if cls.saves is not None and True in ctx.needs_input_grad and grad_mode.is_grad_enabled():
             ctx.save_for_backward(*cls.saved(ctx, args, out))
             if "output" in cls.saves:
                 ctx._watch(out)

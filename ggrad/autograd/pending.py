@@ -145,8 +145,8 @@ class PendingGraph:
 
     def ones(self, n):
         """An f32 [n] node of ones (arange scaled by 0 plus 1: exact), made once per length while this graph
-        is built, for the builders that sum rows or write out columns with it (lowering.py). A replayed
-        graph has its own already; a build after the replay diverged makes another."""
+        is built, for the builders that sum rows or columns or write out columns with it (lowering.py). A
+        replayed graph has its own already; a build after the replay diverged makes another."""
         node = self._ones.get(n)
         if node is None:
             c = self.ctx

@@ -179,7 +179,9 @@ def apply_function(fn, args, kwargs=None):
     if True not in needs or not grad_mode.is_grad_enabled():
         return out
     outputs = out if isinstance(out, tuple) else (out,)
-    edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
+    # where each input's gradient goes: its producer's node and output index, or the leaf itself
+    edges = tuple([None if not need else a if a.grad_fn is None else (a.grad_fn, a._output_nr)
+                   for a, need in zip(args, needs)])
     if fn.primitive:   # Tensors only, all differentiable
         skip = None
         specs = tuple([(o.shape, o.dtype, o.device) for o in outputs])
@@ -238,9 +240,3 @@ def _user_outputs(fn, ctx, args, outputs):
         ctx._saved = tuple(saved)
         ctx._saved_outputs = tuple(marks)
     return tuple(outputs)
-
-
-def _edge(t):
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    return t

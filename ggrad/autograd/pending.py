@@ -290,7 +290,7 @@ def graph_of(*tensors):
                               f"{t.device.torch_name}; move one with .to(device)")
         if t._pending.__class__ is execution.FailedGraph:
             raise t._pending.error
-    return execution.pending_graph(device)
+    return execution.runtime(device).graph
 
 
 def leaf(device, array, dtype):

@@ -28,7 +28,8 @@ def _first(args):
 def _in_f32(fn, args, accepts, int_result=None):
     """Apply `fn` in float32: f32 inputs as they are, others (when `accepts` their dtype) converted, the
     result cast back to the input's dtype (or to `int_result` for integer inputs, when given)."""
-    dtype = _first(args).dtype
+    first = args[0]
+    dtype = (first if isinstance(first, Tensor) else _first(args)).dtype
     if dtype is f32:
         return apply_function(fn, args)
     if not accepts(dtype):

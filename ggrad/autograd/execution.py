@@ -232,9 +232,7 @@ def _compute(rt, pending, alive, eval_callback):
         if blocks is not None:
             stats.cache_hits += 1
             entry = trace.entry
-            if len(pending.uploads) != len(entry.uploads):   # dropped leaves that the graph does not read
-                wanted = {id(node) for node in entry.uploads}
-                pending.uploads = [u for u in pending.uploads if id(u[0]) in wanted]
+            pending.uploads = pending.needed_uploads(alive)
             graph, sched, scratch = entry.graph, rt.scheduler, entry.scratch
             _run(rt, sched, graph, pending, scratch, eval_callback)
             return _finish(rt, pending, graph, alive, blocks)
@@ -281,9 +279,9 @@ def _plan(rt, pending, alive, cacheable):
     # Host data goes straight into device memory, not into a CPU staging tensor that the scheduler
     # copies over during the compute; buffers of uploads nobody holds return to the pool after.
     # Host data that the graph does not read (a dropped batch) is neither placed nor written.
-    pending.uploads = pending.needed_uploads(graph, alive)
+    pending.uploads = pending.needed_uploads(alive)
     scratch = []
-    for node, _, _ in pending.uploads:
+    for node, _ in pending.uploads:
         if not node.is_allocated:
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
             buffer.place(node)
@@ -336,7 +334,7 @@ def _reuse(rt, entry, pending, alive):
 
 def _run(rt, sched, graph, pending, scratch, eval_callback):
     rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size())   # held results are placed by now
-    for node, raw, _ in pending.uploads:
+    for node, raw in pending.uploads:
         node.write(raw)
         stats.bytes_uploaded += raw.nbytes
     if graph.n_nodes:   # a graph of uploads only has nothing to compute (RPC rejects empty graphs)
@@ -419,7 +417,7 @@ class Replay:
         self._keep = (pending, scratch)   # the graph's tensor metadata and the uploads' memory
 
     def run(self):
-        for node, raw, _ in self.uploads:
+        for node, raw in self.uploads:
             node.write(raw)
         self.scheduler.compute(self.graph)
 

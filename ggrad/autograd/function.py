@@ -31,11 +31,11 @@ class FunctionCtx:
         needs_input_grad: a bool per forward argument.
     """
 
+    _saved = _versions = ()   # class defaults until save_for_backward: one attribute set per op, not four
+    _freed = False
+
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
-        self._saved = ()
-        self._versions = ()
-        self._freed = False
 
     def save_for_backward(self, *tensors):
         """Keep `tensors` (or None) for backward, read back as `saved_tensors`; an in-place op on one of
@@ -88,7 +88,7 @@ class FunctionCtx:
         """Release what backward needed: saved tensors and the Function's own attributes."""
         needs = self.needs_input_grad
         self.__dict__.clear()
-        self.needs_input_grad, self._saved, self._versions, self._freed = needs, (), (), True
+        self.needs_input_grad, self._freed = needs, True
 
 
 def _unpacked(t):
@@ -179,7 +179,9 @@ def apply_function(fn, args, kwargs=None):
     if True not in needs or not grad_mode.is_grad_enabled():
         return out
     outputs = out if isinstance(out, tuple) else (out,)
-    edges = tuple([_edge(a) if need else None for a, need in zip(args, needs)])
+    # where each input's gradient goes: its producer's node and output index, or the leaf itself
+    edges = tuple([None if not need else a if a.grad_fn is None else (a.grad_fn, a._output_nr)
+                   for a, need in zip(args, needs)])
     if fn.primitive:   # Tensors only, all differentiable
         skip = None
         specs = tuple([(o.shape, o.dtype, o.device) for o in outputs])
@@ -238,9 +240,3 @@ def _user_outputs(fn, ctx, args, outputs):
         ctx._saved = tuple(saved)
         ctx._saved_outputs = tuple(marks)
     return tuple(outputs)
-
-
-def _edge(t):
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    return t

@@ -19,7 +19,7 @@ from . import execution, lowering, trace_cache
 from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
 
 _CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more contexts when needed
-_PRUNE_BYTES = 64 << 20    # host bytes of uploads added between two looks for ones nothing can read
+_PRUNE_BYTES = 64 << 20    # host bytes of uploads added between two looks for ones nothing reads
 
 
 def ne_of(shape):
@@ -40,14 +40,15 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "effects", "keep", "checks",
-                 "trace", "_ones", "_upload_bytes", "_prune_at")
+    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread", "effects", "keep",
+                 "checks", "trace", "_ones", "_upload_bytes", "_prune_at", "_lowering")
 
     def __init__(self, device, cache=None):
         self.device = device
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
-        self.uploads = []   # (GTensor, numpy bytes, weakref to its Tensor or None) written once the graph is allocated
+        self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
+        self._unread = {}   # id(GTensor) -> weakref to its Tensor: uploads of a Tensor that no node has read yet
         self._upload_bytes = 0            # bytes in `uploads`
         self._prune_at = _PRUNE_BYTES     # drop the uploads nothing can read when `_upload_bytes` reaches it
         self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
@@ -56,6 +57,7 @@ class PendingGraph:
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
         self._ones = {}     # n -> an f32 [n] node of ones made while building this graph (`ones`)
+        self._lowering = None
         self._new_context()
 
     def _new_context(self):
@@ -83,6 +85,14 @@ class PendingGraph:
             self._until_check = 8
         return self._ctx
 
+    @property
+    def lowering(self):
+        """The device's Lowering (lowering.py), looked up once: the first use decides it for every node of
+        this graph (a graph built half under `lowering.forced` would not be the graph of either)."""
+        if self._lowering is None:
+            self._lowering = lowering.for_device(self.device)
+        return self._lowering
+
     def n_tensors(self):
         return sum(c.used_mem for c in self.contexts) // ggml.tensor_overhead() + 1
 
@@ -104,14 +114,19 @@ class PendingGraph:
         A computed input's memory (its Block) and metadata stay alive until this graph is computed,
         even if Python drops the tensor meanwhile. While the graph cache records or replays, a computed
         input enters as a stand-in leaf over its memory (`Trace.external`), so that the next step may
-        feed other tensors of the same layout (fresh gradients) to the same cached graph.
+        feed other tensors of the same layout (fresh gradients) to the same cached graph. A read of host
+        data is noted: it is uploaded even if its Tensor is dropped before the compute (`needed_uploads`).
         """
         if t._block is not None:
             self.keep.append((t._block, t._node))
             trace = self.trace
             if trace is not None and not t._node.is_view:
                 return trace.external(self, t)
-        return t._node
+            return t._node
+        g = t._node
+        if self._unread and id(g) in self._unread:   # host data is read: it must be uploaded
+            del self._unread[id(g)]
+        return g
 
     def stand_in(self, g):
         """A new leaf of `g`'s type and dimensions over `g`'s memory (for the graph cache)."""
@@ -125,13 +140,13 @@ class PendingGraph:
         g = self.node(t)
         if g.is_packed:
             return g
-        by_concat = lowering.for_device(self.device).transpose_copy == "concat"
+        by_concat = self.lowering.transpose_copy == "concat"
         return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g, by_concat))
 
     def ones(self, n):
         """An f32 [n] node of ones (arange scaled by 0 plus 1: exact), made once per length while this graph
-        is built, for the builders that sum rows or write out columns with it (lowering.py). A replayed
-        graph has its own already; a build after the replay diverged makes another."""
+        is built, for the builders that sum rows or columns or write out columns with it (lowering.py). A
+        replayed graph has its own already; a build after the replay diverged makes another."""
         node = self._ones.get(n)
         if node is None:
             c = self.ctx
@@ -160,47 +175,41 @@ class PendingGraph:
 
     def upload(self, node, raw, owner=None):
         """Write host bytes `raw` into the leaf `node` before the compute. `owner`, the Tensor of `node`
-        if any, is held weakly: once it is gone and no node reads `node`, the bytes are dropped (a loop
-        that makes batches and never uses them stays bounded) and nothing is uploaded."""
-        self.uploads.append((node, raw, None if owner is None else weakref.ref(owner)))
+        if any, is held weakly: once it is gone, if no node read `node` (`node()` notes each read) and
+        no other Tensor holds it, the bytes are dropped (a loop that makes batches and never uses them
+        stays bounded) and nothing is uploaded."""
+        self.uploads.append((node, raw))
+        if owner is not None:
+            self._unread[id(node)] = weakref.ref(owner)
         self._upload_bytes += raw.nbytes
         if self._upload_bytes >= self._prune_at:
             self._prune_uploads()
 
     def _prune_uploads(self):
-        """Drop the uploads whose Tensor is gone, that no Tensor or node of this graph (or of the cached
-        trace it replays) still reads; the next prune waits for _PRUNE_BYTES more. Not inside an event:
-        the graph cache takes the event's uploads as the list's tail from where the event began."""
+        """Drop the uploads nothing needs (`needed_uploads` of the Tensors alive now); the next prune
+        waits for _PRUNE_BYTES more. Not inside an event: the graph cache takes the event's uploads as
+        the list's tail from where the event began."""
         trace = self.trace
         if trace is not None and trace.depth:
             return
-        dead = {u[0].ptr for u in self.uploads if u[2] is not None and u[2]() is None}
-        if dead:
-            for ref in self.tensors:   # an alias (detach) of a dropped leaf shares its node
-                t = ref()
-                if t is not None and t._pending is self:
-                    dead.discard(t._node.ptr)
-            contexts = self.contexts
-            if trace is not None and trace.entry is not None:
-                contexts = contexts + trace.entry.contexts
-            dead -= placement.read_in_contexts(contexts, dead)
-        if dead:
-            self.uploads = [u for u in self.uploads if u[0].ptr not in dead]
-            self._upload_bytes = sum(u[1].nbytes for u in self.uploads)
+        self.uploads = self.needed_uploads(ref() for ref in self.tensors)
+        self._upload_bytes = sum(u[1].nbytes for u in self.uploads)
         self._prune_at = self._upload_bytes + _PRUNE_BYTES
 
-    def needed_uploads(self, graph, alive):
-        """The uploads that `graph` (built of this pending graph, holding the Tensors `alive`) reads:
-        all but those whose Tensor is gone and whose node no node of `graph` reads."""
-        uploads = self.uploads
-        dead = {u[0].ptr for u in uploads if u[2] is not None and u[2]() is None}
+    def needed_uploads(self, alive):
+        """The uploads a compute of this graph holding the Tensors `alive` (an iterable; None entries are
+        skipped) needs: all but those that no node read, whose Tensor is gone and whose node no Tensor
+        of `alive` holds (an alias, a detach)."""
+        unread = self._unread
+        dead = {key for key, ref in unread.items() if ref() is None}
         if not dead:
-            return uploads
+            return self.uploads
         for t in alive:
-            dead.discard(t._node.ptr)
-        if dead:
-            dead -= placement.read_in_graph(graph, dead)
-        return [u for u in uploads if u[0].ptr not in dead] if dead else uploads
+            if t is not None:
+                dead.discard(id(t._node))
+        for key in dead:
+            del unread[key]
+        return [u for u in self.uploads if id(u[0]) not in dead]
 
     def host_value(self, t):
         """The values of `t` when they are host data this graph has yet to upload (else None)."""
@@ -209,7 +218,7 @@ class PendingGraph:
 
     def host_bytes(self, t):
         """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
-        for node, raw, _ in self.uploads:
+        for node, raw in self.uploads:
             if node is t._node:
                 return raw
         return None
@@ -281,7 +290,7 @@ def graph_of(*tensors):
                               f"{t.device.torch_name}; move one with .to(device)")
         if t._pending.__class__ is execution.FailedGraph:
             raise t._pending.error
-    return execution.pending_graph(device)
+    return execution.runtime(device).graph
 
 
 def leaf(device, array, dtype):

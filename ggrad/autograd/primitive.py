@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import execution
+from . import execution, grad_mode
 from .factory import zeros
 from .function import Function, apply_function
 from .pending import alias, graph_of, leaf
@@ -71,28 +71,34 @@ class Primitive(Function):
     @classmethod
     def forward(cls, ctx, *args):
         tensors = [a for a in args if isinstance(a, Tensor)]
-        with execution.lock_of(tensors[0].device):
+        with execution.runtime(tensors[0].device).lock:   # as execution.lock_of, without the call
             return cls._record(ctx, args, tensors)
 
     @classmethod
     def _record(cls, ctx, args, tensors):
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
-        shape = cls.shape(*args)
-        if _has_zero_size(shape, shapes):
-            out = cls.empty(graph, shape, cls.result_dtype(*args))
+        # the defaults (the first input's shape and dtype) without a call each
+        shape = shapes[0] if cls.shape is _default_shape else cls.shape(*args)
+        dtype = tensors[0].dtype if cls.result_dtype is _default_dtype else cls.result_dtype(*args)
+        if 0 in shape or _has_zero_size(shapes):
+            out = cls.empty(graph, shape, dtype)
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
         else:
             take = graph.node if cls.views else graph.contiguous
             inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
-            if graph.trace is None:
+            trace = graph.trace
+            if trace is None or trace.depth:
                 node = cls.build(ctx, graph, *inputs)
             else:   # one event of the graph cache's trace
-                node = graph.event(primitive_key(cls, shapes, args), [g for g in inputs if g.__class__ is GTensor],
+                node = trace.event(graph, primitive_key(cls, shapes, inputs),
+                                   [g for g in inputs if g.__class__ is GTensor],
                                    lambda: cls.build(ctx, graph, *inputs), ctx)
-            out = graph.emit(node, shape, cls.result_dtype(*args))
-        if cls.saves is not None:
+            out = graph.emit(node, shape, dtype)
+        # what backward reads, only where a backward node is recorded (apply_function: an input needs a
+        # gradient, grad mode on); a backward pass's own ops skip it
+        if cls.saves is not None and True in ctx.needs_input_grad and grad_mode.is_grad_enabled():
             ctx.save_for_backward(*cls.saved(ctx, args, out))
             if "output" in cls.saves:
                 ctx._watch(out)
@@ -130,9 +136,7 @@ class Primitive(Function):
         raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
 
 
-def _has_zero_size(shape, shapes):
-    if 0 in shape:
-        return True
+def _has_zero_size(shapes):
     for s in shapes:
         if 0 in s:
             return True
@@ -144,3 +148,7 @@ def _first_tensor(args):
         if isinstance(a, Tensor):
             return a
     raise TypeError("a Primitive needs at least one Tensor argument")
+
+
+_default_shape = Primitive.shape
+_default_dtype = Primitive.result_dtype

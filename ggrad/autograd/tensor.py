@@ -285,6 +285,8 @@ _DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "
 
 def _axis(dim, ndim):
     """Normalise a possibly negative dimension index."""
+    if dim.__class__ is int and -ndim <= dim < ndim:   # the common case, checked in one comparison
+        return dim + ndim if dim < 0 else dim
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"dimension must be an int, got {type(dim).__name__}")
     if not -max(ndim, 1) <= dim < max(ndim, 1):

@@ -18,8 +18,7 @@ results) hands the replayed nodes back to the pending graph as ordinary unalloca
 
 import os
 
-from ..ggml import DType, placement
-from . import lowering as _lowering
+from ..ggml import DType, GTensor as GNode, placement
 
 ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
 MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
@@ -37,9 +36,13 @@ class _Never:
 
 
 def attr_key(a):
-    """A value that equals another's exactly when the two arguments build the same GGML nodes."""
+    """A value that equals another's exactly when the two arguments build the same GGML nodes: ints and
+    strs stand for themselves (no int equals a str); bools, which equal the ints 0 and 1, None (a Tensor
+    argument's place in `primitive_key`) and floats are tagged with their class."""
     c = a.__class__
-    if c is int or c is str or c is bool or a is None:
+    if c is int or c is str:
+        return a
+    if c is bool or a is None:
         return (c, a)
     if c is float:
         return (c, a.hex())   # -0.0 and nan compare as they build
@@ -55,9 +58,10 @@ def attr_key(a):
     return _Never()
 
 
-def primitive_key(cls, shapes, args):
-    """The event key of Primitive `cls` applied to `args` (Tensors of `shapes`)."""
-    return (cls, shapes, tuple([None if hasattr(a, "_node") else attr_key(a) for a in args]))
+def primitive_key(cls, shapes, inputs):
+    """The event key of Primitive `cls` applied to `inputs` (the nodes of its Tensors of `shapes`, the
+    other arguments as they are)."""
+    return (cls, shapes, tuple([None if a.__class__ is GNode else attr_key(a) for a in inputs]))
 
 
 class Entry:
@@ -101,7 +105,7 @@ class Trace:
         pos = self.pos
         entry = self.entry
         if pos == 0 and self.lowering is None:
-            self.lowering = _lowering.for_device(graph.device)
+            self.lowering = graph.lowering
         if entry is None and pos == 0 and self.cache:
             entry = self.entry = self._candidate(full)
             if entry is not None:

@@ -118,13 +118,14 @@ def _prod(values):
 class GTensor:
     """A `struct ggml_tensor *` together with the Context that keeps it alive."""
 
-    __slots__ = ("ptr", "ctx")
+    __slots__ = ("ptr", "ctx", "_packed")
 
     def __init__(self, ptr, ctx):
         if ptr == ffi.NULL:
             raise GGMLError("GGML returned no tensor")
         self.ptr = ptr
         self.ctx = ctx
+        self._packed = None   # is_packed, read once: a tensor's strides never change
 
     def _checked(self):
         """The tensor pointer, or GGMLError once its Context was closed (the memory is gone)."""
@@ -175,7 +176,14 @@ class GTensor:
         """Contiguous with the canonical strides of its shape, size-1 dimensions included: what GGML ops
         that check ggml_is_padded_1d or compare strides need (a contiguous view may have other strides on
         its size-1 dimensions). A tensor that is no view has them: GGML lays out every new tensor so
-        (one field read instead of nine; nothing in ggrad writes strides)."""
+        (one field read instead of nine; nothing in ggrad writes strides). Kept after the first read: a
+        replayed step asks again of the same nodes."""
+        packed = self._packed
+        if packed is None:
+            packed = self._packed = self._read_packed()
+        return packed
+
+    def _read_packed(self):
         ptr = self.ptr
         if ptr.view_src == ffi.NULL:
             return True

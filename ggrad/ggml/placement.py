@@ -65,35 +65,3 @@ def views_of_chain(contexts, sources):
                 seen.add(p)
             p = lib.ggml_get_next_tensor(c.ptr, p)
     return out
-
-
-def read_in_contexts(contexts, targets):
-    """The pointers of `targets` (a set) that a tensor of `contexts` reads as a source or views."""
-    found = set()
-    for c in contexts:
-        p = lib.ggml_get_first_tensor(c.ptr)
-        while p != ffi.NULL:
-            _note_sources(p, targets, found)
-            p = lib.ggml_get_next_tensor(c.ptr, p)
-    return found
-
-
-def read_in_graph(graph, targets):
-    """The pointers of `targets` (a set) that a node of `graph` reads as a source or views; stops
-    as soon as all are found (a graph's inputs are mostly read by its first nodes)."""
-    found = set()
-    g = graph.ptr
-    for i in range(lib.ggml_graph_n_nodes(g)):
-        _note_sources(lib.ggml_graph_node(g, i), targets, found)
-        if len(found) == len(targets):
-            break
-    return found
-
-
-def _note_sources(p, targets, found):
-    for s in p.src:
-        if s != ffi.NULL and s in targets:
-            found.add(s)
-    v = p.view_src
-    if v != ffi.NULL and v in targets:
-        found.add(v)

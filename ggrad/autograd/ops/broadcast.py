@@ -1,10 +1,8 @@
 """Broadcasting: numpy's shape rule, materialised expansion, and its adjoint, the sum back to a shape."""
 
-import numpy as np
-
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
-from .. import execution, lowering
+from .. import lowering
 from ..dtype_rules import NUMERIC
 from ..pending import ne_of
 from ..primitive import Primitive
@@ -95,50 +93,34 @@ def _sum_leading_by_out_prod(g, shape, kept):
     transposed copy."""
     cols = views.prod(g.shape[len(g.shape) - kept:])
     flat = views.reshape(g, -1, cols)
-    ones = _ones_column(g.device, flat.shape[0])
     if ne_of(shape) == [cols, 1, 1, 1]:   # a bias: out_prod's result itself, no reshape view to copy when held
-        return OnesProduct.apply(flat, ones, shape)
-    return views.reshape(linalg.OutProd.apply(flat, ones), shape)
+        return OnesProduct.apply(flat, shape)
+    return views.reshape(OnesProduct.apply(flat, (cols,)), shape)
 
 
 class OnesProduct(Primitive):
-    """ones^T @ g for g (rows, cols) and a (rows, 1) column of ones: the column sums, given `shape` (whose
-    GGML dimensions are out_prod's [cols, 1, 1, 1])."""
+    """ones^T @ g for g (rows, cols): the column sums, given `shape` (whose GGML dimensions are out_prod's
+    [cols, 1, 1, 1]). The column of ones is the pending graph's (`PendingGraph.ones`)."""
 
     @staticmethod
-    def build(ctx, graph, g, ones, shape):
-        return ops.out_prod(graph.ctx, g, ones)
+    def build(ctx, graph, g, shape):
+        rows = g.ne[1]
+        return ops.out_prod(graph.ctx, g, ops.reshape_2d(graph.ctx, graph.ones(rows), 1, rows))
 
     @staticmethod
-    def shape(g, ones, shape):
+    def shape(g, shape):
         return shape
 
     @staticmethod
     def backward(ctx, gy):
         rows, cols = ctx.shapes[0]
-        return Expand.apply(views.reshape(gy, 1, cols), (rows, cols)), None, None
-
-
-_ONES = {}          # (device name, rows) -> an f32 column of ones, computed once and kept on the device
-_ONES_KEPT = 16     # distinct row counts kept (batch sizes of training and evaluation)
-
-
-def _ones_column(device, rows):
-    """A (rows, 1) float32 tensor of ones on `device`: uploaded by the first graph that needs it, then read
-    from its device memory by later graphs (no upload a step)."""
-    key = (device.name, rows)
-    ones = _ONES.get(key)
-    if ones is None or ones._pending.__class__ is execution.FailedGraph:
-        if len(_ONES) >= _ONES_KEPT:
-            _ONES.pop(next(iter(_ONES)))
-        ones = _ONES[key] = factory.tensor(np.ones((rows, 1), dtype=np.float32), device=device)
-    return ones
+        return Expand.apply(views.reshape(gy, 1, cols), (rows, cols)), None
 
 
 def row_sums_node(graph, x):
     """GGML node of the sums of x's rows, [1, ne1, ne2, ne3]: sum_rows, or where the backend's lowering says
     so and x is contiguous f32, mul_mat of x's rows with a column of ones (lowering.py)."""
-    if x.dtype is f32 and x.is_contiguous and lowering.for_device(graph.device).row_sum == "mul_mat":
+    if x.dtype is f32 and x.is_contiguous and graph.lowering.row_sum == "mul_mat":
         ne0, ne1, ne2, ne3 = x.ne
         rows = ops.reshape_2d(graph.ctx, x, ne0, ne1 * ne2 * ne3)
         return ops.reshape_4d(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.ones(ne0)), 1, ne1, ne2, ne3)
@@ -149,7 +131,7 @@ def full_operand(graph, a, b):
     """`b` as a GGML binary op with `a` reads it: b itself, or where b is f32 with one value per row of a and
     the backend's lowering says so, b written out to a's shape by out_prod with a column of ones."""
     if (b.ne[0] == 1 < a.ne[0] and list(b.ne[1:]) == list(a.ne[1:]) and b.dtype is f32 and b.is_contiguous
-            and lowering.for_device(graph.device).column_broadcast == "out_prod"):
+            and graph.lowering.column_broadcast == "out_prod"):
         rows = ops.reshape_2d(graph.ctx, b, b.ne[1] * b.ne[2] * b.ne[3], 1)
         return ops.reshape_4d(graph.ctx, ops.out_prod(graph.ctx, graph.ones(a.ne[0]), rows), *a.ne)
     return b
@@ -162,5 +144,4 @@ def expand_to(x, shape):
 
 
 # views and reduce build on Expand and SumTo above: imported last, so either may be loaded first
-from . import linalg, reduce, views  # noqa: E402
-from .. import factory  # noqa: E402
+from . import reduce, views  # noqa: E402

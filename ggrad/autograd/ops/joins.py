@@ -2,7 +2,6 @@
 
 from ...ggml import f32, kernels, ops
 from ...ggml.errors import ArgumentError, ShapeError
-from .. import lowering
 from ..dtype_rules import result_type
 from ..function import Function
 from .. import view_tracking
@@ -18,7 +17,7 @@ class Concat(Primitive):
     def build(ctx, graph, a, b, dim):
         ctx.dim = dim
         ggml_dim = len(ctx.shapes[0]) - 1 - dim
-        if a.dtype is f32 and b.dtype is f32 and lowering.for_device(graph.device).concat == "kernel":
+        if a.dtype is f32 and b.dtype is f32 and graph.lowering.concat == "kernel":
             return kernels.concat_f32(graph.ctx, a, b, ggml_dim)
         return ops.concat(graph.ctx, a, b, ggml_dim)
 

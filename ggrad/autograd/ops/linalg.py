@@ -31,7 +31,7 @@ class MatMulNT(Primitive):
 
     @staticmethod
     def build(ctx, graph, x, w):
-        lowered = lowering.for_device(graph.device)
+        lowered = graph.lowering
         if lowered.matmul == "kernel" and x.dtype is f32 and w.dtype is f32:
             return kernels.matmul_f32(graph.ctx, w, x)   # any strides: no copies
         strided = lowered.strided_matmul
@@ -72,7 +72,7 @@ def _rows(graph, g, strided, first):
     nb = g.nb
     if strided and nb[0] == g.dtype.type_size and not (first and nb[0] > nb[1]):
         return g
-    return contiguous_node(graph.ctx, g, lowering.for_device(graph.device).transpose_copy == "concat")
+    return contiguous_node(graph.ctx, g, graph.lowering.transpose_copy == "concat")
 
 
 class OutProd(Primitive):

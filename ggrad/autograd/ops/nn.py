@@ -140,7 +140,7 @@ class LayerNormCore(_RowNorm):
 
     @classmethod
     def build(cls, ctx, graph, x, eps):
-        if x.dtype is f32 and lowering.for_device(graph.device).layer_norm == "kernel":
+        if x.dtype is f32 and graph.lowering.layer_norm == "kernel":
             ctx.eps = eps
             return kernels.layer_norm_f32(graph.ctx, contiguous_node(graph.ctx, x), eps)
         return super().build(ctx, graph, x, eps)

@@ -14,7 +14,6 @@ import numpy as np
 from ...ggml import f32, ops
 from ..autocast_hook import autocast_op
 from ..torch_dtypes import INT64, resolve
-from .. import lowering
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
 from ..grad_mode import no_grad
@@ -151,7 +150,7 @@ class RowMax(Primitive):
     @staticmethod
     def build(ctx, graph, x):
         n = ctx.shapes[0][-1]
-        if lowering.for_device(graph.device).row_max == "pool_1d":
+        if graph.lowering.row_max == "pool_1d":
             return ops.pool_1d(graph.ctx, x, "max", n, n, 0)
         # each row's element at its argmax: rows as batches of n one-element rows, one index per batch
         rows = x.nelements // n

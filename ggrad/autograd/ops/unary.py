@@ -166,7 +166,7 @@ class GeluTanh(Primitive):
 
     @staticmethod
     def build(ctx, graph, x):
-        how = lowering.for_device(graph.device).gelu_tanh
+        how = graph.lowering.gelu_tanh
         if x.dtype is f32 and how == "kernel":
             return kernels.gelu_tanh_f32(graph.ctx, contiguous_node(graph.ctx, x))
         if x.dtype is f32 and how == "silu":

@@ -328,21 +328,25 @@ def view(x, *shape):
 def permute(x, *dims):
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
-    dims = tuple(_axis(d, x.ndim) for d in dims)
-    if sorted(dims) != list(range(x.ndim)):
+    n = x.ndim
+    dims = tuple([_axis(d, n) for d in dims])
+    if sorted(dims) != list(range(n)):
         raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dimensions of {x.shape}")
-    if dims == tuple(range(x.ndim)):
+    if dims == tuple(range(n)):
         return x
     return apply_view(x, PermuteStep(x.shape, dims))
 
 
 def transpose(x, dim0, dim1):
-    if x.ndim < 2:
+    n = x.ndim
+    if n < 2:
         return x
-    d0, d1 = _axis(dim0, x.ndim), _axis(dim1, x.ndim)
-    perm = list(range(x.ndim))
-    perm[d0], perm[d1] = perm[d1], perm[d0]
-    return permute(x, perm)
+    d0, d1 = _axis(dim0, n), _axis(dim1, n)
+    if d0 == d1:
+        return x
+    perm = list(range(n))
+    perm[d0], perm[d1] = d1, d0
+    return apply_view(x, PermuteStep(x.shape, tuple(perm)))   # a valid permutation: no checks of permute's
 
 
 def detach(x):

@@ -167,6 +167,13 @@ def test_estimate_counts_multiply_adds_and_elements():
     assert threads.estimate_ns(graph.ptr) == pytest.approx(1000 * threads.NS_PER_ELEMENT)
 
 
+def test_estimate_counts_ggrads_matmul_kernel_as_a_product():
+    from ggrad.ggml import kernels
+    _, graph = _graph(lambda ctx: kernels.matmul_f32(ctx, ctx.new_tensor(gg.f32, (256, 128)),
+                                                     ctx.new_tensor(gg.f32, (256, 64))))
+    assert threads.estimate_ns(graph.ptr) == pytest.approx(128 * 64 * 256 * threads.NS_PER_MAC)
+
+
 def test_estimate_of_a_large_graph_samples_its_nodes():
     """A chain of 200 equal adds (more nodes than MAX_NODES_READ): sampled, then scaled to the whole."""
     ctx = gg.Context(n_tensors=256)

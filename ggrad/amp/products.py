@@ -8,9 +8,11 @@ Function takes both: the operands' sources (`x`, `w`: what gets the gradients, f
 among them) and their low precision copies (`x_low`, `w_low`: what GGML multiplies; the weight's is
 the autocast region's cached cast, made once a step and read by forward and backward). Its backward's
 float32 products are the sources' gradients, with no cast (a weight used twice sums two float32
-gradients). The result is float32 (bias added before the one rounding); the caller rounds it to the
-autocast dtype, as PyTorch's result, and notes the rounding (autograd/roundings.py) so that an op
-computing in float32 next reads the float32 value instead of casting back.
+gradients). It keeps x's low precision rows for the weight gradient, as PyTorch does (half the bytes of
+a float32 source held from forward to backward). The result is float32 (bias added before the one
+rounding); the caller rounds it to the autocast dtype, as PyTorch's result, and notes the rounding
+(autograd/roundings.py) so that an op computing in float32 next reads the float32 value instead of
+casting back.
 """
 
 from ..autograd import autocast_hook, lowering
@@ -29,10 +31,10 @@ class LowPrecisionProduct(Function):
 
     @staticmethod
     def forward(ctx, x, w, bias, x_low, w_low):
-        # the weight gradient reads float32 rows where the backend takes it from out_prod (float32 only
-        # there): copy-free, where the low precision copy would need two transposed copies
-        f32_rows = x.dtype is f32 and lowering.for_device(x.device).weight_grad == "out_prod"
-        ctx.save_for_backward(x if f32_rows else x_low, w_low)
+        # the low precision rows, as PyTorch saves them (half the bytes of x's float32 source, which is then
+        # scratch after the forward); a backend that takes the weight gradient from out_prod (float32
+        # only there) casts them back in the backward: one cast, no transposed copies
+        ctx.save_for_backward(x_low, w_low)
         ctx.sources = (x.shape, x.dtype, w.shape, w.dtype)
         out = MatMulNT.apply(x_low, w_low)
         if bias is None:
@@ -50,8 +52,8 @@ class LowPrecisionProduct(Function):
             gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
         if need_w:
             if x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
-                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of x instead
-                # of transposed copies of x and of g (attention's q, the output projection's input)
+                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved
+                # rows instead of transposed copies of x and of g, and of a float32 x held from forward
                 x_rows = x_rows.to(f32)
             gw = _as(reduce_to(weight_grad(g, x_rows), w_shape), w_dtype)
         if need_bias:

@@ -64,6 +64,43 @@ def test_products_keep_their_low_precision_rows(backend):
             y = ggrad.linear(x * 2.0, w)
         product = y.grad_fn.next_functions[0][0]
         assert product.name.startswith("LowPrecisionProduct")
-        assert [t.dtype for t in product.ctx.saved_tensors] == [ggrad.float16, ggrad.float16]
+        rows, weight = product.ctx.saved_tensors
+        assert rows.dtype is ggrad.float16
+        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_rows)
+        assert weight.dtype is (ggrad.float32 if backend == "CUDA" else ggrad.float16)
         y.float().sum().backward()
     assert x.grad.dtype is ggrad.float32 and w.grad.dtype is ggrad.float32
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_cuda_input_gradient_reads_the_master_weight_in_place(name):
+    """Under CUDA's choices an autocast linear's backward takes both gradients from out_prod (float32, read in
+    place: no transposed copy of the low precision weight; TF32 tensor cores on the device); the x gradient
+    equals g @ w of the float32 master weight (g rounded, as the gradient of the rounded result), and agrees with the CPU's low precision product."""
+    rng = np.random.default_rng(0)
+    w_np = rng.standard_normal((24, 40)).astype(np.float32)
+    x_np = rng.standard_normal((6, 40)).astype(np.float32)
+    g_np = rng.standard_normal((6, 24)).astype(np.float32)
+
+    def run(backend):
+        w = ggrad.nn.Parameter(ggrad.tensor(w_np))
+        x = ggrad.tensor(x_np, requires_grad=True)
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+            with ggrad.autocast("cpu", dtype=DTYPES[name]):
+                y = ggrad.linear(x * 1.0, w)
+            with ggrad.profile() as prof:
+                (y.float() * ggrad.tensor(g_np)).sum().backward()
+                ggrad.realize()
+        return x.grad.numpy(), w.grad.numpy(), {op: n for op, (n, _) in prof.by_op().items()}
+
+    gx, gw, ops_cuda = run("CUDA")
+    # one graph: the forward's low precision product, then the two gradients
+    assert ops_cuda.get("CONT", 0) == 0 and ops_cuda.get("MUL_MAT", 0) == 1, ops_cuda
+    assert ops_cuda.get("OUT_PROD", 0) == 2, ops_cuda
+    # the gradient of the rounded result arrives rounded (the gradient of a low precision tensor)
+    g_low = ggrad.tensor(g_np).to(DTYPES[name]).float().numpy()
+    np.testing.assert_allclose(gx, g_low @ w_np, rtol=1e-5, atol=1e-5)
+    gx_cpu, gw_cpu, _ = run("CPU")
+    tol = 1e-2 if name == "f16" else 4e-2
+    np.testing.assert_allclose(gx, gx_cpu, rtol=tol, atol=tol * np.abs(gx_cpu).max())
+    np.testing.assert_allclose(gw, gw_cpu, rtol=tol, atol=tol * np.abs(gw_cpu).max())

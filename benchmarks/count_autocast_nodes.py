@@ -2,15 +2,21 @@
 batch on the CPU: GGML nodes per op (CPY = casts, CONT, MUL_MAT, ...) and in all, and the step's time.
 
 The counts are a device-independent measure of what autocast adds to a step (issue 12: casts and
-copies cost ~40% of the H200 step). Prints the per-op counts of one step after warm-up, then the median
-step time of --steps steps and the CPU's compute buffer (the step's intermediates, as ggml-alloc lays
-them out) and peak memory.
+copies cost ~40% of the H200 step). Prints the per-op counts of one step after warm-up and the number of
+ops recorded in Python (Primitive records: the host's cost of a step grows with it, and on the H200 the
+host's recording is most of an autocast step), then the median step time of --steps steps, its host
+CPU time (the main thread's CPU time less GGML's compute), and the CPU's compute buffer (the step's
+intermediates, as ggml-alloc lays them out) and peak memory. `--lowering CUDA` builds the step with the
+CUDA backend's choices (lowering.py) on the CPU: the H200's graph, counted here.
 
     python benchmarks/count_autocast_nodes.py [--batch 2] [--autocast f16] [--steps 3] [--config big]
+                                              [--lowering CPU|CUDA|VULKAN]
 """
 
 import argparse
+import contextlib
 import os
+import statistics
 import sys
 import time
 
@@ -19,7 +25,31 @@ import bench_gpt  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad.autograd import execution  # noqa: E402
+from ggrad.autograd import execution, lowering  # noqa: E402
+from ggrad.autograd.primitive import Primitive  # noqa: E402
+from ggrad.ggml import sched  # noqa: E402
+
+
+class HostClock:
+    """Counts recorded ops and GGML's compute CPU time on this thread (patched in while the script runs)."""
+
+    def __init__(self):
+        self.recorded = 0
+        self.compute = 0.0
+        record, compute = Primitive._record.__func__, sched.Scheduler.compute
+
+        def counting(cls, ctx, args, tensors):
+            self.recorded += 1
+            return record(cls, ctx, args, tensors)
+
+        def timed(scheduler, graph, eval_callback=None):
+            start = time.thread_time()
+            try:
+                return compute(scheduler, graph, eval_callback)
+            finally:
+                self.compute += time.thread_time() - start
+        Primitive._record = classmethod(counting)
+        sched.Scheduler.compute = timed
 
 
 def main():
@@ -29,24 +59,36 @@ def main():
     parser.add_argument("--autocast", choices=["f16", "bf16", "none"], default="f16")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--lowering", choices=["CPU", "CUDA", "VULKAN"],
+                        help="build the step with this backend's lowering (default: the CPU's own)")
     args = parser.parse_args()
     ggrad.set_num_threads(args.threads)
     cfg = dict(CONFIGS[args.config], batch=args.batch)
-    step = bench_gpt.ggrad_step_fn("cpu", cfg, None if args.autocast == "none" else args.autocast)
-    step()
-    with ggrad.profile() as prof:
+    clock = HostClock()
+    dev = ggrad.device("cpu")
+    forced = contextlib.nullcontext() if args.lowering is None else lowering.forced(dev, getattr(lowering, args.lowering))
+    with forced:
+        step = bench_gpt.ggrad_step_fn("cpu", cfg, None if args.autocast == "none" else args.autocast)
         step()
-    counts = {op: calls for op, (calls, _) in prof.by_op().items()}
-    for op, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        print(f"{op:<20}{n:>6}")
-    print(f"{'total':<20}{sum(counts.values()):>6}")
-    times = []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    print(f"step ms (median of {args.steps}): {sorted(times)[len(times) // 2] * 1e3:.1f}  "
+        clock.recorded = 0
+        with ggrad.profile() as prof:
+            step()
+        recorded = clock.recorded
+        counts = {op: calls for op, (calls, _) in prof.by_op().items()}
+        for op, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print(f"{op:<20}{n:>6}")
+        print(f"{'total':<20}{sum(counts.values()):>6}")
+        print(f"{'recorded ops':<20}{recorded:>6}")
+        times, host = [], []
+        for _ in range(args.steps):
+            clock.compute = 0.0
+            start, cpu = time.perf_counter(), time.thread_time()
+            step()
+            times.append(time.perf_counter() - start)
+            host.append(time.thread_time() - cpu - clock.compute)
+    print(f"step ms (median of {args.steps}): {statistics.median(times) * 1e3:.1f}  "
           f"all: {', '.join(f'{t * 1e3:.0f}' for t in times)}")
+    print(f"host CPU ms (median): {statistics.median(host) * 1e3:.1f}")
     memory = execution.runtime(ggrad.device("cpu")).memory()
     print(f"compute buffer MiB: {memory['compute_buffer'] / 2 ** 20:.1f}  peak MiB: {memory['peak'] / 2 ** 20:.1f}")
 

@@ -8,20 +8,24 @@ Function takes both: the operands' sources (`x`, `w`: what gets the gradients, f
 among them) and their low precision copies (`x_low`, `w_low`: what GGML multiplies; the weight's is
 the autocast region's cached cast, made once a step and read by forward and backward). Its backward's
 float32 products are the sources' gradients, with no cast (a weight used twice sums two float32
-gradients). The result is float32 (bias added before the one rounding); the caller rounds it to the
-autocast dtype, as PyTorch's result, and notes the rounding (autograd/roundings.py) so that an op
-computing in float32 next reads the float32 value instead of casting back.
+gradients). It keeps x's low precision rows for the weight gradient, as PyTorch does (half the bytes of
+a float32 source held from forward to backward); where the backend takes weight gradients from out_prod
+(CUDA), x's gradient is out_prod of the float32 master weight too (_master_rows). The result is float32
+(bias added before the one rounding); the caller rounds it to the autocast dtype, as PyTorch's result,
+and notes the rounding (autograd/roundings.py) so that an op computing in float32 next reads the float32
+value instead of casting back.
 """
 
 from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import MatMulNT, weight_grad
+from ..autograd.ops.linalg import MatMulNT, OutProd, weight_grad
 from ..autograd.ops.unary import cast
+from ..autograd.primitive import Primitive
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
-from ..ggml import f32
+from ..ggml import f32, ops
 
 
 class LowPrecisionProduct(Function):
@@ -29,10 +33,11 @@ class LowPrecisionProduct(Function):
 
     @staticmethod
     def forward(ctx, x, w, bias, x_low, w_low):
-        # the weight gradient reads float32 rows where the backend takes it from out_prod (float32 only
-        # there): copy-free, where the low precision copy would need two transposed copies
-        f32_rows = x.dtype is f32 and lowering.for_device(x.device).weight_grad == "out_prod"
-        ctx.save_for_backward(x if f32_rows else x_low, w_low)
+        # the low precision rows, as PyTorch saves them (half the bytes of x's float32 source, which is then
+        # scratch after the forward); a backend that takes the weight gradient from out_prod (float32
+        # only there) casts them back in the backward: one cast, no transposed copies
+        master = _master_rows(x, w) and x_low.ndim == 2
+        ctx.save_for_backward(x_low, w if master else w_low)
         ctx.sources = (x.shape, x.dtype, w.shape, w.dtype)
         out = MatMulNT.apply(x_low, w_low)
         if bias is None:
@@ -46,17 +51,56 @@ class LowPrecisionProduct(Function):
         x_shape, x_dtype, w_shape, w_dtype = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
         gx = gw = gb = None
-        if need_x:   # g @ w: rows of g against rows of w^T
+        if need_x and w_low.dtype is f32 and g.ndim == 2:   # the float32 master weight (_master_rows)
+            gx = _as(reduce_to(InputGrad.apply(g, w_low), x_shape), x_dtype)
+        elif need_x:   # g @ w: rows of g against rows of w^T
             gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
         if need_w:
             if x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
-                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of x instead
-                # of transposed copies of x and of g (attention's q, the output projection's input)
+                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved
+                # rows instead of transposed copies of x and of g, and of a float32 x held from forward
                 x_rows = x_rows.to(f32)
             gw = _as(reduce_to(weight_grad(g, x_rows), w_shape), w_dtype)
         if need_bias:
             gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])
         return gx, gw, gb, None, None
+
+
+def _master_rows(x, w):
+    """Whether x's gradient g @ w reads the float32 master weight `w` itself: where the backend takes weight
+    gradients from out_prod (CUDA: cuBLAS in float32 on TF32 tensor cores, whose operands keep float16's
+    10-bit mantissa, and float32 accumulation, as PyTorch's float16 products), out_prod of w's rows and
+    g's transposed view reads both in place: no transposed copy of the low precision weight, no float16
+    copy of g made inside GGML's float16 product (which accumulates in float16 on CUDA), and the low
+    precision weight is scratch after the forward."""
+    return (w.dtype is f32 and w.ndim == 2 and w.is_contiguous() and x.dtype.is_float
+            and lowering.for_device(w.device).weight_grad == "out_prod")
+
+
+class InputGrad(Primitive):
+    """g @ w for g (M, N) and w (N, K), both float32: GGML out_prod of w and g's transposed view, each read
+    in place (_master_rows)."""
+
+    @staticmethod
+    def build(ctx, graph, g, w):
+        return ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, g))
+
+    @staticmethod
+    def shape(g, w):
+        return (g.shape[0], w.shape[1])
+
+    @staticmethod
+    def result_dtype(g, w):
+        return f32
+
+    saves = "inputs"
+
+    @staticmethod
+    def backward(ctx, gy):
+        g, w = ctx.saved_tensors
+        need_g, need_w = ctx.needs_input_grad
+        return (MatMulNT.apply(gy, w) if need_g else None,   # gy @ w^T
+                OutProd.apply(gy, g) if need_w else None)    # g^T @ gy
 
 
 def _as(g, dtype):

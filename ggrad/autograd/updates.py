@@ -18,6 +18,7 @@ from ..ggml import ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
 from . import execution
 from .pending import graph_of
+from .primitive import Primitive
 from .tensor import Tensor
 
 
@@ -187,20 +188,14 @@ class _Guard:
     def select(self, new, fallback):
         """`new` if the check is finite, else `fallback` (a tensor of new's shape, or a number)."""
         from .factory import full
-        from .ops import indexing, joins, views
         if new.numel() == 0:
             return new
         rows, width = _rows(new.shape)
-        stacked = views.reshape(new, (rows, width))
         if isinstance(fallback, Tensor):
-            stacked = joins.cat([stacked, views.reshape(fallback, (rows, width))], 0)
-            index = self._index(rows, whole=True)
-        else:
-            row = self._once(("row", width, str(fallback)),
-                             lambda: full((1, width), fallback, dtype=ggml.f32, device=self.device))
-            stacked = joins.cat([stacked, row], 0)
-            index = self._index(rows, whole=False)
-        return views.reshape(indexing.GetRows.apply(stacked, index), new.shape)
+            return _Pick.apply(new, fallback, self._index(rows, whole=True), width)
+        row = self._once(("row", width, str(fallback)),
+                         lambda: full((1, width), fallback, dtype=ggml.f32, device=self.device))
+        return _Pick.apply(new, row, self._index(rows, whole=False), width)
 
     def _index(self, rows, whole):
         """Row indices into [new (rows); fallback (rows if whole, else 1)]: 0..rows-1 when the check is
@@ -222,6 +217,50 @@ class _Guard:
             # hparams is kept with its selection: its id is not reused while this guard lives
             return hparams, self.select(values, tensor(np.asarray(skip, dtype=np.float32), device=self.device))
         return self._once(("hparams", id(hparams)), make)[1]
+
+
+class _Pick(Primitive):
+    """Rows of [new; fallback], both seen as rows of `width` elements, picked by the int32 `index`, in
+    new's shape: the guard's selection, one recorded op (a step selects every gradient)."""
+
+    @staticmethod
+    def build(ctx, graph, new, fallback, index, width):
+        stacked = ops.concat(graph.ctx, _as_rows(graph, new, width), _as_rows(graph, fallback, width), 1)
+        picked = ops.get_rows(graph.ctx, stacked, index)
+        return picked if list(picked.ne) == list(new.ne) else ops.reshape(graph.ctx, picked, new)
+
+
+class NonFinite(Primitive):
+    """`acc` + sum(x * 0): nan exactly when some element of the f32 `x` is inf or nan, else `acc` (0 without
+    one). A GradScaler's check of one gradient as one recorded op (its rows are summed first: one SUM over
+    a whole gradient is a single slow workgroup on Vulkan, 48 ms a big-GPT step on the H200)."""
+
+    @staticmethod
+    def build(ctx, graph, x, acc=None):
+        from .ops.broadcast import row_sums_node   # the ops import this package's tensor module
+        zeros = ops.scale(graph.ctx, x, 0.0)
+        if x.ne[1] * x.ne[2] * x.ne[3] > 1:
+            zeros = row_sums_node(graph, zeros)
+        total = ops.sum(graph.ctx, zeros)
+        return total if acc is None else ops.add(graph.ctx, acc, total)
+
+    @staticmethod
+    def shape(x, acc=None):
+        return ()
+
+
+def nonfinite(x, acc=None):
+    """The 0-d f32 `acc` + sum(x * 0) for an f32 tensor `x` with elements (see NonFinite)."""
+    if x.dtype is not ggml.f32:
+        raise DTypeError(f"nonfinite: expected a float32 tensor, got {x.dtype.name}")
+    return NonFinite.apply(x, acc)
+
+
+def _as_rows(graph, node, width):
+    """The contiguous `node` as a 2-D [width, rows] node (itself when it has that shape)."""
+    ne = [int(n) for n in node.ne]
+    rows = ne[0] * ne[1] * ne[2] * ne[3] // width
+    return node if ne == [width, rows, 1, 1] else ops.reshape_2d(graph.ctx, node, width, rows)
 
 
 def _rows(shape):

@@ -49,3 +49,58 @@ def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
     for i, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_allclose(g, w, rtol=2e-2, atol=2e-2 * max(1e-3, float(np.abs(w).max())),
                                    err_msg=f"item {i}")
+
+
+@pytest.mark.parametrize("backend", ["CPU", "CUDA", "VULKAN"])
+def test_products_keep_their_low_precision_rows(backend):
+    """A product of a float32 activation keeps the float16 rows it multiplied (for the weight gradient), as
+    PyTorch does, not their float32 source: half the bytes held from forward to backward under every
+    lowering (CUDA's float32 out_prod casts them back in the backward). The gradients are checked above."""
+    ggrad.manual_seed(0)
+    w = ggrad.nn.Parameter(ggrad.randn(8, 16))
+    x = ggrad.randn(4, 16, requires_grad=True)
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+        with ggrad.autocast("cpu", dtype=ggrad.float16):
+            y = ggrad.linear(x * 2.0, w)
+        product = y.grad_fn.next_functions[0][0]
+        assert product.name.startswith("LowPrecisionProduct")
+        rows, weight = product.ctx.saved_tensors
+        assert rows.dtype is ggrad.float16
+        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_rows)
+        assert weight.dtype is (ggrad.float32 if backend == "CUDA" else ggrad.float16)
+        y.float().sum().backward()
+    assert x.grad.dtype is ggrad.float32 and w.grad.dtype is ggrad.float32
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_cuda_input_gradient_reads_the_master_weight_in_place(name):
+    """Under CUDA's choices an autocast linear's backward takes both gradients from out_prod (float32, read in
+    place: no transposed copy of the low precision weight; TF32 tensor cores on the device); the x gradient
+    equals g @ w of the float32 master weight (g rounded, as the gradient of the rounded result), and agrees with the CPU's low precision product."""
+    rng = np.random.default_rng(0)
+    w_np = rng.standard_normal((24, 40)).astype(np.float32)
+    x_np = rng.standard_normal((6, 40)).astype(np.float32)
+    g_np = rng.standard_normal((6, 24)).astype(np.float32)
+
+    def run(backend):
+        w = ggrad.nn.Parameter(ggrad.tensor(w_np))
+        x = ggrad.tensor(x_np, requires_grad=True)
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+            with ggrad.autocast("cpu", dtype=DTYPES[name]):
+                y = ggrad.linear(x * 1.0, w)
+            with ggrad.profile() as prof:
+                (y.float() * ggrad.tensor(g_np)).sum().backward()
+                ggrad.realize()
+        return x.grad.numpy(), w.grad.numpy(), {op: n for op, (n, _) in prof.by_op().items()}
+
+    gx, gw, ops_cuda = run("CUDA")
+    # one graph: the forward's low precision product, then the two gradients
+    assert ops_cuda.get("CONT", 0) == 0 and ops_cuda.get("MUL_MAT", 0) == 1, ops_cuda
+    assert ops_cuda.get("OUT_PROD", 0) == 2, ops_cuda
+    # the gradient of the rounded result arrives rounded (the gradient of a low precision tensor)
+    g_low = ggrad.tensor(g_np).to(DTYPES[name]).float().numpy()
+    np.testing.assert_allclose(gx, g_low @ w_np, rtol=1e-5, atol=1e-5)
+    gx_cpu, gw_cpu, _ = run("CPU")
+    tol = 1e-2 if name == "f16" else 4e-2
+    np.testing.assert_allclose(gx, gx_cpu, rtol=tol, atol=tol * np.abs(gx_cpu).max())
+    np.testing.assert_allclose(gw, gw_cpu, rtol=tol, atol=tol * np.abs(gw_cpu).max())

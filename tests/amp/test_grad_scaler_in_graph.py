@@ -152,3 +152,41 @@ def test_skipped_update_keeps_special_parameter_values():
         p.grad = ggrad.tensor(np.full_like(special, math.inf))
         assert scaler.step(opt) is None
         np.testing.assert_array_equal(p.numpy().view(np.uint32), before, err_msg=cls.__name__)
+
+
+def test_scaled_step_records_three_ops_a_parameter(monkeypatch):
+    """GradScaler's part of an AdamW step: per parameter the unscale, the inf/nan check (updates.NonFinite)
+    and the guard's selection of the gradient (updates._Pick) are one recorded op each (were 9), one SUM,
+    CONCAT and GET_ROWS each in the graph (counts, not times: recording is the host's cost of every op)."""
+    from ggrad.autograd.primitive import Primitive
+    recorded = []
+    record = Primitive._record.__func__
+
+    def counting(cls, ctx, args, tensors):
+        recorded.append(cls.__name__)
+        return record(cls, ctx, args, tensors)
+    monkeypatch.setattr(Primitive, "_record", classmethod(counting))
+
+    def step_counts(scaled):
+        ggrad.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+        opt = optim.AdamW(model.parameters(), lr=0.01)
+        scaler = GradScaler("cpu", enabled=scaled)
+        x = ggrad.randn(5, 4)
+        for _ in range(2):   # the second step: AdamW's state exists
+            recorded.clear()
+            opt.zero_grad()
+            with ggrad.profile() as prof:
+                scaler.scale(model(x).sum()).backward()
+                scaler.step(opt)
+                scaler.update()
+        return len(recorded), {op: n for op, (n, _) in prof.by_op().items()}
+
+    (plain, plain_ops), (scaled, scaled_ops) = step_counts(False), step_counts(True)
+    params = 4
+    # per parameter 3 (were 9); once a step 21: the loss's scale, the guard (step, 1 - ok, two index
+    # vectors: arange, arithmetic, casts), the fallback row, the hyperparameters and their selection
+    assert scaled - plain <= 3 * params + 21, (scaled, plain)
+    extra = {op: scaled_ops.get(op, 0) - plain_ops.get(op, 0) for op in set(scaled_ops) | set(plain_ops)}
+    assert extra.get("CONCAT", 0) == params + 1 and extra.get("GET_ROWS", 0) == params + 1   # + hyperparameters
+    assert extra.get("SUM", 0) == params and extra.get("SUM_ROWS", 0) <= 2

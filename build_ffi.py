@@ -35,12 +35,14 @@ void ggrad_gelu_tanh_back_f32(struct ggml_tensor * dst, int ith, int nth, void *
 void ggrad_copy_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_adamw_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 int ggrad_kernels_isa(int isa);
 """
 
 # ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).
 KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc/gelu.c",
-           "ggrad/ggml/csrc/copy.c", "ggrad/ggml/csrc/norm.c"]
+           "ggrad/ggml/csrc/copy.c", "ggrad/ggml/csrc/norm.c",
+           "ggrad/ggml/csrc/adamw.c"]
 
 
 def find_libggml():
@@ -130,7 +132,7 @@ ffibuilder.set_source(
     library_dirs=[str(lib_dir)],
     sources=KERNELS,
     libraries=["ggml", "ggml-base", "ggml-cpu"],
-    extra_compile_args=["-O3", "-Wno-deprecated-declarations", "-Wno-psabi"],
+    extra_compile_args=["-O3", "-fno-math-errno", "-Wno-deprecated-declarations", "-Wno-psabi"],
     extra_link_args=[f"-Wl,-rpath,{lib_dir}"],
 )
 

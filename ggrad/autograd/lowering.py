@@ -37,6 +37,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   rows (a [32, 64, 8+4, 16] join: 0.35-0.56 -> 0.16-0.18 ms at one thread).
 - layer norm: GGML's norm has no backward; its composition (rms_norm_back of the centred input, then
   centring's backward) is nine nodes. ggrad's CPU kernels (csrc/norm.c) do each way in one pass a row.
+- AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
+  parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 - a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
   would split in three around it), so GPUs take each row's element at its argmax instead.
 """
@@ -68,6 +70,8 @@ class Lowering:
         concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU only).
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
+        adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU
+            only).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -81,15 +85,16 @@ class Lowering:
     matmul: str = "mul_mat"
     concat: str = "concat"
     layer_norm: str = "norm"
+    adamw: str = "opt_step_adamw"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
 # strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
-              gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel")
-RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat",
-                          layer_norm="norm")   # a server computes GGML's ops only
+              gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel")
+RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
+                          adamw="opt_step_adamw")   # a server computes GGML's ops only
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -14,7 +14,7 @@ import contextvars
 import numpy as np
 
 from .. import ggml
-from ..ggml import ops
+from ..ggml import kernels, ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
 from . import execution
 from .pending import graph_of
@@ -23,6 +23,7 @@ from .tensor import Tensor
 
 
 _ADAMW, _SGD, _ASSIGN = ("opt_step_adamw",), ("opt_step_sgd",), ("assign",)   # graph-cache event keys
+_ADAMW_KERNEL = ("adamw_f32",)
 
 
 def _as_leaf(param):
@@ -85,7 +86,10 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
         target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
         nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
                  _hparams_node(graph, hparams))
-        graph.effect(graph.event(_ADAMW, nodes, lambda: ops.opt_step_adamw(graph.ctx, *nodes)))
+        if graph.lowering.adamw == "kernel":
+            graph.effect(graph.event(_ADAMW_KERNEL, nodes, lambda: kernels.adamw_f32(graph.ctx, *nodes)))
+        else:
+            graph.effect(graph.event(_ADAMW, nodes, lambda: ops.opt_step_adamw(graph.ctx, *nodes)))
 
 
 def sgd_(param, grad, hparams):

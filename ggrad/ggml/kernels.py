@@ -7,16 +7,17 @@ import struct
 
 from ._lib import ffi, lib
 from .ops import _check as C
-from .ops import custom_4d
+from .ops import custom_4d, custom_inplace
 from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
-           "layer_norm_back_f32", "kernel_name", "isa"]
+           "layer_norm_back_f32", "adamw_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
-    "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "copy_f32", "layer_norm_f32", "layer_norm_back_f32")}
+    "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "copy_f32", "layer_norm_f32", "layer_norm_back_f32",
+    "adamw_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -103,6 +104,32 @@ def layer_norm_back_f32(ctx, g, x, eps):
         eps: added to the variance.
     """
     return _same_shape(ctx, "layer_norm_back_f32", g=g, x=x, userdata=_float_bits(eps))
+
+
+def adamw_f32(ctx, a, grad, m, v, adamw_params):
+    """One AdamW step on `a`, in place, `m` and `v` updated too, as ops.opt_step_adamw (its formula and
+    its parameters) but vectorized. The result is a view of `a`.
+
+    Args:
+        ctx: the Context the result is made in.
+        a: the parameter: f32, contiguous.
+        grad: its gradient: f32, contiguous, a's shape.
+        m: first-moment state: f32, contiguous, a's shape.
+        v: second-moment state: f32, contiguous, a's shape.
+        adamw_params: f32[7], contiguous: alpha, beta1, beta2, eps, wd, beta1h, beta2h.
+    """
+    op = "adamw_f32"
+    named = {"a": a, "grad": grad, "m": m, "v": v, "adamw_params": adamw_params}
+    ptrs = {name: tensor(op, name, t) for name, t in named.items()}
+    _f32(op, *ptrs.values())
+    for name, p in ptrs.items():
+        if not lib.ggml_is_contiguous(p):
+            C.fail(op, f"{name} (ne={C.ne(p)}, nb={list(p.nb)}) must be contiguous")
+        if name != "adamw_params" and C.ne(p) != C.ne(ptrs["a"]):
+            C.fail(op, f"{name} ne={C.ne(p)} must be a's, {C.ne(ptrs['a'])}")
+    if lib.ggml_nelements(ptrs["adamw_params"]) != 7:
+        C.fail(op, f"adamw_params must hold 7 values, got ne={C.ne(ptrs['adamw_params'])}")
+    return custom_inplace(ctx, a, [grad, m, v, adamw_params], 4, _FUNCTIONS[op], -1)
 
 
 def _float_bits(value):

@@ -391,3 +391,29 @@ def test_layer_norm_kernel_equals_the_composition_with_double_backward(no_graph_
             results[choices] = (y.numpy(), g.numpy(), gg.numpy(), x2.grad.numpy())
     for cpu, rpc in zip(results["CPU"], results["RPC"]):
         np.testing.assert_allclose(cpu, rpc, rtol=2e-4, atol=2e-5)
+
+
+def test_adamw_step_by_kernel_on_the_cpu_and_by_ggml_for_rpc(no_graph_cache):
+    torch = pytest.importorskip("torch")
+    w_np = np.random.default_rng(5).standard_normal((33, 17)).astype(np.float32)
+    results = {}
+    for choices, op in (("CPU", "ADAMW_F32"), ("RPC", "OPT_STEP_ADAMW")):
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+            w = ggrad.nn.Parameter(ggrad.tensor(w_np))
+            opt = ggrad.optim.AdamW([w], lr=1e-2, weight_decay=0.1)
+            for _ in range(3):
+                opt.zero_grad()
+                with ggrad.profile() as prof:
+                    (w * w).sum().backward()
+                    opt.step()
+                    w.numpy()
+                assert op in prof.by_op()
+            results[choices] = w.numpy()
+    wt = torch.nn.Parameter(torch.tensor(w_np))
+    opt = torch.optim.AdamW([wt], lr=1e-2, weight_decay=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        (wt * wt).sum().backward()
+        opt.step()
+    for got in results.values():
+        np.testing.assert_allclose(got, wt.detach().numpy(), rtol=1e-5, atol=1e-6)

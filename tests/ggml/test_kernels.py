@@ -177,3 +177,38 @@ def test_layer_norm_f32_and_its_gradient_match_float64(check, isa, n):
     check(lambda ctx, gt, t: kernels.layer_norm_back_f32(ctx, gt, t, 1e-5), [g, x],
           lambda gt, t: dx.astype(np.float32), atol=2e-6, rtol=1e-5)
 
+
+
+def _adamw(build, w, g, m, v, params):
+    """(w, m, v) after one step of `build(ctx, w, g, m, v, params)` on the CPU."""
+    ctx = gg.Context(n_tensors=16)
+    ts = [ctx.new_tensor("f32", (len(a),)) for a in (w, g, m, v, params)]
+    gg.lib.ggml_set_param(ts[0].ptr)   # GGML's opt_step_adamw updates only tensors flagged as parameters
+    out = build(ctx, *ts)
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
+    for t, a in zip(ts, (w, g, m, v, params)):
+        gg.set_data(t, a)
+    sched = gg.Scheduler("cpu", graph_size=16)
+    graph = gg.Graph(16)
+    graph.build_forward_expand(out)
+    sched.alloc(graph)
+    sched.compute(graph)
+    result = [gg.get_data(t).reshape(-1) for t in (ts[0], ts[2], ts[3])]
+    del keep
+    return result
+
+
+@pytest.mark.parametrize("n", [5, 16, 1000])
+def test_adamw_f32_matches_ggmls_opt_step_adamw(isa, n):
+    rng = np.random.default_rng(n)
+    w, g = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    m, v = rng.standard_normal(n).astype(np.float32) * 0.1, rng.random(n).astype(np.float32) * 0.1
+    params = np.array([1e-3, 0.9, 0.999, 1e-8, 0.1, 1 / (1 - 0.9 ** 3), 1 / (1 - 0.999 ** 3)], np.float32)
+    ours = _adamw(kernels.adamw_f32, w, g, m, v, params)
+    ggml = _adamw(ops.opt_step_adamw, w, g, m, v, params)
+    for a, b in zip(ours, ggml):   # fused multiply-adds round differently: ~1e-9 where w nearly cancels
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
+    # a skipped step (the GradScaler's guard: g -0, beta1 = beta2 = 1, lr 0, eps 1) leaves all three bitwise
+    skip = np.array([0.0, 1.0, 1.0, 1.0, 0.1, 1.0, 1.0], np.float32)
+    for a, b in zip(_adamw(kernels.adamw_f32, w, np.full(n, -0.0, np.float32), m, v, skip), (w, m, v)):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))

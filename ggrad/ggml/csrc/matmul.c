@@ -22,7 +22,7 @@
 #include "simd.h"
 
 #define KC 256   /* k per packed block */
-#define MC 480   /* rows of a per packed block (a multiple of every MR): 480 KiB with KC */
+#define MC 512   /* rows of a per packed block (a multiple of every MR): 512 KiB with KC, in L2 */
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {

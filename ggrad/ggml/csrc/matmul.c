@@ -14,6 +14,7 @@
    thread computes its own part of dst (whole batches, or a range of rows or columns) with its own
    packing buffers. */
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,21 +113,49 @@ static struct kernel kernel_for(int isa) {
     return (struct kernel){tile_generic, VL, 3};
 }
 
-/* a buffer of at least n floats, 64-byte aligned, kept per thread between calls (GGML's threads persist) */
+/* Packing buffers, one pair per thread, kept between calls (OpenMP's threads persist) and freed when the
+   thread ends (GGML's own thread pool may start new threads for each graph). */
+struct scratch {
+    float *buffers[2];
+    size_t sizes[2];
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    struct scratch *s = p;
+    free(s->buffers[0]);
+    free(s->buffers[1]);
+    free(s);
+}
+
+static void scratch_key_create(void) {
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* this thread's buffer `which` with room for at least n floats, 64-byte aligned; NULL without memory */
 static float *scratch(int which, size_t n) {
-    static __thread float *buffers[2];
-    static __thread size_t sizes[2];
-    if (sizes[which] < n) {
-        free(buffers[which]);
-        buffers[which] = NULL;
-        sizes[which] = 0;
+    pthread_once(&scratch_once, scratch_key_create);
+    struct scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->sizes[which] < n) {
+        free(s->buffers[which]);
+        s->buffers[which] = NULL;
+        s->sizes[which] = 0;
         void *p = NULL;
         if (posix_memalign(&p, 64, n * sizeof(float)) != 0)
             return NULL;
-        buffers[which] = p;
-        sizes[which] = n;
+        s->buffers[which] = p;
+        s->sizes[which] = n;
     }
-    return buffers[which];
+    return s->buffers[which];
 }
 
 /* rows r0 .. r0 + rows - 1 and k0 .. k0 + kc - 1 of x into panels of `mr` rows, k-major: panel p holds

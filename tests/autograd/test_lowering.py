@@ -417,3 +417,24 @@ def test_adamw_step_by_kernel_on_the_cpu_and_by_ggml_for_rpc(no_graph_cache):
         opt.step()
     for got in results.values():
         np.testing.assert_allclose(got, wt.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_and_layer_norm_kernels_only_with_avx512(no_graph_cache):
+    # their 16-float vectors are one AVX-512 register; with narrower ones they keep GGML's ops (the product's
+    # kernel has one per register width and stays)
+    from ggrad.ggml import kernels
+    cpu = ggrad.device("cpu")
+    best = kernels.isa()
+    try:
+        for isa in ("avx2", "generic"):
+            if kernels.isa(isa) != isa:
+                continue
+            assert lowering.for_device(cpu) is lowering.CPU_WITHOUT_AVX512
+            x = ggrad.randn(4, 32, requires_grad=True)
+            ops_run = _ops_of(lambda: ggrad.nn.functional.layer_norm(
+                ggrad.nn.functional.gelu(x, approximate="tanh") @ x.t(), (4,)))
+            assert {"SILU", "NORM", "MATMUL_F32"} <= ops_run
+            assert not {"GELU_TANH_F32", "LAYER_NORM_F32"} & ops_run
+    finally:
+        kernels.isa(best)
+    assert lowering.for_device(cpu) is (lowering.CPU if best == "avx512" else lowering.CPU_WITHOUT_AVX512)

@@ -34,68 +34,68 @@ struct operand {
 typedef void (*microkernel)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
                             int m, int n, int accumulate);
 
-/* an MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n (MR = nv * VL) */
-ALWAYS_INLINE void tile(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b,
-                        int64_t bj_stride, int64_t bk_stride, float *c, int64_t ldc, int m, int n, int accumulate) {
-    vf acc[16][4];
-#pragma GCC unroll 16
-    for (int j = 0; j < nr; j++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
-            acc[j][v] = (vf){0};
-    for (int64_t k = 0; k < kc; k++) {
-        vf av[4];
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
-            av[v] = *(const vf *)(a + (k * nv + v) * VL);
-#pragma GCC unroll 16
-        for (int j = 0; j < nr; j++) {
-            float bj = b[j * bj_stride + k * bk_stride];
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++)
-                acc[j][v] += av[v] * bj;
-        }
+/* An MR x NR tile: dst[j][i] (+)= sum_k a[k][i] * b[k][j] for i < m, j < n, with MR = NV vectors of VW
+   floats. One definition per vector width, each the registers' width of an instruction set: GCC splits a
+   vector wider than the registers through memory. */
+#define DEFINE_TILE(NAME, VT, VTU, VW)                                                                    \
+    ALWAYS_INLINE void NAME(int nv, int nr, int64_t kc, const float *restrict a, const float *restrict b,   \
+                            int64_t bj_stride, int64_t bk_stride, float *c, int64_t ldc, int m, int n,      \
+                            int accumulate) {                                                             \
+        VT acc[16][4];                                                                                    \
+        _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++)                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++) acc[j][v] = (VT){0};                     \
+        for (int64_t k = 0; k < kc; k++) {                                                                \
+            VT av[4];                                                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++) av[v] = *(const VT *)(a + (k * nv + v) * VW); \
+            _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++) {                                       \
+                float bj = b[j * bj_stride + k * bk_stride];                                              \
+                _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++) acc[j][v] += av[v] * bj;             \
+            }                                                                                             \
+        }                                                                                                 \
+        if (m == nv * VW && n == nr) {                                                                    \
+            _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++)                                         \
+                _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++) {                                    \
+                    VTU *out = (VTU *)(c + j * ldc + v * VW);                                             \
+                    if (accumulate)                                                                       \
+                        *out += acc[j][v];                                                                \
+                    else                                                                                  \
+                        *out = acc[j][v];                                                                 \
+                }                                                                                         \
+            return;                                                                                       \
+        }                                                                                                 \
+        float spill[16][4 * VW];                                                                          \
+        _Pragma("GCC unroll 16") for (int j = 0; j < nr; j++)                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < nv; v++) *(VTU *)&spill[j][v * VW] = acc[j][v];   \
+        for (int j = 0; j < n; j++)                                                                       \
+            for (int i = 0; i < m; i++)                                                                   \
+                c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];                 \
     }
-    if (m == nv * VL && n == nr) {
-#pragma GCC unroll 16
-        for (int j = 0; j < nr; j++)
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) {
-                vf_unaligned *out = (vf_unaligned *)(c + j * ldc + v * VL);
-                if (accumulate)
-                    *out += acc[j][v];
-                else
-                    *out = acc[j][v];
-            }
-        return;
-    }
-    float spill[16][4 * VL];
-#pragma GCC unroll 16
-    for (int j = 0; j < nr; j++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++)
-            *(vf_unaligned *)&spill[j][v * VL] = acc[j][v];
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < m; i++)
-            c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];
-}
 
-/* One microkernel per instruction set (ggrad_isa picks one); NV x NR accumulators fill the
-   registers: 32 of AVX-512 (2 x 12 vectors of 16), 16 of AVX2 (1 x 6, a vector being 2 registers).
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8_unaligned __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v4_unaligned __attribute__((vector_size(16), aligned(4), may_alias));
+
+DEFINE_TILE(tile16, vf, vf_unaligned, VL)
+DEFINE_TILE(tile8, v8, v8_unaligned, 8)
+DEFINE_TILE(tile4, v4, v4_unaligned, 4)
+
+/* One microkernel per instruction set (ggrad_isa picks one); NV x NR accumulators fill the registers:
+   32 of AVX-512 (2 x 12 vectors of 16 floats), 16 of AVX2 (2 x 6 of 8), 16 of SSE (2 x 6 of 4).
    b is a packed panel (ldb = 0: b[k * NR + j]) or NR rows of b read in place (b[j * ldb + k]). */
-#define MICROKERNEL(NAME, TARGET, NV, NR)                                                                 \
+#define MICROKERNEL(NAME, TARGET, TILE, NV, NR)                                                           \
     TARGET static void NAME(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc, \
                             int m, int n, int accumulate) {                                               \
         if (ldb == 0)                                                                                     \
-            tile(NV, NR, kc, a, b, 1, NR, c, ldc, m, n, accumulate);                                      \
+            TILE(NV, NR, kc, a, b, 1, NR, c, ldc, m, n, accumulate);                                      \
         else                                                                                              \
-            tile(NV, NR, kc, a, b, ldb, 1, c, ldc, m, n, accumulate);                                     \
+            TILE(NV, NR, kc, a, b, ldb, 1, c, ldc, m, n, accumulate);                                     \
     }
 #ifdef GGRAD_X86
-MICROKERNEL(tile_avx512, TARGET_AVX512, 2, 12)
-MICROKERNEL(tile_avx2, TARGET_AVX2, 1, 6)
+MICROKERNEL(tile_avx512, TARGET_AVX512, tile16, 2, 12)
+MICROKERNEL(tile_avx2, TARGET_AVX2, tile8, 2, 6)
 #endif
-MICROKERNEL(tile_generic, , 1, 3)
+MICROKERNEL(tile_generic, , tile4, 2, 6)
 
 struct kernel {
     microkernel run;
@@ -105,12 +105,12 @@ struct kernel {
 static struct kernel kernel_for(int isa) {
 #ifdef GGRAD_X86
     if (isa == ISA_AVX512)
-        return (struct kernel){tile_avx512, 2 * VL, 12};
+        return (struct kernel){tile_avx512, 32, 12};
     if (isa == ISA_AVX2)
-        return (struct kernel){tile_avx2, VL, 6};
+        return (struct kernel){tile_avx2, 16, 6};
 #endif
     (void)isa;
-    return (struct kernel){tile_generic, VL, 3};
+    return (struct kernel){tile_generic, 8, 6};
 }
 
 /* Packing buffers, one pair per thread, kept between calls (OpenMP's threads persist) and freed when the

@@ -1,5 +1,8 @@
 /* What ggrad's CPU kernels share: vectors of VL floats (GCC/Clang vector extensions, which the compiler
-   maps onto the instruction set each function is compiled for), and the instruction set in use. */
+   maps onto the instruction set each function is compiled for), and the instruction set in use. VL = 16 is
+   one AVX-512 register; compiled for AVX2 or SSE, GCC splits such vectors through memory (several times
+   slower), so kernels that need those run in narrower vectors of their own (matmul.c) or are not chosen
+   there (lowering.py). */
 
 #ifndef GGRAD_SIMD_H
 #define GGRAD_SIMD_H

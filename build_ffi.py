@@ -32,7 +32,7 @@ extern "Python" bool ggrad_eval_callback(struct ggml_tensor * t, bool ask, void 
 void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
-void ggrad_copy_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_concat_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_adamw_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
@@ -41,7 +41,7 @@ int ggrad_kernels_isa(int isa);
 
 # ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).
 KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc/gelu.c",
-           "ggrad/ggml/csrc/copy.c", "ggrad/ggml/csrc/norm.c",
+           "ggrad/ggml/csrc/concat.c", "ggrad/ggml/csrc/norm.c",
            "ggrad/ggml/csrc/adamw.c"]
 
 

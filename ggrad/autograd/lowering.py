@@ -33,7 +33,7 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   operands in place, so weight gradients and attention's head layouts need no copies. A custom op runs
   only in this process: RPC servers keep mul_mat.
 - joins (cat; the gradients of attention's heads back into the fused projection's layout): the CPU's
-  concat assigns element by element with index arithmetic; ggrad's kernel (csrc/copy.c) copies whole
+  concat assigns element by element with index arithmetic; ggrad's kernel (csrc/concat.c) copies whole
   rows (a [32, 64, 8+4, 16] join: 0.35-0.56 -> 0.16-0.18 ms at one thread).
 - layer norm: GGML's norm has no backward; its composition (rms_norm_back of the centred input, then
   centring's backward) is nine nodes. ggrad's CPU kernels (csrc/norm.c) do each way in one pass a row.
@@ -46,7 +46,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 import contextlib
 import dataclasses
 
-from ..ggml import kernels
+from ..ggml import f32, kernels
+from .grad_mode import is_grad_enabled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +118,14 @@ def for_device(device):
     if chosen is CPU and kernels.isa() != "avx512":
         return CPU_WITHOUT_AVX512
     return chosen
+
+
+def kernel_gradient(choice, g, x):
+    """Whether the backward of an op whose `choice` (a Lowering field) is "kernel" on g's device takes the
+    kernel's one-node gradient of f32 `g` at `x`. A backward that is itself recorded (create_graph) takes
+    the op's composed gradient instead: the kernel's node has no backward of its own."""
+    return (x.dtype is f32 and g.dtype is f32 and getattr(for_device(g.device), choice) == "kernel"
+            and not is_grad_enabled())
 
 
 @contextlib.contextmanager

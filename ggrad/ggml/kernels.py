@@ -16,7 +16,7 @@ __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "l
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
-    "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "copy_f32", "layer_norm_f32", "layer_norm_back_f32",
+    "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
     "adamw_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
@@ -80,7 +80,7 @@ def concat_f32(ctx, a, b, dim):
         C.fail(op, f"a ne={na} and b ne={nb} differ beyond dimension {dim}")
     ne = list(na)
     ne[dim] += nb[dim]
-    return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS["copy_f32"], -1, ffi.cast("void *", dim))
+    return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS[op], -1, ffi.cast("void *", dim))
 
 
 def layer_norm_f32(ctx, x, eps):
@@ -119,14 +119,8 @@ def adamw_f32(ctx, a, grad, m, v, adamw_params):
         adamw_params: f32[7], contiguous: alpha, beta1, beta2, eps, wd, beta1h, beta2h.
     """
     op = "adamw_f32"
-    named = {"a": a, "grad": grad, "m": m, "v": v, "adamw_params": adamw_params}
-    ptrs = {name: tensor(op, name, t) for name, t in named.items()}
-    _f32(op, *ptrs.values())
-    for name, p in ptrs.items():
-        if not lib.ggml_is_contiguous(p):
-            C.fail(op, f"{name} (ne={C.ne(p)}, nb={list(p.nb)}) must be contiguous")
-        if name != "adamw_params" and C.ne(p) != C.ne(ptrs["a"]):
-            C.fail(op, f"{name} ne={C.ne(p)} must be a's, {C.ne(ptrs['a'])}")
+    ptrs = _contiguous_f32(op, {"a": a, "grad": grad, "m": m, "v": v, "adamw_params": adamw_params})
+    _equal_shapes(op, {name: ptrs[name] for name in ("a", "grad", "m", "v")})
     if lib.ggml_nelements(ptrs["adamw_params"]) != 7:
         C.fail(op, f"adamw_params must hold 7 values, got ne={C.ne(ptrs['adamw_params'])}")
     return custom_inplace(ctx, a, [grad, m, v, adamw_params], 4, _FUNCTIONS[op], -1)
@@ -138,9 +132,8 @@ def _float_bits(value):
 
 
 def kernel_name(node):
-    """The name of the kernel computing the `struct ggml_tensor *` `node` ("matmul_f32", "copy_f32" for
-    concat_f32, ...), or None for
-    any other node (a custom op's parameters begin with its function)."""
+    """The name of the kernel computing the `struct ggml_tensor *` `node` ("matmul_f32", ...), or
+    None for any other node (a custom op's parameters begin with its function)."""
     if node.op != lib.GGML_OP_CUSTOM:
         return None
     return _NAMES.get(int(ffi.cast("intptr_t", ffi.cast("void **", node.op_params)[0])))
@@ -161,16 +154,26 @@ def _f32(op, *tensors):
 
 def _same_shape(ctx, op, userdata=None, **inputs):
     """The node of kernel `op` on contiguous f32 inputs of one shape, which is also its result's."""
+    ne = _equal_shapes(op, _contiguous_f32(op, inputs))
+    return custom_4d(ctx, "f32", *ne, list(inputs.values()), len(inputs), _FUNCTIONS[op], -1, userdata)
+
+
+def _contiguous_f32(op, inputs):
+    """{name: GTensor pointer} of `inputs` ({name: tensor}), each checked to be contiguous f32."""
     ptrs = {name: tensor(op, name, t) for name, t in inputs.items()}
     _f32(op, *ptrs.values())
-    shapes = {name: C.ne(p) for name, p in ptrs.items()}
     for name, p in ptrs.items():
         if not lib.ggml_is_contiguous(p):
-            C.fail(op, f"{name} (ne={shapes[name]}, nb={list(p.nb)}) must be contiguous")
+            C.fail(op, f"{name} (ne={C.ne(p)}, nb={list(p.nb)}) must be contiguous")
+    return ptrs
+
+
+def _equal_shapes(op, ptrs):
+    """The one shape (ne) of the tensors `ptrs` ({name: GTensor pointer}), which must all have it."""
+    shapes = {name: C.ne(p) for name, p in ptrs.items()}
     if len({tuple(ne) for ne in shapes.values()}) > 1:
         C.fail(op, " and ".join(f"{name} ne={ne}" for name, ne in shapes.items()) + " must be equal")
-    ne = next(iter(shapes.values()))
-    return custom_4d(ctx, "f32", *ne, list(inputs.values()), len(inputs), _FUNCTIONS[op], -1, userdata)
+    return next(iter(shapes.values()))
 
 
 isa("best")

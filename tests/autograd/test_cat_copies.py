@@ -12,7 +12,7 @@ def test_cat_of_64_parts_copies_each_element_6_times():
     with ggrad.profile() as prof:
         out = ggrad.cat(parts).numpy()
     np.testing.assert_array_equal(out, np.repeat(np.arange(64, dtype=np.float32), 1000))
-    concats = {shape: calls for (op, shape), (calls, _) in prof.records.items() if op in ("CONCAT", "COPY_F32")}
+    concats = {shape: calls for (op, shape), (calls, _) in prof.records.items() if op in ("CONCAT", "CONCAT_F32")}
     assert sum(calls for calls in concats.values()) == 63
     written = sum(int(shape) * calls for shape, calls in concats.items())
     assert written == 6 * 64000   # a chain writes 2000 + 3000 + ... + 64000 = 2,079,000

@@ -16,7 +16,7 @@ MOST_COPIES = {"CPU": 12, "RPC": 103, "CUDA": 53}   # CUDA: bias sums by out_pro
 # RPC (the CPU's choices with GGML's ops): 111 until the first operand of mul_mat was read strided
 # (lowering.strided_matmul "first"); the CPU's 103 fell to 20 when its products moved to ggrad's kernel,
 # which reads transposed operands in place (lowering.matmul "kernel"), and to 12 when its joins did
-# (lowering.concat "kernel": those are COPY_F32 nodes, not counted)
+# (lowering.concat "kernel": those are CONCAT_F32 nodes, not counted)
 
 
 def step_conts(choices):

@@ -11,7 +11,6 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from ..function import Function
 from .. import lowering
-from ..grad_mode import is_grad_enabled
 from ..pending import contiguous_node, ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
@@ -148,8 +147,7 @@ class LayerNormCore(_RowNorm):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if (x.dtype is f32 and g.dtype is f32 and lowering.for_device(g.device).layer_norm == "kernel"
-                and not is_grad_enabled()):
+        if lowering.kernel_gradient("layer_norm", g, x):
             return LayerNormCoreBack.apply(g, x, ctx.eps), None
         n = x.shape[-1]
         centered = x - rd.SumRows.apply(x) * (1.0 / n)

@@ -11,7 +11,6 @@ from ...ggml import f32, kernels, ops
 from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
-from ..grad_mode import is_grad_enabled
 from ..pending import contiguous_node
 from ..primitive import Primitive
 from ..tensor import Tensor
@@ -176,8 +175,7 @@ class GeluTanh(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if (x.dtype is f32 and g.dtype is f32 and lowering.for_device(g.device).gelu_tanh == "kernel"
-                and not is_grad_enabled()):   # a recorded backward (create_graph) takes the composition
+        if lowering.kernel_gradient("gelu_tanh", g, x):
             return GeluTanhBack.apply(g, x)
         return _gelu_tanh_grad(ctx, g, x)
 

@@ -1,8 +1,7 @@
 /* Joins of f32 tensors with any strides into a contiguous one, for GGML's CPU backend as a custom op.
 
-   GGML's CPU cont copies a view that is not contiguous through a memcpy call per element, and its concat
-   assigns element by element with index arithmetic (a join of attention heads' gradients ran at under
-   1 GB/s). Here each row of a part (its dimension 0) is one memcpy where its elements are adjacent; a
+   GGML's CPU concat assigns element by element with index arithmetic (a join of attention heads'
+   gradients ran at under 1 GB/s). Here each row of a part (its dimension 0) is one memcpy where its elements are adjacent; a
    transposed part (dimension 1 adjacent instead) is copied in bands of 16 rows, so that each cache line
    read serves 16 rows of the result. */
 
@@ -50,12 +49,11 @@ static void copy_rows(struct ggml_tensor *dst, const struct ggml_tensor *part, i
     }
 }
 
-/* ggml_custom_op_t: dst = src[0] and src[1] joined along dimension (intptr_t)userdata (a contiguous copy
-   of src[0] where there is no src[1]); f32 */
-void ggrad_copy_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+/* ggml_custom_op_t: dst = src[0] and src[1] joined along dimension (intptr_t)userdata; f32 */
+void ggrad_concat_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     const int dim = (int)(intptr_t)userdata;
     const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
-    const int64_t rows_a = a->ne[1] * a->ne[2] * a->ne[3], rows_b = b ? b->ne[1] * b->ne[2] * b->ne[3] : 0;
+    const int64_t rows_a = a->ne[1] * a->ne[2] * a->ne[3], rows_b = b->ne[1] * b->ne[2] * b->ne[3];
     const int64_t total = rows_a + rows_b;
     const int64_t r0 = total * ith / nth, r1 = total * (ith + 1) / nth;
     if (r0 < rows_a)

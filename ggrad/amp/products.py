@@ -117,11 +117,13 @@ def product(policy, x, w, bias=None):
 
 
 def _operand(policy, t):
-    """(the tensor that gets the gradient, its low precision copy without history) for operand `t`."""
+    """(the tensor that gets the gradient, its low precision copy) for operand `t`. The product sends its
+    gradients to the first and none to the copy; the copy keeps its history (the cast), so that a backward
+    recorded with create_graph differentiates the saved copy back to its source, as PyTorch's does."""
     if t.dtype is policy.dtype:
         source = source_of(t)
-        return (t if source is None else source), t.detach()
-    return t, policy.cast(t, policy.dtype).detach()
+        return (t if source is None else source), t
+    return t, policy.cast(t, policy.dtype)
 
 
 def linear(policy, fn, x, weight, bias=None):

@@ -1,10 +1,14 @@
 """Matrix products on GGML's `mul_mat` (rows of a dotted with rows of b) with batch broadcasting.
 
 `x @ w.T` is GGML's native form (`mul_mat(w, x)`), so `linear` and `q @ k.T` need no transpose
-copy; a general `a @ b` reads `b` transposed. Both gradients are products of transposed operands. On
-the CPU, f32 products run on ggrad's own kernel (lowering.matmul), which reads those in place; with
-GGML's mul_mat they are copies, which on the CPU is still about twice as fast as `out_prod` for the
-weight gradient (784x512 from a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms), and CUDA has no f16 out_prod.
+copy; a general `a @ b` reads `b` transposed. Both gradients are products of transposed operands. The
+product takes its operands' transposes as flags and makes those views inside its build: a gradient's
+transposed operand is no recorded op (no Python op per transpose, a third of a transformer step's ops
+before). On the CPU, f32 products run on ggrad's own kernel (lowering.matmul), which reads those in
+place; with GGML's mul_mat they are copies, which on the CPU is still about twice as fast as `out_prod`
+for the weight gradient (784x512 from a batch of 128: 0.8-1.8 ms vs 1.6-2.2 ms), and CUDA has no f16
+out_prod. A weight broadcast over a batch of inputs (linear on (B, T, K)) multiplies their rows as one
+product, forward and backward (WeightGrad): no reshapes, and no per-batch products summed afterwards.
 """
 
 from ...ggml import f32, kernels, ops
@@ -21,47 +25,140 @@ from . import views as mv
 
 
 class MatMulNT(Primitive):
-    """y = x @ w^T for x (..., M, K) and w (..., N, K); w's batch dims broadcast into x's.
+    """y = A @ B^T for A (..., M, K) and B (..., N, K); B's batch dims broadcast into A's.
 
-    Operands come with their strides: where the backend's mul_mat reads strided rows (lowering.py) a
-    view whose rows are contiguous (attention heads of a fused projection, a double transpose) is read in
-    place; other views are copied."""
+    A is `a`, or `a` (..., K, M) read transposed where `ta`; B is `b`, or `b` (..., K, N) read transposed
+    where `tb`. Operands come with their strides: where the backend's mul_mat reads strided rows
+    (lowering.py) a view whose rows are contiguous (attention heads of a fused projection, a double
+    transpose) is read in place; other views are copied."""
     saves = "inputs"
     views = True
 
     @staticmethod
-    def build(ctx, graph, x, w):
-        lowered = graph.lowering
-        if lowered.matmul == "kernel" and x.dtype is f32 and w.dtype is f32:
-            return kernels.matmul_f32(graph.ctx, w, x)   # any strides: no copies
-        strided = lowered.strided_matmul
-        return ops.mul_mat(graph.ctx, _rows(graph, w, strided in ("both", "first"), True),
-                           _rows(graph, x, strided == "both", False))
+    def build(ctx, graph, a, b, ta=False, tb=False):
+        if ta:
+            a = ops.transpose(graph.ctx, a)
+        if tb:
+            b = ops.transpose(graph.ctx, b)
+        return _product(graph, a, b)
 
     @staticmethod
-    def shape(x, w):
-        return x.shape[:-1] + (w.shape[-2],)
+    def shape(a, b, ta=False, tb=False):
+        return a.shape[:-2] + (a.shape[-1] if ta else a.shape[-2], b.shape[-1] if tb else b.shape[-2])
 
     @staticmethod
-    def result_dtype(x, w):
+    def result_dtype(a, b, ta=False, tb=False):
         return f32
 
     @classmethod
     def saved(cls, ctx, args, out):
-        """Only what a wanted gradient reads, as PyTorch's mm: w for dx, x for dw."""
-        x, w = args
-        return (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        """Only what a wanted gradient reads, as PyTorch's mm: b for da, a for db."""
+        a, b = args[:2]
+        ctx.transposes = (args[2] if len(args) > 2 else False, args[3] if len(args) > 3 else False)
+        return (a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
 
     @staticmethod
     def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        gx = gw = None
-        if ctx.needs_input_grad[0]:
-            # dx = g @ w: rows of g against rows of w^T
-            gx = MatMulNT.apply(g, mv.transpose(w, -1, -2))
-        if ctx.needs_input_grad[1]:
-            gw = reduce_to(weight_grad(g, x), ctx.shapes[1])
-        return gx, gw
+        a, b = ctx.saved_tensors
+        ta, tb = ctx.transposes
+        ga = gb = None
+        if ctx.needs_input_grad[0]:   # dA = g @ B, a's gradient is dA or its transpose
+            # (a transposed a comes from gradient products only, whose operands share their batch dims)
+            ga = MatMulNT.apply(b, g, not tb, False) if ta else MatMulNT.apply(g, b, False, not tb)
+        if ctx.needs_input_grad[1]:   # dB = g^T @ A, summed over the batch dims B was broadcast along
+            b_shape = ctx.shapes[1]
+            if b_shape[:-2] == g.shape[:-2] and not ta:
+                gb = weight_grad(a, g) if tb else weight_grad(g, a)   # A^T @ g, or g^T @ A
+            elif b_shape[:-2] == g.shape[:-2]:
+                gb = MatMulNT.apply(a, g, False, True) if tb else MatMulNT.apply(g, a, True, False)
+            elif not ta and not tb and all(n == 1 for n in b_shape[:-2]):
+                gb = WeightGrad.apply(g, a, b_shape)
+            else:
+                dims = b_shape[:-2] + ((b_shape[-1], b_shape[-2]) if tb else b_shape[-2:])
+                gb = reduce_to(MatMulNT.apply(g, a, True, not ta), dims)
+                gb = mv.transpose(gb, -1, -2) if tb else gb
+        return ga, gb, None, None
+
+
+class WeightGrad(Primitive):
+    """dw = sum over the batch of g^T @ x, for g (..., M, N) and x (..., M, K): the gradient of x @ w^T with
+    respect to a weight w broadcast over x's batch (`shape`: w's, (N, K) after any leading ones).
+
+    The batches' rows are folded into one contraction: one product, by out_prod where the backend runs
+    it fast on f32 (lowering.py), else rows of g^T against rows of x^T."""
+    views = True
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, g, x, shape):
+        if graph.lowering.weight_grad == "out_prod" and g.dtype is f32 and x.dtype is f32:
+            return ops.out_prod(graph.ctx, _folded(graph, _packed(graph, x)), _folded(graph, _packed(graph, g)))
+        g, x = _folded(graph, g), _folded(graph, x)
+        return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
+
+    @staticmethod
+    def shape(g, x, shape):
+        return tuple(shape)
+
+    @staticmethod
+    def result_dtype(g, x, shape):
+        return f32
+
+    @staticmethod
+    def backward(ctx, gw):
+        g, x = ctx.saved_tensors
+        need_g, need_x = ctx.needs_input_grad[:2]
+        return (MatMulNT.apply(x, gw) if need_g else None,                # x @ gw^T
+                MatMulNT.apply(g, gw, False, True) if need_x else None,   # g @ gw
+                None)
+
+
+def _product(graph, a, b):
+    """The node of a @ b^T for nodes a [K, M, ...] and b [K, N, ...] (GGML's order; b broadcast over a's
+    batch dims). With b unbatched and a's batches one run of rows, the batches are one product of all
+    their rows (GGML's mul_mat would otherwise run a product per batch on some backends, and the
+    kernel packs b for each)."""
+    gctx = graph.ctx
+    lowered = graph.lowering
+    if not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
+        strided = lowered.strided_matmul
+        b = _rows(graph, b, strided in ("both", "first"), True)
+        a = _rows(graph, a, strided == "both", False)
+    batches = a.ne[2] * a.ne[3]
+    if batches > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
+        rows = ops.view_2d(gctx, a, a.ne[0], a.ne[1] * batches, a.nb[1], 0)
+        out = _product2(graph, rows, b)
+        return ops.reshape_4d(gctx, out, out.ne[0], *a.ne[1:])
+    return _product2(graph, a, b)
+
+
+def _product2(graph, a, b):
+    if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
+        return kernels.matmul_f32(graph.ctx, b, a)   # any strides: no copies
+    return ops.mul_mat(graph.ctx, b, a)
+
+
+def _rows_follow(g):
+    """Whether node g's rows over all its batches are one run of equally spaced rows."""
+    stride = g.nb[1] * g.ne[1]
+    for d in (2, 3):
+        if g.ne[d] > 1 and g.nb[d] != stride:
+            return False
+        stride *= g.ne[d]
+    return True
+
+
+def _folded(graph, g):
+    """Node g [C, R, ...] as the 2-D [C, R * batches] of all its rows (a view, or of a contiguous copy)."""
+    if g.ne[2] * g.ne[3] == 1:
+        return g
+    if not _rows_follow(g):
+        g = contiguous_node(graph.ctx, g)
+    return ops.view_2d(graph.ctx, g, g.ne[0], g.ne[1] * g.ne[2] * g.ne[3], g.nb[1], 0)
+
+
+def _packed(graph, g):
+    return g if g.is_packed else contiguous_node(graph.ctx, g)
 
 
 def _rows(graph, g, strided, first):
@@ -96,39 +193,44 @@ class OutProd(Primitive):
 
 
 def weight_grad(g, x):
-    """dw = g^T @ x, the gradient of x @ w^T with respect to w (before summing x's extra batch dims).
+    """g^T @ x for g (..., R, N) and x (..., R, K) of the same batch dims: the gradient of x @ w^T with
+    respect to w (before summing x's extra batch dims).
 
     out_prod where the backend runs it fast on f32 (lowering.py), else rows of g^T against rows of x^T.
     """
     if lowering.for_device(g.device).weight_grad == "out_prod" and x.dtype is f32 and g.dtype is f32:
         return OutProd.apply(x, g)
-    return MatMulNT.apply(mv.transpose(g, -1, -2), mv.transpose(x, -1, -2))
+    return MatMulNT.apply(g, x, True, True)
 
 
-def matmul_nt(x, w, bias=None):
-    """x @ w.T (+ bias) with numpy broadcasting of the batch dimensions."""
+def matmul_nt(x, w, bias=None, w_transposed=False):
+    """x @ w.T (+ bias) with numpy broadcasting of the batch dimensions; `w_transposed`: w is given as
+    (..., K, N), and this is x @ w."""
     if w.dtype.is_quantized:
+        w = mv.transpose(w, -1, -2) if w_transposed else w
         out = quant.matmul_nt_quantized(x, w)
         return out if bias is None else out + bias
     require_float(x, "matmul")
     require_float(w, "matmul")
     if x.ndim < 2 or w.ndim < 2:
         raise ShapeError(f"matmul: expected at least 2-D operands, got {x.shape} and {w.shape}")
-    if x.shape[-1] != w.shape[-1]:
-        raise ShapeError(f"matmul: shapes {x.shape} and {tuple(w.shape[:-2]) + (w.shape[-1], w.shape[-2])} "
-                         f"don't match (inner dims {x.shape[-1]} != {w.shape[-1]})")
+    inner = w.shape[-2] if w_transposed else w.shape[-1]
+    if x.shape[-1] != inner:
+        shown = w.shape if w_transposed else tuple(w.shape[:-2]) + (w.shape[-1], w.shape[-2])
+        raise ShapeError(f"matmul: shapes {x.shape} and {shown} don't match "
+                         f"(inner dims {x.shape[-1]} != {inner})")
     batch = broadcast_shapes(x.shape[:-2], w.shape[:-2], "matmul")
     if x.shape[:-2] != batch:
         x = mv.expand(x, batch + x.shape[-2:])
     if x.dtype is w.dtype and x.dtype.name in ("f16", "bf16"):
         # GGML takes b in a's dot-product type and gives f32: a bias joins before the one rounding
-        out = MatMulNT.apply(x, w)
+        out = MatMulNT.apply(x, w, False, w_transposed)
         return (out if bias is None else out + bias.to(f32)).to(x.dtype)
     if x.dtype is not f32:
         x = x.to(f32)
     if w.dtype.name not in ("f32", "f16"):
         w = w.to(f32)
-    out = MatMulNT.apply(x, w)
+    out = MatMulNT.apply(x, w, False, w_transposed)
     return out if bias is None else out + bias
 
 
@@ -153,7 +255,7 @@ def matmul(a, b):
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], "matmul")
         out = mv.folding().matmul(matmul, a, b, batch)
     else:
-        out = matmul_nt(a, mv.transpose(b, -1, -2))
+        out = matmul_nt(a, b, w_transposed=True)
     if a.dtype is b.dtype and a.dtype.name in ("f16", "bf16"):
         out = out.to(a.dtype)   # half @ half is half, as PyTorch (GGML accumulates in float32)
     for d in squeeze:
@@ -163,11 +265,14 @@ def matmul(a, b):
 
 @autocast_op("linear")
 def linear(x, weight, bias=None):
-    """x @ weight.T + bias, weight of shape (out_features, in_features)."""
+    """x @ weight.T + bias, weight of shape (out_features, in_features): x's rows over all its batch
+    dims are one product (MatMulNT folds them), with no reshape recorded where x has 2 to 4 dims."""
     if x.shape[-1:] != weight.shape[-1:]:
         raise ShapeError(f"linear: input of shape {x.shape} does not match weight of shape {weight.shape} "
                          f"(in_features {weight.shape[-1]})")
+    if 2 <= x.ndim <= 4 and weight.ndim == 2:
+        return matmul_nt(x, weight, bias)
     lead = x.shape[:-1]
-    flat = x if x.ndim == 2 else mv.reshape(x, -1, x.shape[-1])
+    flat = mv.reshape(x, -1, x.shape[-1])
     out = matmul_nt(flat, weight, bias)
-    return out if x.ndim == 2 else mv.reshape(out, lead + (weight.shape[0],))
+    return mv.reshape(out, lead + (weight.shape[0],))

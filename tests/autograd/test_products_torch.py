@@ -1,0 +1,106 @@
+"""Matrix products against torch, values, gradients and second derivatives, under each backend's choices
+(lowering.py: the CPU's kernel, GGML's mul_mat as RPC servers run it, CUDA's out_prod weight gradients;
+all built and run on the CPU). The product reads transposed operands by flags and folds a broadcast
+weight's batches into one product (linalg.py): every form here takes another of those paths."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad.autograd import lowering
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(7)
+
+
+def _data(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+X3, X4, W, B = _data(3, 5, 4), _data(2, 3, 5, 4), _data(6, 4), _data(6)
+P, V, Q = _data(3, 5, 7), _data(3, 7, 4), _data(3, 6, 4)
+
+FORMS = {   # name: (function of lib, operands)
+    "linear_3d": (lambda L, x, w, b: L.nn.functional.linear(x, w, b), (X3, W, B)),
+    "linear_4d": (lambda L, x, w, b: L.nn.functional.linear(x, w, b), (X4, W, B)),
+    "linear_strided_rows": (lambda L, x, w: L.nn.functional.linear(x.transpose(0, 1), w), (X3, W)),
+    "weight_with_leading_one": (lambda L, x, w: x @ w.unsqueeze(0).transpose(-1, -2), (X3, W)),
+    "batched_x_at_w_t": (lambda L, q, k: q @ k.transpose(-1, -2), (X3, Q[:, :5])),
+    "batched_a_at_b": (lambda L, p, v: p @ v, (P, V)),
+    "batched_a_at_shared_b": (lambda L, a, b: a @ b, (X3, W.T.copy())),
+    "shared_a_at_batched_b": (lambda L, a, b: a @ b, (W, V[:, :4, :])),
+    "transposed_a_at_b": (lambda L, a, b: a.transpose(-1, -2) @ b, (P, _data(3, 5, 2))),
+}
+
+CHOICES = {"CPU": lowering.CPU, "RPC": lowering.RPC, "CUDA": lowering.CUDA}
+
+
+def _run(lib, form, operands):
+    fn, _ = FORMS[form]
+    leaves = [lib.tensor(a, requires_grad=True) for a in operands]
+    y = fn(lib, *leaves)
+    weights = lib.tensor(np.linspace(-1, 1, int(np.prod(y.shape)), dtype=np.float32).reshape(tuple(y.shape)))
+    grads = (lib.autograd.grad((y * weights).sum(), leaves, create_graph=True))
+    # a second derivative through every first gradient (their products with the operands' transposes)
+    sum(((g * g).sum() for g in grads), lib.tensor(0.0)).backward()
+    return [y.detach().numpy()] + [g.detach().numpy() for g in grads] + [None if t.grad is None else t.grad.numpy() for t in leaves]
+
+
+@pytest.mark.parametrize("choices", sorted(CHOICES))
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_product_values_gradients_and_second_derivatives_match_torch(form, choices):
+    operands = FORMS[form][1]
+    expected = _run(torch, form, operands)
+    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+        got = _run(ggrad, form, operands)
+    for g, t in zip(got, expected):
+        assert (g is None) == (t is None)   # a bias's second derivative is none, in both
+        if t is not None:
+            np.testing.assert_allclose(g, t, rtol=2e-5, atol=2e-5)
+
+
+def test_linear_records_no_reshape_and_one_weight_product():
+    """linear on (B, T, K) is one recorded product forward and one each for dx and dw: the reshapes
+    and transposes around them are views made inside those ops."""
+    from ggrad.autograd import primitive
+    recorded = []
+    original = primitive.Primitive._record.__func__
+
+    def record(cls, ctx, args, tensors):
+        recorded.append(cls.__name__)
+        return original(cls, ctx, args, tensors)
+
+    x = ggrad.tensor(X3, requires_grad=True)
+    w = ggrad.tensor(W, requires_grad=True)
+    primitive.Primitive._record = classmethod(record)
+    try:
+        ggrad.nn.functional.linear(x, w).sum().backward()
+    finally:
+        primitive.Primitive._record = classmethod(original)
+    assert sorted(n for n in recorded if n not in ("SumAll", "Expand")) == ["MatMulNT", "MatMulNT", "WeightGrad"]
+
+
+@pytest.mark.parametrize("ta,tb,shared_b", [(ta, tb, shared) for ta in (False, True) for tb in (False, True)
+                                             for shared in (False, True) if not (ta and shared)])
+def test_product_with_transposed_operands_matches_torch(ta, tb, shared_b):
+    """The product op itself, A @ B^T with a or b read transposed by its flags (the forms gradient products
+    take; a transposed a only with b of a's batch dims), to second derivatives."""
+    from ggrad.autograd.ops.linalg import MatMulNT
+    a = _data(3, 4, 5) if ta else _data(3, 5, 4)
+    b = _data(*(() if shared_b else (3,)), *((4, 6) if tb else (6, 4)))
+
+    def flip(t, flag):
+        return t.transpose(-1, -2) if flag else t
+
+    def run(lib, product):
+        leaves = [lib.tensor(v, requires_grad=True) for v in (a, b)]
+        y = product(*leaves)
+        grads = lib.autograd.grad((y * y).sum(), leaves, create_graph=True)
+        sum(((g * g).sum() for g in grads), lib.tensor(0.0)).backward()
+        return [y.detach().numpy()] + [g.detach().numpy() for g in grads] + [t.grad.numpy() for t in leaves]
+
+    expected = run(torch, lambda x, w: flip(x, ta) @ flip(w, tb).transpose(-1, -2))
+    got = run(ggrad, lambda x, w: MatMulNT.apply(x, w, ta, tb))
+    for g, t in zip(got, expected):
+        np.testing.assert_allclose(g, t, rtol=2e-5, atol=5e-5)

@@ -60,9 +60,10 @@ def test_product_values_gradients_and_second_derivatives_match_torch(form, choic
             np.testing.assert_allclose(g, t, rtol=2e-5, atol=2e-5)
 
 
-def test_linear_records_no_reshape_and_one_weight_product():
-    """linear on (B, T, K) is one recorded product forward and one each for dx and dw: the reshapes
-    and transposes around them are views made inside those ops."""
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_records_no_reshape_and_one_weight_product(bias):
+    """linear on (B, T, K) is one recorded op forward (the bias added in it) and one each for dx and dw
+    (and the bias's row sum): the reshapes and transposes around them are views made inside those ops."""
     from ggrad.autograd import primitive
     recorded = []
     original = primitive.Primitive._record.__func__
@@ -73,12 +74,14 @@ def test_linear_records_no_reshape_and_one_weight_product():
 
     x = ggrad.tensor(X3, requires_grad=True)
     w = ggrad.tensor(W, requires_grad=True)
+    b = ggrad.tensor(B, requires_grad=True) if bias else None
     primitive.Primitive._record = classmethod(record)
     try:
-        ggrad.nn.functional.linear(x, w).sum().backward()
+        ggrad.nn.functional.linear(x, w, b).sum().backward()
     finally:
         primitive.Primitive._record = classmethod(original)
-    assert sorted(n for n in recorded if n not in ("SumAll", "Expand")) == ["MatMulNT", "MatMulNT", "WeightGrad"]
+    expected = ["Linear", "MatMulNT", "SumTo", "WeightGrad"] if bias else ["MatMulNT", "MatMulNT", "WeightGrad"]
+    assert sorted(n for n in recorded if n not in ("SumAll", "Expand")) == expected
 
 
 @pytest.mark.parametrize("ta,tb,shared_b", [(ta, tb, shared) for ta in (False, True) for tb in (False, True)

@@ -109,8 +109,11 @@ def test_cross_attention_with_the_fused_weight(same_kv):
 def _count_matmuls(monkeypatch):
     from ggrad.autograd.ops import linalg
     calls = []
-    original = linalg.MatMulNT.apply
-    monkeypatch.setattr(linalg.MatMulNT, "apply", lambda *a: calls.append(a[0].shape) or original(*a))
+    for product in (linalg.MatMulNT, linalg.Linear):   # the bare product, and with a bias added in it
+        def counted(*a, original=product.apply):
+            calls.append(a[0].shape)
+            return original(*a)
+        monkeypatch.setattr(product, "apply", counted)
     return calls
 
 

@@ -80,6 +80,35 @@ class MatMulNT(Primitive):
         return ga, gb, None, None
 
 
+class Linear(Primitive):
+    """y = x @ w^T + bias for float32 x (..., K), w (N, K) and bias (N,): the product and the bias in one op
+    (GGML's add broadcasts the bias over the rows), its gradients as MatMulNT's and the bias's row sum."""
+    views = True
+
+    @staticmethod
+    def build(ctx, graph, x, w, bias):
+        return ops.add(graph.ctx, _product(graph, x, w), _packed(graph, bias))
+
+    @staticmethod
+    def shape(x, w, bias):
+        return x.shape[:-1] + (w.shape[0],)
+
+    saves = "inputs"
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        x, w, _ = args
+        return (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_bias = ctx.needs_input_grad
+        return (MatMulNT.apply(g, w, False, True) if need_x else None,
+                WeightGrad.apply(g, x, ctx.shapes[1]) if need_w else None,
+                reduce_to(g, ctx.shapes[2]) if need_bias else None)
+
+
 class WeightGrad(Primitive):
     """dw = sum over the batch of g^T @ x, for g (..., M, N) and x (..., M, K): the gradient of x @ w^T with
     respect to a weight w broadcast over x's batch (`shape`: w's, (N, K) after any leading ones).
@@ -271,6 +300,8 @@ def linear(x, weight, bias=None):
         raise ShapeError(f"linear: input of shape {x.shape} does not match weight of shape {weight.shape} "
                          f"(in_features {weight.shape[-1]})")
     if 2 <= x.ndim <= 4 and weight.ndim == 2:
+        if bias is not None and x.dtype is weight.dtype is bias.dtype is f32 and bias.shape == weight.shape[:1]:
+            return Linear.apply(x, weight, bias)
         return matmul_nt(x, weight, bias)
     lead = x.shape[:-1]
     flat = mv.reshape(x, -1, x.shape[-1])

@@ -20,7 +20,7 @@ from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import MatMulNT, OutProd, weight_grad
+from ..autograd.ops.linalg import MatMulNT, WeightGrad, folded_rows, weight_grad
 from ..autograd.ops.unary import cast
 from ..autograd.primitive import Primitive
 from ..autograd.roundings import note, source_of, widen
@@ -29,17 +29,21 @@ from ..ggml import f32, ops
 
 
 class LowPrecisionProduct(Function):
-    """y = x_low @ w_low^T (+ bias) in float32; gradients to x and w (the copies' sources) and bias."""
+    """y = x_low @ w_low^T (+ bias) in float32; gradients to x and w (the copies' sources) and bias.
+
+    x (..., M, K); w (N, K), or (..., N, K) with x's batch dims, or read transposed where `w_transposed`
+    (matmul's b, (..., K, N)). A 2-D weight multiplies x's rows over all its batch dims as one product
+    and takes its gradient from them in one product too (linalg.WeightGrad): no reshapes."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, x_low, w_low):
+    def forward(ctx, x, w, bias, x_low, w_low, w_transposed=False):
         # the low precision rows, as PyTorch saves them (half the bytes of x's float32 source, which is then
         # scratch after the forward); a backend that takes the weight gradient from out_prod (float32
         # only there) casts them back in the backward: one cast, no transposed copies
-        master = _master_rows(x, w) and x_low.ndim == 2
+        master = not w_transposed and _master_rows(x, w)
         ctx.save_for_backward(x_low, w if master else w_low)
-        ctx.sources = (x.shape, x.dtype, w.shape, w.dtype)
-        out = MatMulNT.apply(x_low, w_low)
+        ctx.sources = (x.shape, x.dtype, w.shape, w.dtype, w_transposed)
+        out = MatMulNT.apply(x_low, w_low, False, w_transposed)
         if bias is None:
             return out
         ctx.bias = (bias.shape, bias.dtype)
@@ -48,22 +52,26 @@ class LowPrecisionProduct(Function):
     @staticmethod
     def backward(ctx, g):
         x_rows, w_low = ctx.saved_tensors
-        x_shape, x_dtype, w_shape, w_dtype = ctx.sources
+        x_shape, x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
         gx = gw = gb = None
-        if need_x and w_low.dtype is f32 and g.ndim == 2:   # the float32 master weight (_master_rows)
-            gx = _as(reduce_to(InputGrad.apply(g, w_low), x_shape), x_dtype)
+        if need_x and w_low.dtype is f32 and not w_transposed:   # the float32 master weight (_master_rows)
+            gx = _as(InputGrad.apply(g, w_low), x_dtype)
         elif need_x:   # g @ w: rows of g against rows of w^T
-            gx = _as(reduce_to(MatMulNT.apply(g, mv.transpose(w_low, -1, -2)), x_shape), x_dtype)
+            gx = _as(MatMulNT.apply(g, w_low, False, not w_transposed), x_dtype)
         if need_w:
             if x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
                 # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved
                 # rows instead of transposed copies of x and of g, and of a float32 x held from forward
                 x_rows = x_rows.to(f32)
-            gw = _as(reduce_to(weight_grad(g, x_rows), w_shape), w_dtype)
+            if len(w_shape) < len(x_shape):   # over x's rows: A^T @ g for matmul's b, g^T @ x for a weight
+                gw = WeightGrad.apply(x_rows, g, w_shape) if w_transposed else WeightGrad.apply(g, x_rows, w_shape)
+            else:
+                gw = weight_grad(x_rows, g) if w_transposed else weight_grad(g, x_rows)
+            gw = _as(gw, w_dtype)
         if need_bias:
             gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])
-        return gx, gw, gb, None, None
+        return gx, gw, gb, None, None, None
 
 
 def _master_rows(x, w):
@@ -78,16 +86,19 @@ def _master_rows(x, w):
 
 
 class InputGrad(Primitive):
-    """g @ w for g (M, N) and w (N, K), both float32: GGML out_prod of w and g's transposed view, each read
-    in place (_master_rows)."""
+    """g @ w for g (..., M, N) and w (N, K), both float32: GGML out_prod of w and g's transposed rows (over
+    all g's batch dims), each read in place (_master_rows)."""
+    views = True
 
     @staticmethod
     def build(ctx, graph, g, w):
-        return ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, g))
+        rows = folded_rows(graph, g)
+        out = ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, rows))
+        return out if rows is g else ops.reshape_4d(graph.ctx, out, out.ne[0], *g.ne[1:])
 
     @staticmethod
     def shape(g, w):
-        return (g.shape[0], w.shape[1])
+        return g.shape[:-1] + (w.shape[1],)
 
     @staticmethod
     def result_dtype(g, w):
@@ -99,18 +110,18 @@ class InputGrad(Primitive):
     def backward(ctx, gy):
         g, w = ctx.saved_tensors
         need_g, need_w = ctx.needs_input_grad
-        return (MatMulNT.apply(gy, w) if need_g else None,   # gy @ w^T
-                OutProd.apply(gy, g) if need_w else None)    # g^T @ gy
+        return (MatMulNT.apply(gy, w) if need_g else None,               # gy @ w^T
+                WeightGrad.apply(g, gy, w.shape) if need_w else None)   # g^T @ gy over g's rows
 
 
 def _as(g, dtype):
     return g if g.dtype is dtype else g.to(dtype)
 
 
-def product(policy, x, w, bias=None):
+def product(policy, x, w, bias=None, w_transposed=False):
     """x @ w^T (+ bias) in the policy's low precision, rounded to it. x (..., M, K) and w (..., N, K) (with
-    the same batch dims, or none) come as `_operand` pairs."""
-    out = LowPrecisionProduct.apply(x[0], w[0], bias, x[1], w[1])
+    the same batch dims, or none; (..., K, N) where `w_transposed`) come as `_operand` pairs."""
+    out = LowPrecisionProduct.apply(x[0], w[0], bias, x[1], w[1], w_transposed)
     low = cast(out, policy.dtype)
     note(low, out)
     return low
@@ -133,16 +144,13 @@ def linear(policy, fn, x, weight, bias=None):
         return fn(*_cast_all(policy, (x, weight, bias)))
     if x.ndim == 1:
         return mv.squeeze(linear(policy, fn, mv.unsqueeze(x, 0), weight, bias), 0)
-    lead = x.shape[:-1]
-    rows = _operand(policy, x)
-    if x.ndim != 2:
-        rows = tuple(mv.reshape(t, -1, x.shape[-1]) for t in rows)
-    out = product(policy, rows, _operand(policy, weight), bias)
-    if x.ndim == 2:
+    if x.ndim > 4:
+        lead = x.shape[:-1]
+        shaped = linear(policy, fn, mv.reshape(x, -1, x.shape[-1]), weight, bias)
+        out = mv.reshape(shaped, lead + (weight.shape[0],))
+        note(out, mv.reshape(source_of(shaped), out.shape))
         return out
-    shaped = mv.reshape(out, lead + (weight.shape[0],))
-    note(shaped, mv.reshape(source_of(out), shaped.shape))
-    return shaped
+    return product(policy, _operand(policy, x), _operand(policy, weight), bias)
 
 
 def matmul(policy, fn, a, b):
@@ -151,8 +159,7 @@ def matmul(policy, fn, a, b):
     if not _float_operands(a, b) or a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2] \
             or (b.ndim > 2 and a.shape[:-2] != b.shape[:-2]):
         return fn(*_cast_all(policy, (a, b)))
-    b_src, b_low = _operand(policy, b)
-    return product(policy, _operand(policy, a), (mv.transpose(b_src, -1, -2), mv.transpose(b_low, -1, -2)))
+    return product(policy, _operand(policy, a), _operand(policy, b), w_transposed=True)
 
 
 def _float_operands(*ts):
@@ -172,7 +179,6 @@ def unrounded(name, fn, args, kwargs):
         a, b = args
         if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == b.shape[-2] and a.shape[:-2] == b.shape[:-2] \
                 and (b.dtype is a.dtype or a.dtype is f32):   # mul_mat takes the left one in f32 or b's dtype
-            w = mv.transpose(b, -1, -2)
-            return LowPrecisionProduct.apply(a, w, None, a.detach(), w.detach())
+            return LowPrecisionProduct.apply(a, b, None, a.detach(), b.detach(), True)
     with autocast_hook.suspended():
         return fn(*args, **kwargs)

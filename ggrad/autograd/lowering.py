@@ -56,7 +56,7 @@ class Lowering:
 
     Attributes:
         reduce_leading: sum over leading dimensions by "repeat_back", by "sum_rows" of a transposed copy, or
-            by "out_prod" with a column of ones (f32 gradients; others take sum_rows).
+            by "out_prod" with a column of ones (both sum in f32: other gradients are cast to it and back).
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).

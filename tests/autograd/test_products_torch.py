@@ -107,3 +107,25 @@ def test_product_with_transposed_operands_matches_torch(ta, tb, shared_b):
     got = run(ggrad, lambda x, w: MatMulNT.apply(x, w, ta, tb))
     for g, t in zip(got, expected):
         np.testing.assert_allclose(g, t, rtol=2e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("choices", sorted(CHOICES))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shapes", [((3, 4, 5), (3, 5, 6)), ((3, 4, 5), (5, 6)), ((4, 5), (3, 5, 6))])
+def test_half_precision_products_and_gradients_match_torch(shapes, dtype, choices):
+    """GGML multiplies a low precision operand only as mul_mat's first; the gradients' products put theirs
+    in the other place too (a @ b's gradient for b is a^T @ g): they are computed transposed (linalg._product)."""
+    operands = [_data(*s) for s in shapes]
+
+    def run(lib):
+        a, b = (lib.tensor(v).to(getattr(lib, dtype)).requires_grad_() for v in operands)
+        y = a @ b
+        (y.float() * y.float()).sum().backward()
+        return [y.float().detach().numpy(), a.grad.float().numpy(), b.grad.float().numpy()]
+
+    expected = run(torch)
+    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+        got = run(ggrad)
+    tol = 1e-2 if dtype == "float16" else 3e-2
+    for g, t in zip(got, expected):
+        np.testing.assert_allclose(g, t, rtol=tol, atol=tol * float(np.abs(t).max()))

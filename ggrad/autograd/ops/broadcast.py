@@ -61,9 +61,11 @@ def reduce_to(g, shape):
         return g
     kept = _kept_trailing(g.shape, shape)
     how = lowering.for_device(g.device).reduce_leading if kept is not None else "repeat_back"
-    if how == "out_prod" and g.dtype is f32:
+    if how in ("sum_rows", "out_prod") and g.dtype is not f32:   # both sum float32 only: sum in it
+        return reduce_to(g.to(f32), shape).to(g.dtype)
+    if how == "out_prod":
         return _sum_leading_by_out_prod(g, shape, kept)
-    if how in ("sum_rows", "out_prod"):
+    if how == "sum_rows":
         return _sum_leading(g, shape, kept)
     return SumTo.apply(g, shape)
 

@@ -121,8 +121,8 @@ class WeightGrad(Primitive):
     @staticmethod
     def build(ctx, graph, g, x, shape):
         if graph.lowering.weight_grad == "out_prod" and g.dtype is f32 and x.dtype is f32:
-            return ops.out_prod(graph.ctx, _folded(graph, _packed(graph, x)), _folded(graph, _packed(graph, g)))
-        g, x = _folded(graph, g), _folded(graph, x)
+            return ops.out_prod(graph.ctx, folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g)))
+        g, x = folded_rows(graph, g), folded_rows(graph, x)
         return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
 
     @staticmethod
@@ -149,6 +149,12 @@ def _product(graph, a, b):
     kernel packs b for each)."""
     gctx = graph.ctx
     lowered = graph.lowering
+    if a.dtype is not f32 and a.dtype is not b.dtype:
+        # mul_mat multiplies a low precision operand only as its first (b's place), against float32 or its
+        # own type: the product transposed, (b a^T)^T, or where b is broadcast over a's batch, a in float32
+        if a.ne[2:] == b.ne[2:]:
+            return ops.cont(gctx, ops.transpose(gctx, _product(graph, b, a)))
+        a = ops.cast(gctx, a, f32)
     if not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
         strided = lowered.strided_matmul
         b = _rows(graph, b, strided in ("both", "first"), True)
@@ -177,7 +183,7 @@ def _rows_follow(g):
     return True
 
 
-def _folded(graph, g):
+def folded_rows(graph, g):
     """Node g [C, R, ...] as the 2-D [C, R * batches] of all its rows (a view, or of a contiguous copy)."""
     if g.ne[2] * g.ne[3] == 1:
         return g

@@ -84,7 +84,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = 1.0 / self._scale
         factors = {}   # per device: the inverse scale as a 0-d tensor
-        checks = {}
+        checked = {}   # per device: the gradients the inf/nan check reads
         with grad_mode.no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
@@ -96,10 +96,10 @@ class GradScaler:
                     if factor is None:
                         factor = factors[p.device.name] = _as_data(inv_scale, p.grad)
                     p.grad = p.grad * factor
-                    if p.grad.numel():   # nan exactly when some element is inf or nan (updates.NonFinite)
-                        name = p.device.name
-                        checks[name] = updates.nonfinite(p.grad, checks.get(name))
-        state["found_inf"] = list(checks.values())
+                    if p.grad.numel():
+                        checked.setdefault(p.device.name, []).append(p.grad)
+            # nan exactly when some element is inf or nan: one op a device (updates.NonFinite)
+            state["found_inf"] = [updates.nonfinite(grads) for grads in checked.values()]
         state["stage"] = UNSCALED
 
     def step(self, optimizer, *args, **kwargs):

@@ -75,10 +75,11 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
         _as_leaf(t)
     grad = grad.to(ggml.f32)
     guard = _guard_of(param.device)
+    pick = None
     if guard is not None:
         # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter
         # becomes p*1 - (0*m)/(sqrt(v)+1) == p (a parameter equal to -0.0 with m < 0 reads +0.0)
-        grad = guard.select(grad, -0.0)
+        pick = guard.choice(grad, -0.0) if grad.numel() else None
         hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
     with execution.lock_of(param.device):
         graph = graph_of(param, grad, exp_avg, exp_avg_sq)
@@ -86,10 +87,9 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
         target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
         nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
                  _hparams_node(graph, hparams))
-        if graph.lowering.adamw == "kernel":
-            graph.effect(graph.event(_ADAMW_KERNEL, nodes, lambda: kernels.adamw_f32(graph.ctx, *nodes)))
-        else:
-            graph.effect(graph.event(_ADAMW, nodes, lambda: ops.opt_step_adamw(graph.ctx, *nodes)))
+        kernel = graph.lowering.adamw == "kernel"
+        update = kernels.adamw_f32 if kernel else ops.opt_step_adamw
+        _update(graph, _ADAMW_KERNEL if kernel else _ADAMW, nodes, pick, update)
 
 
 def sgd_(param, grad, hparams):
@@ -98,15 +98,32 @@ def sgd_(param, grad, hparams):
     _as_leaf(param)
     grad = grad.to(ggml.f32)
     guard = _guard_of(param.device)
+    pick = None
     if guard is not None:
-        grad = guard.select(grad, 0.0)   # skipped: p * (1 - 0*0) - 0 * (+0) == p bitwise
+        pick = guard.choice(grad, 0.0) if grad.numel() else None   # skipped: p * (1 - 0*0) - 0 * (+0) == p bitwise
         hparams = guard.hyperparameters(hparams, _SGD_SKIP)
     with execution.lock_of(param.device):
         graph = graph_of(param, grad)
         target = graph.node(param)
         target.set_param()
         nodes = (target, graph.contiguous(grad), _hparams_node(graph, hparams))
-        graph.effect(graph.event(_SGD, nodes, lambda: ops.opt_step_sgd(graph.ctx, *nodes)))
+        _update(graph, _SGD, nodes, pick, ops.opt_step_sgd)
+
+
+def _update(graph, key, nodes, pick, update):
+    """The in-place `update(ctx, param, grad, *rest)` of `nodes` as one event of the graph; with a guard's
+    `pick` (fallback row, index, width) its gradient is selected inside the same event (no recorded op a
+    parameter for the selection)."""
+    if pick is None:
+        graph.effect(graph.event(key, nodes, lambda: update(graph.ctx, *nodes)))
+        return
+    fallback, index, width = pick
+    operands = nodes + (graph.node(fallback), graph.node(index))
+
+    def build():
+        grad = _picked(graph, nodes[1], operands[-2], operands[-1], width)
+        return update(graph.ctx, nodes[0], grad, *nodes[2:])
+    graph.effect(graph.event(key + (width,), operands, build))
 
 
 def _hparams_node(graph, hparams):
@@ -191,15 +208,20 @@ class _Guard:
 
     def select(self, new, fallback):
         """`new` if the check is finite, else `fallback` (a tensor of new's shape, or a number)."""
-        from .factory import full
         if new.numel() == 0:
             return new
-        rows, width = _rows(new.shape)
         if isinstance(fallback, Tensor):
+            rows, width = _rows(new.shape)
             return _Pick.apply(new, fallback, self._index(rows, whole=True), width)
+        return _Pick.apply(new, *self.choice(new, fallback))
+
+    def choice(self, new, fallback):
+        """(fallback row, index, width) that select `new` or the number `fallback` (see `_picked`)."""
+        from .factory import full
+        rows, width = _rows(new.shape)
         row = self._once(("row", width, str(fallback)),
                          lambda: full((1, width), fallback, dtype=ggml.f32, device=self.device))
-        return _Pick.apply(new, row, self._index(rows, whole=False), width)
+        return row, self._index(rows, whole=False), width
 
     def _index(self, rows, whole):
         """Row indices into [new (rows); fallback (rows if whole, else 1)]: 0..rows-1 when the check is
@@ -229,35 +251,45 @@ class _Pick(Primitive):
 
     @staticmethod
     def build(ctx, graph, new, fallback, index, width):
-        stacked = ops.concat(graph.ctx, _as_rows(graph, new, width), _as_rows(graph, fallback, width), 1)
-        picked = ops.get_rows(graph.ctx, stacked, index)
-        return picked if list(picked.ne) == list(new.ne) else ops.reshape(graph.ctx, picked, new)
+        return _picked(graph, new, fallback, index, width)
+
+
+def _picked(graph, new, fallback, index, width):
+    """The node of rows of [new; fallback] picked by `index` (_Pick), in new's shape."""
+    stacked = ops.concat(graph.ctx, _as_rows(graph, new, width), _as_rows(graph, fallback, width), 1)
+    picked = ops.get_rows(graph.ctx, stacked, index)
+    return picked if list(picked.ne) == list(new.ne) else ops.reshape(graph.ctx, picked, new)
 
 
 class NonFinite(Primitive):
-    """`acc` + sum(x * 0): nan exactly when some element of the f32 `x` is inf or nan, else `acc` (0 without
-    one). A GradScaler's check of one gradient as one recorded op (its rows are summed first: one SUM over
-    a whole gradient is a single slow workgroup on Vulkan, 48 ms a big-GPT step on the H200)."""
+    """sum(x * 0) over every element of the f32 tensors `xs`: nan exactly when one of them holds an inf or
+    a nan, else 0. A GradScaler's check of all its gradients on a device as one recorded op (each
+    gradient's rows are summed first: one SUM over a whole gradient is a single slow workgroup on
+    Vulkan, 48 ms a big-GPT step on the H200)."""
 
     @staticmethod
-    def build(ctx, graph, x, acc=None):
+    def build(ctx, graph, *xs):
         from .ops.broadcast import row_sums_node   # the ops import this package's tensor module
-        zeros = ops.scale(graph.ctx, x, 0.0)
-        if x.ne[1] * x.ne[2] * x.ne[3] > 1:
-            zeros = row_sums_node(graph, zeros)
-        total = ops.sum(graph.ctx, zeros)
-        return total if acc is None else ops.add(graph.ctx, acc, total)
+        total = None
+        for x in xs:
+            zeros = ops.scale(graph.ctx, x, 0.0)
+            if x.ne[1] * x.ne[2] * x.ne[3] > 1:
+                zeros = row_sums_node(graph, zeros)
+            part = ops.sum(graph.ctx, zeros)
+            total = part if total is None else ops.add(graph.ctx, total, part)
+        return total
 
     @staticmethod
-    def shape(x, acc=None):
+    def shape(*xs):
         return ()
 
 
-def nonfinite(x, acc=None):
-    """The 0-d f32 `acc` + sum(x * 0) for an f32 tensor `x` with elements (see NonFinite)."""
-    if x.dtype is not ggml.f32:
-        raise DTypeError(f"nonfinite: expected a float32 tensor, got {x.dtype.name}")
-    return NonFinite.apply(x, acc)
+def nonfinite(xs):
+    """The 0-d f32 sum(x * 0) over the f32 tensors `xs` (with elements, on one device; see NonFinite)."""
+    for x in xs:
+        if x.dtype is not ggml.f32:
+            raise DTypeError(f"nonfinite: expected float32 tensors, got {x.dtype.name}")
+    return NonFinite.apply(*xs)
 
 
 def _as_rows(graph, node, width):

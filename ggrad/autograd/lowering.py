@@ -39,8 +39,6 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   centring's backward) is nine nodes. ggrad's CPU kernels (csrc/norm.c) do each way in one pass a row.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
-- a row maximum (log_softmax's shift, amax) is pool_1d on the CPU; CUDA has no pool_1d kernel (the step
-  would split in three around it), so GPUs take each row's element at its argmax instead.
 """
 
 import contextlib
@@ -59,7 +57,6 @@ class Lowering:
             by "out_prod" with a column of ones (both sum in f32: other gradients are cast to it and back).
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
-        row_max: the maximum of each row by "pool_1d" or by "argmax" (and get_rows of that element).
         strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
             (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
         transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
@@ -79,7 +76,6 @@ class Lowering:
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
-    row_max: str = "pool_1d"
     strided_matmul: str = "both"
     transpose_copy: str = "cont"
     row_sum: str = "sum_rows"
@@ -103,8 +99,8 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
 # the kernels run without AVX-512 (kernels.isa()) those two keep GGML's ops. The product has a kernel per
 # register width and stays.
 CPU_WITHOUT_AVX512 = dataclasses.replace(CPU, gelu_tanh="silu", layer_norm="norm")
-CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod", row_max="argmax")
-VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, row_max="argmax")
+CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
+VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
 

@@ -1,7 +1,7 @@
 """Edge values against PyTorch: nan in max/min/amax/amin/argmax/argmin (propagated, its first index
 picked) and in sort/argsort/topk (ordered as the largest), nan_to_num with infinite replacements, amax
 over several dims sharing the gradient of ties evenly, `1 ** nan`, integer and float tensors to integer
-powers (exact products, not exp(p log x)),
+powers (exact products, not exp(p log x)), rows of infinities (a fully masked row's amax is -inf),
 lists of Python bools as masks, and probability targets refusing ignore_index."""
 
 import numpy as np
@@ -16,6 +16,8 @@ ROWS = [[2.0, NAN, 1.0, NAN], [1.0, 3.0, 3.0, 0.0], [float("inf"), 1.0, NAN, 2.0
 # no ties, and nan and +inf never in one row: their order among themselves is GGML's (sorting.py)
 SORT_ROWS = [[2.0, NAN, 1.0, -3.0], [1.0, 3.0, -float("inf"), 0.0], [float("inf"), 1.0, -2.0, 2.5],
              [-1.0, 4.0, NAN, 5.0]]
+INF = float("inf")
+INF_ROWS = [[-INF, -INF, -INF], [INF, INF, INF], [-3.4028235e38, -INF, -INF], [1.0, -INF, 2.0]]   # masked rows
 
 CALLS = {
     "max_all": lambda T, x: x.max(),
@@ -41,6 +43,8 @@ CALLS = {
     "nan_to_num_infinite_replacements": lambda T, x: [x.nan_to_num(nan=float("inf")),
                                                       x.nan_to_num(posinf=float("inf"), neginf=NAN),
                                                       x.half().nan_to_num(posinf=1e6)],
+    "infinite_rows": lambda T, x: [T.tensor(INF_ROWS).amax(1), T.tensor(INF_ROWS).amin(1),
+                                   T.tensor(INF_ROWS).logsumexp(1), T.tensor(INF_ROWS).log_softmax(1)],
     "bool_list_read": lambda T, x: x[[True, False, True, False]],
     "bool_list_in_tuple": lambda T, x: x[:, [False, True, True, False]],
 }

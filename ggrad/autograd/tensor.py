@@ -264,7 +264,7 @@ class Tensor(_Methods):
         if self.device.torch_name != "cpu":
             extra.append(f"device='{self.device.torch_name}'")
         if self.dtype.name not in ("f32", "i64", "bool"):   # PyTorch's repr leaves its defaults out
-            extra.append(f"dtype=ggrad.{_DTYPE_NAMES.get(self.dtype.name, self.dtype.name)}")
+            extra.append(f"dtype={self.dtype!r}")
         if self.grad_fn is not None:
             extra.append(f"grad_fn={self.grad_fn!r}")
         elif self.requires_grad:
@@ -277,10 +277,6 @@ class Tensor(_Methods):
     def __reduce__(self):
         from .factory import tensor
         return (tensor, (self.numpy(), self.dtype.name, None, self.requires_grad))
-
-
-_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8",
-                "i16": "int16"}
 
 
 def _axis(dim, ndim):

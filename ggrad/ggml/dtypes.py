@@ -56,7 +56,8 @@ class DType:
         return n // self.block_size * self.type_size
 
     def __repr__(self):
-        return f"ggrad.{self.name}"
+        """PyTorch's name where the type has one (`ggrad.float32`, as `torch.float32`), else GGML's."""
+        return f"ggrad.{_TORCH_NAMES.get(self.name, self.name)}"
 
     def __reduce__(self):
         return (from_name, (self.name,))
@@ -77,6 +78,8 @@ def _collect():
 
 _BY_VALUE = _collect()
 _BY_NAME = {d.name: d for d in _BY_VALUE.values()}
+_TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
+                "i16": "int16", "i8": "int8"}
 _ALIASES = {"float32": "f32", "float": "f32", "float16": "f16", "half": "f16", "bfloat16": "bf16",
             "int32": "i32", "int": "i32", "int16": "i16", "int8": "i8", "float64": "f64", "int64": "i64"}
 

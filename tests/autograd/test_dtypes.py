@@ -169,3 +169,11 @@ def test_masked_select_broadcasts_both_and_logspace_matches_pytorch():
 def test_int64_and_bool_arguments_can_be_keyed_by_the_graph_cache():
     from ggrad.autograd.trace_cache import attr_key
     assert attr_key(ggrad.int64) is ggrad.int64 and attr_key(ggrad.bool) is ggrad.bool
+
+
+def test_dtypes_print_as_torchs():
+    torch = pytest.importorskip("torch")
+    for name in ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool"):
+        ours = getattr(ggrad, name)
+        assert str(ours) == repr(ours) == str(getattr(torch, name)).replace("torch.", "ggrad.")
+    assert repr(ggrad.ggml.as_dtype("q4_0")) == "ggrad.q4_0"   # GGML's own types keep GGML's names

@@ -12,7 +12,17 @@
    the microkernel multiplies one a panel by NR rows of b into an MR x NR tile of dst held in registers,
    broadcasting b's values against vectors of a's. Blocks of k beyond the first add to dst. Each GGML
    thread computes its own part of dst (whole batches, or a range of rows or columns) with its own
-   packing buffers. */
+   packing buffers.
+
+   With few rows of b (GEMV_ROWS_* or fewer: decoding one token at a time), packing a weight (a's rows
+   contiguous along k) costs more than the products it serves (a transposition: ~0.6 ns an element, the
+   product ~2n flops an element): such products take dot products instead, a's rows read in place, a few of
+   them at once against every row of b, lanes accumulating along k, one horizontal sum per output. Operands
+   in other layouts are copied to rows along k first, as rarely happens.
+
+   Every output is computed whole by one thread in an order fixed by the shape alone (the method, the k
+   blocks, the lanes, the tree of the horizontal sum), so results depend neither on the number of threads
+   nor on the operands' strides. */
 
 #include <pthread.h>
 #include <stdint.h>
@@ -24,6 +34,13 @@
 
 #define KC 256   /* k per packed block */
 #define MC 512   /* rows of a per packed block (a multiple of every MR): 512 KiB with KC, in L2 */
+/* the most rows of b a product takes as dot products, per instruction set: where packing starts to win
+   (benchmarks/matmul_rows.c, at one thread on AMD Zen 4) */
+#ifndef GEMV_ROWS_AVX512
+#define GEMV_ROWS_AVX512 48
+#define GEMV_ROWS_AVX2 32
+#define GEMV_ROWS_GENERIC 48
+#endif
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {
@@ -71,14 +88,73 @@ typedef void (*microkernel)(int64_t kc, const float *a, const float *b, int64_t 
                 c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];                 \
     }
 
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8_unaligned __attribute__((vector_size(32), aligned(4), may_alias));
-typedef float v4 __attribute__((vector_size(16)));
-typedef float v4_unaligned __attribute__((vector_size(16), aligned(4), may_alias));
-
 DEFINE_TILE(tile16, vf, vf_unaligned, VL)
 DEFINE_TILE(tile8, v8, v8_unaligned, 8)
 DEFINE_TILE(tile4, v4, v4_unaligned, 4)
+
+/* dst[j][i] = a_i . b_j for i < na <= 4 rows of a (a_i at a + i * lda bytes) and j < nb <= 4 rows of b (b + j * ldb
+   floats), k long, in vectors of VW floats: lane l of an accumulator sums the products at k = l mod VW
+   (of whole vectors), the tail past them is added to its horizontal sum in order. */
+#define DEFINE_DOTS(NAME, VT, VTU, VW)                                                                    \
+    ALWAYS_INLINE void NAME(int na, int nb, int64_t k, const char *a, int64_t lda, const float *b,        \
+                            int64_t ldb, float *c, int64_t ldc) {                                         \
+        VT acc[4][4];                                                                                     \
+        _Pragma("GCC unroll 4") for (int i = 0; i < na; i++)                                              \
+            _Pragma("GCC unroll 4") for (int j = 0; j < nb; j++) acc[i][j] = (VT){0};                     \
+        int64_t kk = 0;                                                                                   \
+        for (; kk + VW <= k; kk += VW) {                                                                  \
+            VT bv[4];                                                                                     \
+            _Pragma("GCC unroll 4") for (int j = 0; j < nb; j++) bv[j] = *(const VTU *)(b + j * ldb + kk); \
+            _Pragma("GCC unroll 4") for (int i = 0; i < na; i++) {                                        \
+                VT av = *(const VTU *)((const float *)(a + i * lda) + kk);                                \
+                _Pragma("GCC unroll 4") for (int j = 0; j < nb; j++) acc[i][j] += av * bv[j];             \
+            }                                                                                             \
+        }                                                                                                 \
+        _Pragma("GCC unroll 4") for (int i = 0; i < na; i++) {                                            \
+            const float *ai = (const float *)(a + i * lda);                                               \
+            _Pragma("GCC unroll 4") for (int j = 0; j < nb; j++) {                                        \
+                float sum = hsum(acc[i][j]);                                                              \
+                for (int64_t t = kk; t < k; t++)                                                          \
+                    sum += ai[t] * b[j * ldb + t];                                                        \
+                c[j * ldc + i] = sum;                                                                     \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+
+DEFINE_DOTS(dots16, vf, vf_unaligned, VL)
+DEFINE_DOTS(dots8, v8, v8_unaligned, 8)
+DEFINE_DOTS(dots4, v4, v4_unaligned, 4)
+
+typedef void (*gemv_fn)(const char *a, int64_t lda, int64_t i0, int64_t i1, const float *b, int64_t ldb, int64_t n,
+                        int64_t k, float *c, int64_t ldc);
+
+/* DOTS(NA, nb, ...) with nb (1 ... 4) a constant in each call, so that DOTS's loops unroll */
+#define DOTS_NB(DOTS, NA, nb, ...)                                                                        \
+    switch (nb) {                                                                                         \
+    case 1: DOTS(NA, 1, __VA_ARGS__); break;                                                              \
+    case 2: DOTS(NA, 2, __VA_ARGS__); break;                                                              \
+    case 3: DOTS(NA, 3, __VA_ARGS__); break;                                                              \
+    default: DOTS(NA, 4, __VA_ARGS__); break;                                                             \
+    }
+
+/* dst rows 0 .. n - 1 by columns i0 .. i1 - 1 by dot products: NA rows of a (in L1 while they serve)
+   against each group of up to NB rows of b in turn, NA x NB accumulators in registers; the last rows of a,
+   short of NA, one at a time */
+#define GEMV(NAME, TARGET, DOTS, NA, NB)                                                                  \
+    TARGET static void NAME(const char *a, int64_t lda, int64_t i0, int64_t i1, const float *b, int64_t ldb, \
+                            int64_t n, int64_t k, float *c, int64_t ldc) {                                \
+        for (int64_t i = i0; i < i1;) {                                                                   \
+            int na = i1 - i >= NA ? NA : 1;                                                               \
+            for (int64_t j = 0; j < n; j += NB) {                                                         \
+                int nb = n - j < NB ? (int)(n - j) : NB;                                                  \
+                if (na == NA)                                                                             \
+                    DOTS_NB(DOTS, NA, nb, k, a + i * lda, lda, b + j * ldb, ldb, c + j * ldc + i, ldc)    \
+                else                                                                                      \
+                    DOTS_NB(DOTS, 1, nb, k, a + i * lda, lda, b + j * ldb, ldb, c + j * ldc + i, ldc)     \
+            }                                                                                             \
+            i += na;                                                                                      \
+        }                                                                                                 \
+    }
 
 /* One microkernel per instruction set (ggrad_isa picks one); NV x NR accumulators fill the registers:
    32 of AVX-512 (2 x 12 vectors of 16 floats), 16 of AVX2 (2 x 6 of 8), 16 of SSE (2 x 6 of 4).
@@ -97,20 +173,30 @@ MICROKERNEL(tile_avx2, TARGET_AVX2, tile8, 2, 6)
 #endif
 MICROKERNEL(tile_generic, , tile4, 2, 6)
 
+/* The dot products' blocks: NA x NB accumulators with NB vectors of b, within the registers: 32 of
+   AVX-512 (4 x 4 + 4), 16 of AVX2 and SSE (4 x 2 + 2) */
+#ifdef GGRAD_X86
+GEMV(gemv_avx512, TARGET_AVX512, dots16, 4, 4)
+GEMV(gemv_avx2, TARGET_AVX2, dots8, 4, 2)
+#endif
+GEMV(gemv_generic, , dots4, 4, 2)
+
 struct kernel {
     microkernel run;
     int mr, nr;
+    gemv_fn gemv;
+    int gemv_rows;
 };
 
 static struct kernel kernel_for(int isa) {
 #ifdef GGRAD_X86
     if (isa == ISA_AVX512)
-        return (struct kernel){tile_avx512, 32, 12};
+        return (struct kernel){tile_avx512, 32, 12, gemv_avx512, GEMV_ROWS_AVX512};
     if (isa == ISA_AVX2)
-        return (struct kernel){tile_avx2, 16, 6};
+        return (struct kernel){tile_avx2, 16, 6, gemv_avx2, GEMV_ROWS_AVX2};
 #endif
     (void)isa;
-    return (struct kernel){tile_generic, 8, 6};
+    return (struct kernel){tile_generic, 8, 6, gemv_generic, GEMV_ROWS_GENERIC};
 }
 
 /* Packing buffers, one pair per thread, kept between calls (OpenMP's threads persist) and freed when the
@@ -188,14 +274,65 @@ static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t
     }
 }
 
-/* dst rows j0 .. j1 - 1 (of b) by columns i0 .. i1 - 1 (of a) of one batch; c points at dst[0][0] */
+/* rows r0 .. r1 - 1 of x, k long, as rows of floats contiguous along k, *ld floats apart: x's own where
+   they are, else a copy in this thread's buffer `which`; NULL without memory for it */
+static const float *rows_along_k(struct operand x, int which, int64_t r0, int64_t r1, int64_t k, int64_t *ld) {
+    if (x.ks == sizeof(float) && x.rs % sizeof(float) == 0) {
+        *ld = x.rs / (int64_t)sizeof(float);
+        return (const float *)(x.base + r0 * x.rs);
+    }
+    float *copy = scratch(which, (size_t)(r1 - r0) * k);
+    if (copy && x.rs == sizeof(float)) {   /* rows adjacent: read each k's run of floats */
+        for (int64_t kk = 0; kk < k; kk++) {
+            const float *run = (const float *)(x.base + r0 * x.rs + kk * x.ks);
+            for (int64_t r = 0; r < r1 - r0; r++)
+                copy[r * k + kk] = run[r];
+        }
+    } else if (copy) {
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t kk = 0; kk < k; kk++)
+                copy[(r - r0) * k + kk] = *(const float *)(x.base + r * x.rs + kk * x.ks);
+    }
+    *ld = k;
+    return copy;
+}
+
+/* dst rows j0 .. j1 - 1 by columns i0 .. i1 - 1 by dot products, on rows of a and b contiguous along k:
+   read in place, or copied so (a, a block of rows at a time), so that the sums are the same whatever the
+   operands' strides (ggrad may hand the same product over in another layout); 0 without memory */
+static int dot_products(struct kernel kern, struct operand a, struct operand b, int64_t k, float *c, int64_t ldc,
+                        int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    int64_t ldb;
+    const float *brows = rows_along_k(b, 1, j0, j1, k, &ldb);
+    if (!brows)
+        return 0;
+    int64_t block = i1 - i0;
+    if (a.ks != sizeof(float) || a.rs % sizeof(float) != 0) {   /* copies of MC x KC floats at most */
+        block = (int64_t)MC * KC / k / 16 * 16;
+        block = block < 16 ? 16 : block;
+    }
+    for (int64_t ib = i0; ib < i1; ib += block) {
+        int64_t ie = i1 - ib < block ? i1 : ib + block, lda;
+        const float *arows = rows_along_k(a, 0, ib, ie, k, &lda);
+        if (!arows)
+            return 0;
+        kern.gemv((const char *)arows, lda * (int64_t)sizeof(float), 0, ie - ib, brows, ldb, j1 - j0, k,
+                  c + j0 * ldc + ib, ldc);
+    }
+    return 1;
+}
+
+/* dst rows j0 .. j1 - 1 (of b) by columns i0 .. i1 - 1 (of a) of one batch, by dot products if `gemv` else
+   by packed tiles; c points at dst[0][0] */
 static void product(struct kernel kern, struct operand a, struct operand b, int64_t k, float *c, int64_t ldc,
-                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1, int gemv) {
     if (k == 0) {
         for (int64_t j = j0; j < j1; j++)
             memset(c + j * ldc + i0, 0, (i1 - i0) * sizeof(float));
         return;
     }
+    if (gemv && dot_products(kern, a, b, k, c, ldc, i0, i1, j0, j1))
+        return;
     float *apack = scratch(0, (size_t)MC * KC);
     float *bpack = scratch(1, (size_t)KC * kern.nr);
     if (!apack || !bpack) {   /* no memory for the packing buffers: the product unblocked, slowly */
@@ -251,10 +388,12 @@ void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata)
     const int64_t batches = b->ne[2] * b->ne[3];
     const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const int64_t ldc = dst->nb[1] / sizeof(float);
+    /* the choice of method rests on the shape alone: never on a thread's share, nor on the strides */
+    const int gemv = n <= kern.gemv_rows;
     int64_t i0 = 0, i1 = m, j0 = 0, j1 = n, q0 = 0, q1 = batches;
     if (batches >= nth) {   /* whole batches per thread */
         share(batches, 1, ith, nth, &q0, &q1);
-    } else if ((n + kern.nr - 1) / kern.nr >= (m + kern.mr - 1) / kern.mr) {
+    } else if (!gemv && (n + kern.nr - 1) / kern.nr >= (m + kern.mr - 1) / kern.mr) {
         share(n, kern.nr, ith, nth, &j0, &j1);
     } else {
         share(m, kern.mr, ith, nth, &i0, &i1);
@@ -266,6 +405,6 @@ void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata)
         struct operand ao = {(const char *)a->data + (q2 / r2) * a->nb[2] + (q3 / r3) * a->nb[3], a->nb[1], a->nb[0]};
         struct operand bo = {(const char *)b->data + q2 * b->nb[2] + q3 * b->nb[3], b->nb[1], b->nb[0]};
         float *c = (float *)((char *)dst->data + q2 * dst->nb[2] + q3 * dst->nb[3]);
-        product(kern, ao, bo, k, c, ldc, i0, i1, j0, j1);
+        product(kern, ao, bo, k, c, ldc, i0, i1, j0, j1, gemv);
     }
 }

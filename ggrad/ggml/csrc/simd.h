@@ -8,12 +8,21 @@
 #define GGRAD_SIMD_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define VL 16   /* floats per vector */
 
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+
+/* vectors of 16, 8 and 4 floats (the registers of AVX-512, AVX2 and SSE/NEON); the _unaligned types
+   load and store at any float's address */
+typedef vf v16;
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8_unaligned __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v4_unaligned __attribute__((vector_size(16), aligned(4), may_alias));
 
 enum { ISA_BEST = 0, ISA_GENERIC = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 };
 
@@ -53,11 +62,25 @@ ALWAYS_INLINE vf vselect(vi mask, vf yes, vf no) {
     return (vf)(((vi)yes & mask) | ((vi)no & ~mask));
 }
 
-ALWAYS_INLINE float hsum(vf v) {
-    float s = 0.0f;
-    for (int i = 0; i < VL; i++)
-        s += v[i];
-    return s;
+/* the sum of a vector's lanes, by halves (a tree: the order is fixed for each width) */
+ALWAYS_INLINE float hsum4(v4 v) {
+    return (v[0] + v[2]) + (v[1] + v[3]);
 }
+
+ALWAYS_INLINE float hsum8(v8 v) {
+    v4 lo, hi;
+    memcpy(&lo, &v, sizeof lo);
+    memcpy(&hi, (const char *)&v + sizeof lo, sizeof hi);
+    return hsum4(lo + hi);
+}
+
+ALWAYS_INLINE float hsum16(v16 v) {
+    v8 lo, hi;
+    memcpy(&lo, &v, sizeof lo);
+    memcpy(&hi, (const char *)&v + sizeof lo, sizeof hi);
+    return hsum8(lo + hi);
+}
+
+#define hsum(v) _Generic((v), v16: hsum16, v8: hsum8, v4: hsum4)(v)
 
 #endif

@@ -88,7 +88,7 @@ typedef void (*microkernel)(int64_t kc, const float *a, const float *b, int64_t 
                 c[j * ldc + i] = accumulate ? c[j * ldc + i] + spill[j][i] : spill[j][i];                 \
     }
 
-DEFINE_TILE(tile16, vf, vf_unaligned, VL)
+DEFINE_TILE(tile16, v16, v16_unaligned, 16)
 DEFINE_TILE(tile8, v8, v8_unaligned, 8)
 DEFINE_TILE(tile4, v4, v4_unaligned, 4)
 
@@ -121,7 +121,7 @@ DEFINE_TILE(tile4, v4, v4_unaligned, 4)
         }                                                                                                 \
     }
 
-DEFINE_DOTS(dots16, vf, vf_unaligned, VL)
+DEFINE_DOTS(dots16, v16, v16_unaligned, 16)
 DEFINE_DOTS(dots8, v8, v8_unaligned, 8)
 DEFINE_DOTS(dots4, v4, v4_unaligned, 4)
 

@@ -7,7 +7,7 @@
 
    cc -O3 -fno-math-errno -I $GGML/include benchmarks/matmul_rows.c -o /tmp/matmul_rows \
       -L $GGML/lib -Wl,-rpath,$GGML/lib -lggml -lggml-base -lggml-cpu -lpthread
-   /tmp/matmul_rows [m k n_max]
+   /tmp/matmul_rows [m k n_max [n_min]]
 
    with GGML = the libggml package (python -c "import libggml, os; print(os.path.dirname(libggml.__file__))").
    The kernel is compiled in twice (dot products for every n, and never), so one binary runs both. */
@@ -33,6 +33,7 @@
 #undef DEFINE_TILE
 #undef MICROKERNEL
 #undef DOTS_NB
+#undef TRANSPOSE
 #undef KC
 #undef MC
 /* the second copy's static names apart from the first's */
@@ -45,6 +46,12 @@
 #define product product2
 #define share share2
 #define rows_along_k rows_along_k2
+#define dot_products dot_products2
+#define transpose8 transpose8_2
+#define transpose4 transpose4_2
+#define transpose_avx512 transpose_avx512_2
+#define transpose_avx2 transpose_avx2_2
+#define transpose_generic transpose_generic_2
 #define kernel_for kernel_for2
 #define tile16 tile16_2
 #define tile8 tile8_2
@@ -111,7 +118,7 @@ static void run_ggml(void *p) {
 
 int main(int argc, char **argv) {
     int64_t m = argc > 1 ? atoll(argv[1]) : 768, k = argc > 2 ? atoll(argv[2]) : 256;
-    int n_max = argc > 3 ? atoi(argv[3]) : 48;
+    int n_max = argc > 3 ? atoi(argv[3]) : 48, n_min = argc > 4 ? atoi(argv[4]) : 1;
     struct ggml_init_params params = {(size_t)(2 * m * k + 4 * n_max * (k + m)) * 4 + 64 * 1024 * 1024, NULL, false};
     struct ggml_context *ctx = ggml_init(params);
     struct ggml_tensor *a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, m);
@@ -119,8 +126,8 @@ int main(int argc, char **argv) {
         ((float *)a->data)[i] = (float)rand() / RAND_MAX - 0.5f;
     const char *names[] = {"", "generic", "avx2", "avx512"};
     printf("a [%lld, %lld] (m, k), b [n, k]: us per product at one thread\n", (long long)m, (long long)k);
-    printf("%4s %8s %10s %10s %10s\n", "n", "isa", "dots", "packed", "mul_mat");
-    for (int n = 1; n <= n_max; n += n < 8 ? 1 : n < 24 ? 2 : 4) {
+    printf("%4s %8s %10s %10s %10s %14s\n", "n", "isa", "dots", "packed", "mul_mat", "packed GF/s");
+    for (int n = n_min; n <= n_max; n += n < 8 ? 1 : n < 24 ? 2 : 4) {
         struct ggml_tensor *b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
         for (int64_t i = 0; i < n * k; i++)
             ((float *)b->data)[i] = (float)rand() / RAND_MAX - 0.5f;
@@ -139,7 +146,8 @@ int main(int argc, char **argv) {
             double dots = time_us(run_kernel, &job);
             job.kernel = matmul_packed;
             double packed = time_us(run_kernel, &job);
-            printf("%4d %8s %10.1f %10.1f %10.1f\n", n, names[isa], dots, packed, mm);
+            printf("%4d %8s %10.1f %10.1f %10.1f %14.1f\n", n, names[isa], dots, packed, mm,
+                   2.0 * m * n * k / packed * 1e-3);
         }
         ggrad_kernels_isa(ISA_BEST);
         free(job.plan.work_data);

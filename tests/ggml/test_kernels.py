@@ -100,7 +100,7 @@ def test_matmul_f32_more_threads_than_batches_or_tiles(threads):
     del keep
 
 
-GEMV_ROWS_MAX = 48   # the most rows of b any instruction set takes as dot products (csrc/matmul.c)
+GEMV_ROWS_MAX = 64   # the most rows of b any instruction set takes as dot products (csrc/matmul.c)
 
 
 def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):

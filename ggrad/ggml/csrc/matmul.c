@@ -14,11 +14,12 @@
    thread computes its own part of dst (whole batches, or a range of rows or columns) with its own
    packing buffers.
 
-   With few rows of b (GEMV_ROWS_* or fewer: decoding one token at a time), packing a weight (a's rows
-   contiguous along k) costs more than the products it serves (a transposition: ~0.6 ns an element, the
-   product ~2n flops an element): such products take dot products instead, a's rows read in place, a few of
-   them at once against every row of b, lanes accumulating along k, one horizontal sum per output. Operands
-   in other layouts are copied to rows along k first, as rarely happens.
+   Packing transposes rows contiguous along k (a weight) in registers, 8 x 8 or 4 x 4 floats at a time.
+   With few rows of b (GEMV_ROWS_* or fewer: decoding one token at a time) even that costs more than the
+   products it serves (~0.11 ns an element of a, for 2n flops an element): such products take dot
+   products instead, a's rows read in place, a few of them at once against every row of b, lanes
+   accumulating along k, one horizontal sum per output. Operands in other layouts are copied to rows along
+   k first, as rarely happens.
 
    Every output is computed whole by one thread in an order fixed by the shape alone (the method, the k
    blocks, the lanes, the tree of the horizontal sum), so results depend neither on the number of threads
@@ -34,12 +35,14 @@
 
 #define KC 256   /* k per packed block */
 #define MC 512   /* rows of a per packed block (a multiple of every MR): 512 KiB with KC, in L2 */
-/* the most rows of b a product takes as dot products, per instruction set: where packing starts to win
-   (benchmarks/matmul_rows.c, at one thread on AMD Zen 4) */
+/* the most rows of b a product takes as dot products, per instruction set: about where packed tiles start
+   to win (benchmarks/matmul_rows.c, one thread, AMD Zen 4: per element of a, packing costs ~0.11 ns and
+   the tiles ~0.018 ns a row of b (AVX-512 and AVX2, in steps of NR rows), the dot products ~0.023 ns a
+   row with AVX-512, ~0.035 with AVX2; SSE's tiles are slower than its dot products up to 64 rows at least) */
 #ifndef GEMV_ROWS_AVX512
-#define GEMV_ROWS_AVX512 48
-#define GEMV_ROWS_AVX2 32
-#define GEMV_ROWS_GENERIC 48
+#define GEMV_ROWS_AVX512 32
+#define GEMV_ROWS_AVX2 8
+#define GEMV_ROWS_GENERIC 64
 #endif
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
@@ -173,6 +176,65 @@ MICROKERNEL(tile_avx2, TARGET_AVX2, tile8, 2, 6)
 #endif
 MICROKERNEL(tile_generic, , tile4, 2, 6)
 
+/* dst[j * ld + i] = src_i[j] for i, j < 8, row src_i at src + i * ls bytes: an 8 x 8 block transposed
+   in registers, in three rounds of two-vector shuffles (pairs of floats, of pairs, of halves) */
+ALWAYS_INLINE void transpose8(const char *src, int64_t ls, float *dst, int64_t ld) {
+    v8 r[8], t[8], u[8];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] = *(const v8_unaligned *)(src + i * ls);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4) {
+        u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+        *(v8_unaligned *)(dst + j * ld) = __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        *(v8_unaligned *)(dst + (j + 4) * ld) = __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* the same for a 4 x 4 block, in two rounds */
+ALWAYS_INLINE void transpose4(const char *src, int64_t ls, float *dst, int64_t ld) {
+    v4 r[4];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) r[i] = *(const v4_unaligned *)(src + i * ls);
+    v4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5), t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    v4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5), t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    *(v4_unaligned *)dst = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    *(v4_unaligned *)(dst + ld) = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    *(v4_unaligned *)(dst + 2 * ld) = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    *(v4_unaligned *)(dst + 3 * ld) = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+typedef void (*transpose_fn)(const char *src, int64_t ls, float *dst, int64_t ld, int64_t lines, int64_t len);
+
+/* dst[j * ld + i] = src_i[j] for i < lines, j < len, src_i at src + i * ls bytes (floats contiguous):
+   T x T blocks in registers, the edges past them one float at a time */
+#define TRANSPOSE(NAME, TARGET, BLOCK, T)                                                                 \
+    TARGET static void NAME(const char *src, int64_t ls, float *dst, int64_t ld, int64_t lines, int64_t len) { \
+        int64_t i = 0;                                                                                    \
+        for (; i + T <= lines; i += T) {                                                                  \
+            int64_t j = 0;                                                                                \
+            for (; j + T <= len; j += T)                                                                  \
+                BLOCK(src + i * ls + j * (int64_t)sizeof(float), ls, dst + j * ld + i, ld);               \
+            for (; j < len; j++)                                                                          \
+                for (int64_t ii = i; ii < i + T; ii++)                                                    \
+                    dst[j * ld + ii] = ((const float *)(src + ii * ls))[j];                               \
+        }                                                                                                 \
+        for (; i < lines; i++)                                                                            \
+            for (int64_t j = 0; j < len; j++)                                                             \
+                dst[j * ld + i] = ((const float *)(src + i * ls))[j];                                     \
+    }
+
+#ifdef GGRAD_X86
+TRANSPOSE(transpose_avx512, TARGET_AVX512, transpose8, 8)
+TRANSPOSE(transpose_avx2, TARGET_AVX2, transpose8, 8)
+#endif
+TRANSPOSE(transpose_generic, , transpose4, 4)
+
 /* The dot products' blocks: NA x NB accumulators with NB vectors of b, within the registers: 32 of
    AVX-512 (4 x 4 + 4), 16 of AVX2 and SSE (4 x 2 + 2) */
 #ifdef GGRAD_X86
@@ -186,17 +248,18 @@ struct kernel {
     int mr, nr;
     gemv_fn gemv;
     int gemv_rows;
+    transpose_fn transpose;
 };
 
 static struct kernel kernel_for(int isa) {
 #ifdef GGRAD_X86
     if (isa == ISA_AVX512)
-        return (struct kernel){tile_avx512, 32, 12, gemv_avx512, GEMV_ROWS_AVX512};
+        return (struct kernel){tile_avx512, 32, 12, gemv_avx512, GEMV_ROWS_AVX512, transpose_avx512};
     if (isa == ISA_AVX2)
-        return (struct kernel){tile_avx2, 16, 6, gemv_avx2, GEMV_ROWS_AVX2};
+        return (struct kernel){tile_avx2, 16, 6, gemv_avx2, GEMV_ROWS_AVX2, transpose_avx2};
 #endif
     (void)isa;
-    return (struct kernel){tile_generic, 8, 6, gemv_generic, GEMV_ROWS_GENERIC};
+    return (struct kernel){tile_generic, 8, 6, gemv_generic, GEMV_ROWS_GENERIC, transpose_generic};
 }
 
 /* Packing buffers, one pair per thread, kept between calls (OpenMP's threads persist) and freed when the
@@ -245,8 +308,10 @@ static float *scratch(int which, size_t n) {
 }
 
 /* rows r0 .. r0 + rows - 1 and k0 .. k0 + kc - 1 of x into panels of `mr` rows, k-major: panel p holds
-   out[p * kc * mr + k * mr + r]; rows past the end are zeros */
-static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int mr) {
+   out[p * kc * mr + k * mr + r]; rows past the end are zeros. Rows contiguous along k are transposed by
+   `transpose`, in registers. */
+static void pack(transpose_fn transpose, float *out, struct operand x, int64_t r0, int64_t rows, int64_t k0,
+                 int64_t kc, int mr) {
     for (int64_t p = 0; p < rows; p += mr) {
         float *d = out + (p / mr) * kc * mr;
         int n = rows - p < mr ? (int)(rows - p) : mr;
@@ -258,11 +323,7 @@ static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t
                     d[k * mr + r] = run[r];
             }
         } else if (x.ks == sizeof(float)) {
-            for (int r = 0; r < n; r++) {
-                const float *row = (const float *)(src + r * x.rs);
-                for (int64_t k = 0; k < kc; k++)
-                    d[k * mr + r] = row[k];
-            }
+            transpose(src, x.rs, d, mr, n, kc);
         } else {
             for (int r = 0; r < n; r++)
                 for (int64_t k = 0; k < kc; k++)
@@ -275,19 +336,17 @@ static void pack(float *out, struct operand x, int64_t r0, int64_t rows, int64_t
 }
 
 /* rows r0 .. r1 - 1 of x, k long, as rows of floats contiguous along k, *ld floats apart: x's own where
-   they are, else a copy in this thread's buffer `which`; NULL without memory for it */
-static const float *rows_along_k(struct operand x, int which, int64_t r0, int64_t r1, int64_t k, int64_t *ld) {
+   they are, else a copy in this thread's buffer `which` (rows adjacent: by `transpose`); NULL without
+   memory for it */
+static const float *rows_along_k(transpose_fn transpose, struct operand x, int which, int64_t r0, int64_t r1,
+                                 int64_t k, int64_t *ld) {
     if (x.ks == sizeof(float) && x.rs % sizeof(float) == 0) {
         *ld = x.rs / (int64_t)sizeof(float);
         return (const float *)(x.base + r0 * x.rs);
     }
     float *copy = scratch(which, (size_t)(r1 - r0) * k);
-    if (copy && x.rs == sizeof(float)) {   /* rows adjacent: read each k's run of floats */
-        for (int64_t kk = 0; kk < k; kk++) {
-            const float *run = (const float *)(x.base + r0 * x.rs + kk * x.ks);
-            for (int64_t r = 0; r < r1 - r0; r++)
-                copy[r * k + kk] = run[r];
-        }
+    if (copy && x.rs == sizeof(float)) {   /* each k a run of the rows' floats */
+        transpose(x.base + r0 * x.rs, x.ks, copy, k, k, r1 - r0);
     } else if (copy) {
         for (int64_t r = r0; r < r1; r++)
             for (int64_t kk = 0; kk < k; kk++)
@@ -303,7 +362,7 @@ static const float *rows_along_k(struct operand x, int which, int64_t r0, int64_
 static int dot_products(struct kernel kern, struct operand a, struct operand b, int64_t k, float *c, int64_t ldc,
                         int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     int64_t ldb;
-    const float *brows = rows_along_k(b, 1, j0, j1, k, &ldb);
+    const float *brows = rows_along_k(kern.transpose, b, 1, j0, j1, k, &ldb);
     if (!brows)
         return 0;
     int64_t block = i1 - i0;
@@ -313,7 +372,7 @@ static int dot_products(struct kernel kern, struct operand a, struct operand b, 
     }
     for (int64_t ib = i0; ib < i1; ib += block) {
         int64_t ie = i1 - ib < block ? i1 : ib + block, lda;
-        const float *arows = rows_along_k(a, 0, ib, ie, k, &lda);
+        const float *arows = rows_along_k(kern.transpose, a, 0, ib, ie, k, &lda);
         if (!arows)
             return 0;
         kern.gemv((const char *)arows, lda * (int64_t)sizeof(float), 0, ie - ib, brows, ldb, j1 - j0, k,
@@ -350,7 +409,7 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
         int64_t kc = k - k0 < KC ? k - k0 : KC;
         for (int64_t ib = i0; ib < i1; ib += MC) {
             int64_t mc = i1 - ib < MC ? i1 - ib : MC;
-            pack(apack, a, ib, mc, k0, kc, kern.mr);
+            pack(kern.transpose, apack, a, ib, mc, k0, kc, kern.mr);
             for (int64_t jb = j0; jb < j1; jb += kern.nr) {
                 int nr = j1 - jb < kern.nr ? (int)(j1 - jb) : kern.nr;
                 const float *bp = bpack;
@@ -359,7 +418,7 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
                     bp = (const float *)(b.base + jb * b.rs + k0 * b.ks);   /* rows in place */
                     ldb = b.rs / sizeof(float);
                 } else {
-                    pack(bpack, b, jb, nr, k0, kc, kern.nr);
+                    pack(kern.transpose, bpack, b, jb, nr, k0, kc, kern.nr);
                 }
                 for (int64_t ir = 0; ir < mc; ir += kern.mr) {
                     int m = mc - ir < kern.mr ? (int)(mc - ir) : kern.mr;

@@ -44,7 +44,7 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 import contextlib
 import dataclasses
 
-from ..ggml import f32, kernels
+from ..ggml import f32
 from .grad_mode import is_grad_enabled
 
 
@@ -94,11 +94,6 @@ CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
                           adamw="opt_step_adamw")   # a server computes GGML's ops only
-# The GELU and layer-norm kernels work in vectors of 16 floats, one AVX-512 register; compiled for AVX2 or
-# less, GCC splits such vectors through memory (4-7x slower: GELU then loses to its composition), so where
-# the kernels run without AVX-512 (kernels.isa()) those two keep GGML's ops. The product has a kernel per
-# register width and stays.
-CPU_WITHOUT_AVX512 = dataclasses.replace(CPU, gelu_tanh="silu", layer_norm="norm")
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
@@ -110,10 +105,7 @@ def for_device(device):
     forced = _forced.get(device.name)
     if forced is not None:
         return forced
-    chosen = _BY_BACKEND.get(device.backend_name, RPC)
-    if chosen is CPU and kernels.isa() != "avx512":
-        return CPU_WITHOUT_AVX512
-    return chosen
+    return _BY_BACKEND.get(device.backend_name, RPC)
 
 
 def kernel_gradient(choice, g, x):

@@ -1,6 +1,8 @@
 """ggrad's own CPU kernels (ggrad/ggml/kernels.py) against numpy, with each instruction set this CPU has.
 The product: every tile edge, k past one packed block, rows past one packed block, transposed and permuted
-operands read in place, batch broadcasting, k = 0, more threads than work. GELU: vector tails."""
+operands read in place, batch broadcasting, k = 0, more threads than work; with few rows of b (dot
+products) every count up to past the switch to packing, the same bits at any thread count. GELU: vector
+tails."""
 
 import os
 import subprocess
@@ -96,6 +98,91 @@ def test_matmul_f32_more_threads_than_batches_or_tiles(threads):
         gg.set_num_threads(before)
     np.testing.assert_allclose(gg.get_data(out).reshape(2, 7, 10), b @ np.swapaxes(a, -1, -2), atol=1e-4, rtol=1e-4)
     del keep
+
+
+GEMV_ROWS_MAX = 64   # the most rows of b any instruction set takes as dot products (csrc/matmul.c)
+
+
+def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
+    """The kernel's product of a and b (b @ a.T, or with view_a/view_b(ctx, t) the product of those views
+    of them) at `threads` threads"""
+    ctx = gg.Context(n_tensors=16)
+    ta = ctx.new_tensor("f32", tuple(reversed(a.shape)))
+    tb = ctx.new_tensor("f32", tuple(reversed(b.shape)))
+    out = kernels.matmul_f32(ctx, view_a(ctx, ta) if view_a else ta, view_b(ctx, tb) if view_b else tb)
+    rows, cols = out.ne[1], out.ne[0]
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
+    gg.set_data(ta, a)
+    gg.set_data(tb, b)
+    sched = gg.Scheduler("cpu", graph_size=16)
+    graph = gg.Graph(16)
+    graph.build_forward_expand(out)
+    sched.alloc(graph)
+    before = gg.threads.policy.fixed
+    gg.set_num_threads(threads)
+    try:
+        sched.compute(graph)
+    finally:
+        gg.set_num_threads(before)
+    result = gg.get_data(out).reshape(rows, cols).copy()
+    del keep
+    return result
+
+
+@pytest.mark.parametrize("m,k", [(37, 45), (9, 300), (70, 16)])
+def test_matmul_f32_few_rows_of_b_match_numpy(check, isa, m, k):
+    # dot products for n up to the switch, packed tiles past it: rows of a past a multiple of the block,
+    # k past whole vectors (45, 300) or none (16)
+    a = _rand(m, k)
+    for n in range(1, GEMV_ROWS_MAX + 2):
+        b = _rand(n, k, seed=n)
+        check(lambda ctx, x, y: kernels.matmul_f32(ctx, x, y), [a, b], lambda x, y: y @ x.T, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 30])
+def test_matmul_f32_few_rows_of_strided_operands(check, isa, n):
+    # b transposed (copied along k for the dot products) or a row-strided view; a transposed (packed)
+    a, b = _rand(41, 33), _rand(n, 33, seed=1)
+
+    def b_transposed(ctx, x, y):
+        return kernels.matmul_f32(ctx, x, ops.transpose(ctx, y))
+    check(b_transposed, [a, b.T.copy()], lambda x, y: b @ a.T, atol=1e-4, rtol=1e-4)
+
+    def a_transposed(ctx, x, y):
+        return kernels.matmul_f32(ctx, ops.transpose(ctx, x), y)
+    check(a_transposed, [a.T.copy(), b], lambda x, y: b @ a.T, atol=1e-4, rtol=1e-4)
+
+    wide = _rand(41, 50)   # a's rows 50 floats apart, the first 33 of each read
+
+    def rows_apart(ctx, x, y):
+        return kernels.matmul_f32(ctx, ops.view_2d(ctx, x, 33, 41, x.nb[1], 0), y)
+    check(rows_apart, [wide, b], lambda x, y: y @ x[:, :33].T, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 13, GEMV_ROWS_MAX + 1, 100])
+def test_matmul_f32_same_bits_at_any_thread_count(isa, n):
+    a, b = _rand(301, 67), _rand(n, 67, seed=2)
+    want = b @ a.T
+    results = [_matmul_on_threads(a, b, threads) for threads in (1, 2, 3, 8)]
+    np.testing.assert_allclose(results[0], want, atol=1e-4, rtol=1e-4)
+    for got in results[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [1, 5, 13, GEMV_ROWS_MAX + 1])
+def test_matmul_f32_same_bits_whatever_the_strides(isa, n):
+    # ggrad may hand the kernel one product in several layouts (a weight or its transposed copy viewed
+    # back): dot products and packed tiles alike give the same bits for each
+    a, b = _rand(45, 70), _rand(n, 70, seed=3)
+
+    def transposed(ctx, t):
+        return ops.transpose(ctx, t)
+    plain = _matmul_on_threads(a, b, 2)
+    np.testing.assert_allclose(plain, b @ a.T, atol=1e-4, rtol=1e-4)
+    for got in (_matmul_on_threads(a.T.copy(), b, 2, view_a=transposed),
+                _matmul_on_threads(a, b.T.copy(), 2, view_b=transposed),
+                _matmul_on_threads(a.T.copy(), b.T.copy(), 1, view_a=transposed, view_b=transposed)):
+        np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
 
 
 def test_matmul_f32_rejects_bad_operands():

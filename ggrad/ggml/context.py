@@ -7,7 +7,9 @@ Shapes here are GGML's: `ne[0]` is the innermost dimension. `GTensor.shape` give
 
 from ._lib import ffi, lib
 from . import dtypes
-from .errors import GGMLError, ShapeError
+from .errors import ArgumentError, GGMLError, ShapeError
+
+_PRECISIONS = {"default": lib.GGML_PREC_DEFAULT, "f32": lib.GGML_PREC_F32}   # GTensor.set_prec
 
 MAX_DIMS = lib.GGML_MAX_DIMS
 _TENSOR_OVERHEAD = lib.ggml_tensor_overhead()
@@ -240,6 +242,17 @@ class GTensor:
 
     def set_loss(self):
         lib.ggml_set_loss(self.ptr)
+
+    def set_prec(self, prec):
+        """How this mul_mat node sums its products (GGML's ggml_mul_mat_set_prec), returning the node: "f32"
+        makes every backend sum in f32; with "default" GGML's CUDA and Vulkan products of f16 operands sum
+        in f16 (the CPU's in f32)."""
+        if prec not in _PRECISIONS:
+            raise ArgumentError(f"set_prec: prec must be one of {sorted(_PRECISIONS)}, got {prec!r}")
+        if self.ptr.op != lib.GGML_OP_MUL_MAT:   # GGML asserts it
+            raise ShapeError(f"set_prec: {self!r} is not a node made by mul_mat")
+        lib.ggml_mul_mat_set_prec(self.ptr, _PRECISIONS[prec])
+        return self
 
     def src(self, i):
         s = self.ptr.src[i]

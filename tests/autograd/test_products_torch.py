@@ -129,3 +129,33 @@ def test_half_precision_products_and_gradients_match_torch(shapes, dtype, choice
     tol = 1e-2 if dtype == "float16" else 3e-2
     for g, t in zip(got, expected):
         np.testing.assert_allclose(g, t, rtol=tol, atol=tol * float(np.abs(t).max()))
+
+
+@pytest.mark.parametrize("choices", ["CUDA", "RPC"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_float16_products_ask_for_float32_sums(monkeypatch, choices, dtype):
+    """Every mul_mat of float16 operands, forward and backward, asks for float32 accumulation (as PyTorch's
+    products sum; GGML's CUDA and Vulkan would sum them in float16); bfloat16's sum in float32 already."""
+    from ggrad.ggml import GTensor, ops
+    built, asked = [], []
+    real_mul_mat, real_set_prec = ops.mul_mat, GTensor.set_prec
+
+    def mul_mat(ctx, a, b):
+        out = real_mul_mat(ctx, a, b)
+        built.append((a.dtype.name, out.ptr))
+        return out
+
+    def set_prec(node, prec):
+        asked.append((node.ptr, prec))
+        return real_set_prec(node, prec)
+    monkeypatch.setattr(ops, "mul_mat", mul_mat)
+    monkeypatch.setattr(GTensor, "set_prec", set_prec)
+    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+        a = ggrad.tensor(X3).to(getattr(ggrad, dtype)).requires_grad_()
+        w = ggrad.tensor(W).to(getattr(ggrad, dtype)).requires_grad_()
+        (ggrad.nn.functional.linear(a, w).float() ** 2).sum().backward()
+        a.grad.numpy()
+    halves = [out for name, out in built if name == "f16"]
+    assert len(built) >= 3
+    assert [out for out, _ in asked] == halves and all(prec == "f32" for _, prec in asked)
+    assert bool(halves) == (dtype == "float16")

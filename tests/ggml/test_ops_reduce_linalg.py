@@ -1,8 +1,11 @@
 """Reductions, sorting and matrix products against numpy."""
 
 import numpy as np
+import pytest
 
 from ggrad.ggml import ops
+from ggrad.ggml._lib import lib
+from ggrad.ggml.errors import ArgumentError, ShapeError
 
 R = np.random.default_rng(1)
 X = R.standard_normal((2, 3, 5)).astype(np.float32)
@@ -49,6 +52,29 @@ def test_mul_mat_f16_weights(check):
     a = R.standard_normal((4, 8)).astype(np.float32)
     b = R.standard_normal((3, 8)).astype(np.float32)
     check(lambda ctx, x, y: ops.mul_mat(ctx, x, y), [(a, "f16"), b], lambda x, y: y @ x.T, atol=2e-2, rtol=2e-2)
+
+
+def test_mul_mat_precision(check):
+    """The precision is the node's first op parameter (the CPU always sums in f32: the same result)."""
+    a = R.standard_normal((4, 8)).astype(np.float32)
+    b = R.standard_normal((3, 8)).astype(np.float32)
+
+    def build(ctx, x, y):
+        out = ops.mul_mat(ctx, x, y)
+        assert out.ptr.op_params[0] == lib.GGML_PREC_DEFAULT
+        assert out.set_prec("f32") is out and out.ptr.op_params[0] == lib.GGML_PREC_F32
+        return out
+    check(build, [(a, "f16"), b], lambda x, y: y @ x.T, atol=2e-2, rtol=2e-2)
+
+
+def test_mul_mat_set_prec_refuses_other_nodes_and_precisions(run):
+    def build(ctx, x):
+        with pytest.raises(ShapeError, match="set_prec: .* is not a node made by mul_mat"):
+            ops.scale(ctx, x, 2.0).set_prec("f32")   # GGML would abort
+        with pytest.raises(ArgumentError, match="prec must be one of"):
+            ops.mul_mat(ctx, x, x).set_prec("f64")
+        return ops.scale(ctx, x, 1.0)
+    run(build, [np.ones((2, 2), np.float32)])
 
 
 def test_mul_mat_id(check):

@@ -11,7 +11,7 @@ out_prod. A weight broadcast over a batch of inputs (linear on (B, T, K)) multip
 product, forward and backward (WeightGrad): no reshapes, and no per-batch products summed afterwards.
 """
 
-from ...ggml import f32, kernels, ops
+from ...ggml import f16, f32, kernels, ops
 from ...ggml.errors import ShapeError
 from .. import lowering
 from ..autocast_hook import autocast_op
@@ -170,7 +170,11 @@ def _product(graph, a, b):
 def _product2(graph, a, b):
     if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
         return kernels.matmul_f32(graph.ctx, b, a)   # any strides: no copies
-    return ops.mul_mat(graph.ctx, b, a)
+    out = ops.mul_mat(graph.ctx, b, a)
+    # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
+    # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for its
+    # TF32 product, whose 10-bit mantissa holds float16's values exactly
+    return out.set_prec("f32") if b.dtype is f16 else out
 
 
 def _rows_follow(g):

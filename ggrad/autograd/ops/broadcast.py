@@ -64,7 +64,7 @@ def reduce_to(g, shape):
     if how in ("sum_rows", "out_prod") and g.dtype is not f32:   # both sum float32 only: sum in it
         return reduce_to(g.to(f32), shape).to(g.dtype)
     if how == "out_prod":
-        return _sum_leading_by_out_prod(g, shape, kept)
+        return OnesProduct.apply(g, shape)
     if how == "sum_rows":
         return _sum_leading(g, shape, kept)
     return SumTo.apply(g, shape)
@@ -90,24 +90,20 @@ def _sum_leading(g, shape, kept):
     return views.reshape(summed, shape)
 
 
-def _sum_leading_by_out_prod(g, shape, kept):
-    """Sum over g's leading dimensions as ones^T @ g (GGML out_prod, f32): it reads g's rows in place, no
-    transposed copy."""
-    cols = views.prod(g.shape[len(g.shape) - kept:])
-    flat = views.reshape(g, -1, cols)
-    if ne_of(shape) == [cols, 1, 1, 1]:   # a bias: out_prod's result itself, no reshape view to copy when held
-        return OnesProduct.apply(flat, shape)
-    return views.reshape(OnesProduct.apply(flat, (cols,)), shape)
-
-
 class OnesProduct(Primitive):
-    """ones^T @ g for g (rows, cols): the column sums, given `shape` (whose GGML dimensions are out_prod's
-    [cols, 1, 1, 1]). The column of ones is the pending graph's (`PendingGraph.ones`)."""
+    """The sums of f32 g over its leading dimensions into `shape` (g's trailing dimensions, after any leading
+    ones): ones^T @ g's rows of prod(shape) elements, GGML out_prod with the pending graph's column of ones
+    (`PendingGraph.ones`). It reads g in place: no transposed copy, and no reshape recorded around it."""
 
     @staticmethod
     def build(ctx, graph, g, shape):
-        rows = g.ne[1]
-        return ops.out_prod(graph.ctx, g, ops.reshape_2d(graph.ctx, graph.ones(rows), 1, rows))
+        ne = ne_of(shape)
+        cols = ne[0] * ne[1] * ne[2] * ne[3]
+        rows = g.nelements // cols
+        if list(g.ne) != [cols, rows, 1, 1]:
+            g = ops.reshape_2d(graph.ctx, g, cols, rows)
+        out = ops.out_prod(graph.ctx, g, ops.reshape_2d(graph.ctx, graph.ones(rows), 1, rows))   # [cols, 1, 1, 1]
+        return out if ne == [cols, 1, 1, 1] else ops.reshape_4d(graph.ctx, out, *ne)
 
     @staticmethod
     def shape(g, shape):
@@ -115,8 +111,7 @@ class OnesProduct(Primitive):
 
     @staticmethod
     def backward(ctx, gy):
-        rows, cols = ctx.shapes[0]
-        return Expand.apply(views.reshape(gy, 1, cols), (rows, cols)), None
+        return Expand.apply(gy, ctx.shapes[0]), None
 
 
 def row_sums_node(graph, x):

@@ -44,9 +44,6 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 import contextlib
 import dataclasses
 
-from ..ggml import f32
-from .grad_mode import is_grad_enabled
-
 
 @dataclasses.dataclass(frozen=True)
 class Lowering:
@@ -106,14 +103,6 @@ def for_device(device):
     if forced is not None:
         return forced
     return _BY_BACKEND.get(device.backend_name, RPC)
-
-
-def kernel_gradient(choice, g, x):
-    """Whether the backward of an op whose `choice` (a Lowering field) is "kernel" on g's device takes the
-    kernel's one-node gradient of f32 `g` at `x`. A backward that is itself recorded (create_graph) takes
-    the op's composed gradient instead: the kernel's node has no backward of its own."""
-    return (x.dtype is f32 and g.dtype is f32 and getattr(for_device(g.device), choice) == "kernel"
-            and not is_grad_enabled())
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ from .function import Function, apply_function
 from .pending import alias, graph_of, leaf
 from .tensor import Tensor
 from .trace_cache import primitive_key
-from ..ggml import GTensor
+from ..ggml import GTensor, f32
 
 
 class Primitive(Function):
@@ -134,6 +134,14 @@ class Primitive(Function):
         if saves == "input+output":
             return (args[0], alias(out))
         raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+
+
+def one_op_gradient(g, x):
+    """Whether the backward of an op with a one-op gradient (GELU's, layer norm's: a CPU kernel, or the
+    composition's GGML nodes built in one recorded op) takes it for `g` at `x`: float32 both, and the backward
+    not itself recorded (create_graph), whose ops must have gradients of their own (the composition's
+    Tensor ops)."""
+    return x.dtype is f32 and g.dtype is f32 and not grad_mode.is_grad_enabled()
 
 
 def _has_zero_size(shapes):

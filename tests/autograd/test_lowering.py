@@ -441,3 +441,34 @@ def test_gelu_and_layer_norm_kernels_at_every_instruction_set(no_graph_cache):
             assert not {"SILU", "NORM", "RMS_NORM_BACK"} & ops_run
     finally:
         kernels.isa(best)
+
+
+@pytest.mark.parametrize("choices", ["RPC", "CUDA", "VULKAN"])
+@pytest.mark.parametrize("op", ["gelu_tanh", "layer_norm"])
+def test_composed_gradients_are_one_recorded_op_of_the_same_nodes(monkeypatch, no_graph_cache, choices, op):
+    """Where no kernel takes GELU's or layer norm's gradient, its composition is built as GGML nodes inside
+    one recorded op (GeluTanhBack, LayerNormCoreBack): the same nodes, so the same values bit for bit, as the
+    composition in Tensor ops that a backward recorded with create_graph takes."""
+    from ggrad.autograd.primitive import Primitive
+    x_np = (np.random.default_rng(3).standard_normal((5, 24)) * 3).astype(np.float32)
+    fn = {"gelu_tanh": lambda t: ggrad.nn.functional.gelu(t, approximate="tanh"),
+          "layer_norm": lambda t: ggrad.nn.functional.layer_norm(t, (24,))}[op]
+    recorded = []
+    record = Primitive._record.__func__
+
+    def counting(cls, ctx, args, tensors):
+        recorded.append(cls.__name__)
+        return record(cls, ctx, args, tensors)
+
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        x = ggrad.tensor(x_np, requires_grad=True)
+        y = fn(x)
+        loss = (y * ggrad.tensor(np.linspace(-2, 2, x_np.size, dtype=np.float32).reshape(x_np.shape))).sum()
+        monkeypatch.setattr(Primitive, "_record", classmethod(counting))
+        one_op, = ggrad.autograd.grad(loss, x, retain_graph=True)
+        backward_ops = list(recorded)
+        composed, = ggrad.autograd.grad(loss, x, create_graph=True)
+    assert backward_ops.count({"gelu_tanh": "GeluTanhBack", "layer_norm": "LayerNormCoreBack"}[op]) == 1
+    assert len(backward_ops) <= 3, backward_ops   # the weights' product and the sum's gradient besides
+    assert composed.requires_grad
+    np.testing.assert_array_equal(one_op.numpy(), composed.detach().numpy())

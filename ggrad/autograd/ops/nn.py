@@ -10,16 +10,15 @@ from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from ..function import Function
-from .. import lowering
 from ..pending import contiguous_node, ne_of
-from ..primitive import Primitive
+from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
 from ..torch_dtypes import resolve
 from ..factory import bernoulli_mask
 from . import unary as un
 from . import reduce as rd
 from . import views as mv
-from .broadcast import broadcast_shapes
+from .broadcast import broadcast_shapes, full_operand, row_sums_node
 from .linalg import matmul_nt
 from ..grad_api import composite_vjp
 
@@ -147,22 +146,35 @@ class LayerNormCore(_RowNorm):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if lowering.kernel_gradient("layer_norm", g, x):
+        if one_op_gradient(g, x):
             return LayerNormCoreBack.apply(g, x, ctx.eps), None
-        n = x.shape[-1]
-        centered = x - rd.SumRows.apply(x) * (1.0 / n)
-        g_centered = RMSNormBack.apply(g, centered, ctx.eps)
-        return g_centered - rd.SumRows.apply(g_centered) * (1.0 / n), None
+        return _layer_norm_grad(g, x, ctx.eps, x.shape[-1], rd.SumRows.apply, lambda t, c: t * c,
+                                lambda a, b: a - b, RMSNormBack.apply), None
+
+
+def _layer_norm_grad(g, x, eps, n, row_sums, scale, sub, rms_norm_back):
+    """LayerNormCore's gradient at x: rms_norm_back's at the centred x, centred in its turn. Written once over
+    its operations: Tensor ops for a backward that is itself differentiated, GGML's nodes for the one-op
+    gradient (LayerNormCoreBack), the same nodes."""
+    inv_n = 1.0 / n
+    centered = sub(x, scale(row_sums(x), inv_n))
+    g_centered = rms_norm_back(g, centered, eps)
+    return sub(g_centered, scale(row_sums(g_centered), inv_n))
 
 
 class LayerNormCoreBack(Primitive):
-    """The gradient of LayerNormCore at x given g, by ggrad's CPU kernel (no backward of its own: a backward
-    that is itself differentiated takes LayerNormCore's composition)."""
+    """The gradient of LayerNormCore at x given g, one recorded op: ggrad's CPU kernel where the lowering says
+    so, else `_layer_norm_grad`'s nodes (no backward of its own: a backward that is itself differentiated
+    takes `_layer_norm_grad` in Tensor ops)."""
 
     @staticmethod
     def build(ctx, graph, g, x, eps):
-        return kernels.layer_norm_back_f32(graph.ctx, contiguous_node(graph.ctx, g), contiguous_node(graph.ctx, x),
-                                           eps)
+        c = graph.ctx
+        if graph.lowering.layer_norm == "kernel":
+            return kernels.layer_norm_back_f32(c, contiguous_node(c, g), contiguous_node(c, x), eps)
+        return _layer_norm_grad(g, x, eps, x.ne[0], lambda t: row_sums_node(graph, t),
+                                lambda t, s: ops.scale(c, t, s), lambda a, b: ops.sub(c, a, full_operand(graph, a, b)),
+                                lambda a, b, e: ops.rms_norm_back(c, a, b, float(e)))
 
     @staticmethod
     def shape(g, x, eps):

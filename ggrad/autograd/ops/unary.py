@@ -8,11 +8,10 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 import math
 
 from ...ggml import f32, kernels, ops
-from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from ..pending import contiguous_node
-from ..primitive import Primitive
+from ..primitive import Primitive, one_op_gradient
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
 
@@ -118,17 +117,24 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
-def _gelu_tanh_grad(ctx, g, x):
+def _gelu_tanh_grad(g, x, sqr, sigmoid, mul, affine):
     """With s = sigmoid(z), z = 2u = 2c (x + a x^3), c = sqrt(2/pi), a = 0.044715: 1 + tanh(u) = 2s and
     1 - tanh(u)^2 = 4s(1-s), so the gradient is s (1 + h (1-s)) with h = x 2u' = 2c x (1 + 3a x^2).
-    Eleven GGML nodes on the activation (scale_bias folds each affine step; sigmoid is several times
-    faster than GGML's tanh)."""
-    from .binary import ScaleBias   # binary builds on this module
+    Eleven GGML nodes on the activation (`affine(t, scale, bias)` folds each affine step; sigmoid is
+    several times faster than GGML's tanh). Written once over its operations: Tensor ops for a backward
+    that is itself differentiated, GGML's nodes for the one-op gradient (GeluTanhBack), the same nodes."""
     c2 = 2.0 * _SQRT_2_OVER_PI
-    x2 = Sqr.apply(x)
-    s = Sigmoid.apply(x * ScaleBias.apply(x2, c2 * _GELU_A, c2))
-    h = x * ScaleBias.apply(x2, 3.0 * c2 * _GELU_A, c2)
-    return g * (s * ScaleBias.apply(h * ScaleBias.apply(s, -1.0, 1.0), 1.0, 1.0))
+    x2 = sqr(x)
+    s = sigmoid(mul(x, affine(x2, c2 * _GELU_A, c2)))
+    h = mul(x, affine(x2, 3.0 * c2 * _GELU_A, c2))
+    return mul(g, mul(s, affine(mul(h, affine(s, -1.0, 1.0)), 1.0, 1.0)))
+
+
+def _gelu_tanh_grad_nodes(graph, g, x):
+    """`_gelu_tanh_grad` as GGML nodes of f32 g and x."""
+    c = graph.ctx
+    return _gelu_tanh_grad(g, x, lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t), lambda a, b: ops.mul(c, a, b),
+                           lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
 
 
 def _gelu_erf_grad(ctx, g, x, y):
@@ -175,19 +181,24 @@ class GeluTanh(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if lowering.kernel_gradient("gelu_tanh", g, x):
+        if one_op_gradient(g, x):
             return GeluTanhBack.apply(g, x)
-        return _gelu_tanh_grad(ctx, g, x)
+        from .binary import ScaleBias   # binary builds on this module
+        return _gelu_tanh_grad(g, x, Sqr.apply, Sigmoid.apply, lambda a, b: a * b, ScaleBias.apply)
 
 
 class GeluTanhBack(Primitive):
-    """g times GELU (tanh)'s derivative at x, by ggrad's CPU kernel (no backward of its own: a backward
-    that is itself differentiated uses `_gelu_tanh_grad`)."""
+    """g times GELU (tanh)'s derivative at x, one recorded op: ggrad's CPU kernel where the lowering says so,
+    else `_gelu_tanh_grad`'s nodes (no backward of its own: a backward that is itself differentiated takes
+    `_gelu_tanh_grad` in Tensor ops)."""
     dtypes = FLOAT
 
     @staticmethod
     def build(ctx, graph, g, x):
-        return kernels.gelu_tanh_back_f32(graph.ctx, contiguous_node(graph.ctx, g), contiguous_node(graph.ctx, x))
+        if graph.lowering.gelu_tanh == "kernel":
+            return kernels.gelu_tanh_back_f32(graph.ctx, contiguous_node(graph.ctx, g),
+                                              contiguous_node(graph.ctx, x))
+        return _gelu_tanh_grad_nodes(graph, g, x)
 
 
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")

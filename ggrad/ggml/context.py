@@ -238,9 +238,15 @@ class GTensor:
         lib.ggml_set_output(self.ptr)
 
     def set_param(self):
+        """Flag this leaf as a parameter (GGML's optimizer ops update only those)."""
+        if not self.is_leaf:   # GGML asserts it
+            raise ShapeError(f"set_param: {self!r} is not a leaf (an op's result cannot be a parameter)")
         lib.ggml_set_param(self.ptr)
 
     def set_loss(self):
+        """Flag this f32 scalar as a loss."""
+        if self.dtype is not dtypes.f32 or self.nelements != 1:   # GGML asserts both
+            raise ShapeError(f"set_loss: {self!r} is not an f32 scalar")
         lib.ggml_set_loss(self.ptr)
 
     def set_prec(self, prec):

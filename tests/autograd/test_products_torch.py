@@ -44,7 +44,8 @@ def _run(lib, form, operands):
     grads = (lib.autograd.grad((y * weights).sum(), leaves, create_graph=True))
     # a second derivative through every first gradient (their products with the operands' transposes)
     sum(((g * g).sum() for g in grads), lib.tensor(0.0)).backward()
-    return [y.detach().numpy()] + [g.detach().numpy() for g in grads] + [None if t.grad is None else t.grad.numpy() for t in leaves]
+    second = [None if t.grad is None else t.grad.numpy() for t in leaves]
+    return [y.detach().numpy()] + [g.detach().numpy() for g in grads] + second
 
 
 @pytest.mark.parametrize("choices", sorted(CHOICES))

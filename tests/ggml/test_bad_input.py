@@ -121,6 +121,10 @@ CASES = [
     ("custom_4d: n_args disagrees", ValueError, "custom_4d", lambda: ops.custom_4d(ctx, "f32", 2, 1, 1, 1, [a], 2, print, 1)),
     ("unary: unknown op", ValueError, "unary", lambda: ops.unary(ctx, a, "cube")),
     ("mul_mat_id: ids not i32", DTypeError, "mul_mat_id", lambda: ops.mul_mat_id(ctx, T(4, 3, 2), T(4, 1, 5), T(2, 5))),
+    ("set_param: not a leaf", ShapeError, "set_param", lambda: ops.scale(ctx, a, 2.0).set_param()),
+    ("set_loss: not a scalar", ShapeError, "set_loss", lambda: a.set_loss()),
+    ("set_loss: not f32", ShapeError, "set_loss", lambda: T(1, t="i32").set_loss()),
+    ("set_prec: not a mul_mat", ShapeError, "set_prec", lambda: ops.scale(ctx, a, 2.0).set_prec("f32")),
 ]
 for label, expected, op, call in CASES:
     try:

@@ -84,6 +84,7 @@ class Linear(Primitive):
     """y = x @ w^T + bias for float32 x (..., K), w (N, K) and bias (N,): the product and the bias in one op
     (GGML's add broadcasts the bias over the rows), its gradients as MatMulNT's and the bias's row sum."""
     views = True
+    saves = "inputs"
 
     @staticmethod
     def build(ctx, graph, x, w, bias):
@@ -92,8 +93,6 @@ class Linear(Primitive):
     @staticmethod
     def shape(x, w, bias):
         return x.shape[:-1] + (w.shape[0],)
-
-    saves = "inputs"
 
     @classmethod
     def saved(cls, ctx, args, out):
@@ -121,7 +120,8 @@ class WeightGrad(Primitive):
     @staticmethod
     def build(ctx, graph, g, x, shape):
         if graph.lowering.weight_grad == "out_prod" and g.dtype is f32 and x.dtype is f32:
-            return ops.out_prod(graph.ctx, folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g)))
+            x, g = folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g))
+            return ops.out_prod(graph.ctx, x, g)
         g, x = folded_rows(graph, g), folded_rows(graph, x)
         return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
 

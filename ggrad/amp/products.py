@@ -20,12 +20,11 @@ from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import MatMulNT, WeightGrad, folded_rows, weight_grad
+from ..autograd.ops.linalg import InputGrad, MatMulNT, WeightGrad, weight_grad
 from ..autograd.ops.unary import cast
-from ..autograd.primitive import Primitive
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
-from ..ggml import f32, ops
+from ..ggml import f32
 
 
 class LowPrecisionProduct(Function):
@@ -83,35 +82,6 @@ def _master_rows(x, w):
     precision weight is scratch after the forward."""
     return (w.dtype is f32 and w.ndim == 2 and w.is_contiguous() and x.dtype.is_float
             and lowering.for_device(w.device).weight_grad == "out_prod")
-
-
-class InputGrad(Primitive):
-    """g @ w for g (..., M, N) and w (N, K), both float32: GGML out_prod of w and g's transposed rows (over
-    all g's batch dims), each read in place (_master_rows)."""
-    views = True
-
-    @staticmethod
-    def build(ctx, graph, g, w):
-        rows = folded_rows(graph, g)
-        out = ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, rows))
-        return out if rows is g else ops.reshape_4d(graph.ctx, out, out.ne[0], *g.ne[1:])
-
-    @staticmethod
-    def shape(g, w):
-        return g.shape[:-1] + (w.shape[1],)
-
-    @staticmethod
-    def result_dtype(g, w):
-        return f32
-
-    saves = "inputs"
-
-    @staticmethod
-    def backward(ctx, gy):
-        g, w = ctx.saved_tensors
-        need_g, need_w = ctx.needs_input_grad
-        return (MatMulNT.apply(gy, w) if need_g else None,               # gy @ w^T
-                WeightGrad.apply(g, gy, w.shape) if need_w else None)   # g^T @ gy over g's rows
 
 
 def _as(g, dtype):

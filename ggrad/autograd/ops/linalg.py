@@ -64,7 +64,10 @@ class MatMulNT(Primitive):
         ga = gb = None
         if ctx.needs_input_grad[0]:   # dA = g @ B, a's gradient is dA or its transpose
             # (a transposed a comes from gradient products only, whose operands share their batch dims)
-            ga = MatMulNT.apply(b, g, not tb, False) if ta else MatMulNT.apply(g, b, False, not tb)
+            if ta:
+                ga = MatMulNT.apply(b, g, not tb, False)
+            else:
+                ga = MatMulNT.apply(g, b, False, False) if tb else input_grad(g, b)
         if ctx.needs_input_grad[1]:   # dB = g^T @ A, summed over the batch dims B was broadcast along
             b_shape = ctx.shapes[1]
             if b_shape[:-2] == g.shape[:-2] and not ta:
@@ -103,7 +106,7 @@ class Linear(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_bias = ctx.needs_input_grad
-        return (MatMulNT.apply(g, w, False, True) if need_x else None,
+        return (input_grad(g, w) if need_x else None,
                 WeightGrad.apply(g, x, ctx.shapes[1]) if need_w else None,
                 reduce_to(g, ctx.shapes[2]) if need_bias else None)
 
@@ -140,6 +143,46 @@ class WeightGrad(Primitive):
         return (MatMulNT.apply(x, gw) if need_g else None,                # x @ gw^T
                 MatMulNT.apply(g, gw, False, True) if need_x else None,   # g @ gw
                 None)
+
+
+class InputGrad(Primitive):
+    """g @ w for g (..., M, N) and w (N, K), both float32: GGML out_prod of w and g's transposed rows (over
+    all g's batch dims), each read in place (`input_grad`)."""
+    views = True
+    saves = "inputs"
+
+    @staticmethod
+    def build(ctx, graph, g, w):
+        g = _packed(graph, g)
+        rows = folded_rows(graph, g)
+        out = ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, rows))
+        return out if rows is g else ops.reshape_4d(graph.ctx, out, out.ne[0], *g.ne[1:])
+
+    @staticmethod
+    def shape(g, w):
+        return g.shape[:-1] + (w.shape[1],)
+
+    @staticmethod
+    def result_dtype(g, w):
+        return f32
+
+    @staticmethod
+    def backward(ctx, gy):
+        g, w = ctx.saved_tensors
+        need_g, need_w = ctx.needs_input_grad
+        return (MatMulNT.apply(gy, w) if need_g else None,               # gy @ w^T
+                WeightGrad.apply(g, gy, w.shape) if need_w else None)   # g^T @ gy over g's rows
+
+
+def input_grad(g, w):
+    """g @ w for g (..., M, N) and a 2-D w (N, K): the gradient of x @ w^T with respect to x. Where the backend
+    takes products' gradients from out_prod (CUDA: cuBLAS reads w's rows and g's transposed view in
+    place) and both are contiguous float32, InputGrad; else rows of g against rows of w^T (a transposed
+    copy of w for GGML's mul_mat; the CPU's kernel reads it in place)."""
+    if (lowering.for_device(g.device).weight_grad == "out_prod" and g.dtype is f32 and w.dtype is f32
+            and w.ndim == 2 and w.is_contiguous()):
+        return InputGrad.apply(g, w)
+    return MatMulNT.apply(g, w, False, True)
 
 
 def _product(graph, a, b):

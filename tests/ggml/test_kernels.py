@@ -79,38 +79,20 @@ def test_matmul_f32_empty_k_gives_zeros(check):
 
 @pytest.mark.parametrize("threads", [3, 8])
 def test_matmul_f32_more_threads_than_batches_or_tiles(threads):
-    ctx = gg.Context(n_tensors=16)
     a, b = _rand(2, 10, 24), _rand(2, 7, 24, seed=1)
-    ta, tb = ctx.new_tensor("f32", (24, 10, 2)), ctx.new_tensor("f32", (24, 7, 2))
-    out = kernels.matmul_f32(ctx, ta, tb)
-    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
-    gg.set_data(ta, a)
-    gg.set_data(tb, b)
-    sched = gg.Scheduler("cpu", graph_size=16)
-    graph = gg.Graph(16)
-    graph.build_forward_expand(out)
-    sched.alloc(graph)
-    before = gg.threads.policy.fixed
-    gg.set_num_threads(threads)
-    try:
-        sched.compute(graph)
-    finally:
-        gg.set_num_threads(before)
-    np.testing.assert_allclose(gg.get_data(out).reshape(2, 7, 10), b @ np.swapaxes(a, -1, -2), atol=1e-4, rtol=1e-4)
-    del keep
+    np.testing.assert_allclose(_matmul_on_threads(a, b, threads), b @ np.swapaxes(a, -1, -2), atol=1e-4, rtol=1e-4)
 
 
 GEMV_ROWS_MAX = 64   # the most rows of b any instruction set takes as dot products (csrc/matmul.c)
 
 
 def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
-    """The kernel's product of a and b (b @ a.T, or with view_a/view_b(ctx, t) the product of those views
-    of them) at `threads` threads"""
+    """The kernel's product of a and b (b @ a.T batched, or with view_a/view_b(ctx, t) the product of those
+    views of them) at `threads` threads"""
     ctx = gg.Context(n_tensors=16)
     ta = ctx.new_tensor("f32", tuple(reversed(a.shape)))
     tb = ctx.new_tensor("f32", tuple(reversed(b.shape)))
     out = kernels.matmul_f32(ctx, view_a(ctx, ta) if view_a else ta, view_b(ctx, tb) if view_b else tb)
-    rows, cols = out.ne[1], out.ne[0]
     keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
     gg.set_data(ta, a)
     gg.set_data(tb, b)
@@ -124,7 +106,7 @@ def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
         sched.compute(graph)
     finally:
         gg.set_num_threads(before)
-    result = gg.get_data(out).reshape(rows, cols).copy()
+    result = gg.get_data(out).reshape(tuple(reversed(out.ne[:b.ndim]))).copy()   # numpy order, b's dims
     del keep
     return result
 

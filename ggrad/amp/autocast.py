@@ -4,13 +4,14 @@ Inside `with ggrad.autocast("cuda", dtype=ggrad.float16):` the ops in TABLE chan
 
 - "lower": the matrix products (matmul, linear, conv1d/2d, conv_transpose1d/2d, attention) cast their floating point inputs to
   the autocast dtype and give a result in it. GGML multiplies with the low precision operand as its
-  first operand and accumulates in f32 on the CPU (f16 and bf16) and for bf16 on CUDA (cuBLAS
-  COMPUTE_32F); GGML 0.20.2's CUDA f16 product accumulates in f16 (COMPUTE_16F: its only tensor-core
-  path for f16). Their backward products run in the same low precision, except where the backend
-  takes weight gradients from out_prod (CUDA, which has no f16 out_prod): there both gradients of a
-  product with a float32 weight come from float32 out_prod, which cuBLAS runs on TF32 tensor cores
-  (float16's 10-bit mantissa, float32 accumulation): the weight's from the float16 rows of x cast
-  back, x's from the float32 master weight and the gradient, read in place (products.py).
+  first operand and accumulates in f32: on the CPU always, on CUDA for bf16 (cuBLAS COMPUTE_32F) and
+  for f16 because every f16 product asks for it (linalg._product; GGML's CUDA f16 product otherwise
+  accumulates in f16, COMPUTE_16F, and with it runs TF32 on its f32 conversions). Their backward
+  products run in the same low precision, except where the backend takes weight gradients from
+  out_prod (CUDA, which has no f16 out_prod): there both gradients of a product with a float32 weight
+  come from float32 out_prod, which cuBLAS runs on TF32 tensor cores (float16's 10-bit mantissa,
+  float32 accumulation): the weight's from the float16 rows of x cast back, x's from the float32
+  master weight and the gradient, read in place (products.py).
 - "float32": softmax, log_softmax, norms, losses, exp/log, sums and the like cast their floating point
   inputs to float32 and give a float32 result, as PyTorch's CUDA list "ops that autocast to float32".
 - "banned": binary_cross_entropy raises, as in PyTorch (use binary_cross_entropy_with_logits).

@@ -20,7 +20,7 @@ from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import InputGrad, MatMulNT, WeightGrad, weight_grad
+from ..autograd.ops.linalg import MatMulNT, product_grads
 from ..autograd.ops.unary import cast
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
@@ -41,7 +41,7 @@ class LowPrecisionProduct(Function):
         # only there) casts them back in the backward: one cast, no transposed copies
         master = not w_transposed and _master_rows(x, w)
         ctx.save_for_backward(x_low, w if master else w_low)
-        ctx.sources = (x.shape, x.dtype, w.shape, w.dtype, w_transposed)
+        ctx.sources = (x.dtype, w.shape, w.dtype, w_transposed)
         out = MatMulNT.apply(x_low, w_low, False, w_transposed)
         if bias is None:
             return out
@@ -51,23 +51,17 @@ class LowPrecisionProduct(Function):
     @staticmethod
     def backward(ctx, g):
         x_rows, w_low = ctx.saved_tensors
-        x_shape, x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
+        x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-        gx = gw = gb = None
-        if need_x and w_low.dtype is f32 and not w_transposed:   # the float32 master weight (_master_rows)
-            gx = _as(InputGrad.apply(g, w_low), x_dtype)
-        elif need_x:   # g @ w: rows of g against rows of w^T
-            gx = _as(MatMulNT.apply(g, w_low, False, not w_transposed), x_dtype)
-        if need_w:
-            if x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
-                # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved
-                # rows instead of transposed copies of x and of g, and of a float32 x held from forward
-                x_rows = x_rows.to(f32)
-            if len(w_shape) < len(x_shape):   # over x's rows: A^T @ g for matmul's b, g^T @ x for a weight
-                gw = WeightGrad.apply(x_rows, g, w_shape) if w_transposed else WeightGrad.apply(g, x_rows, w_shape)
-            else:
-                gw = weight_grad(x_rows, g) if w_transposed else weight_grad(g, x_rows)
-            gw = _as(gw, w_dtype)
+        if need_w and x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
+            # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved rows
+            # instead of transposed copies of x and of g, and of a float32 x held from forward
+            x_rows = x_rows.to(f32)
+        # x's gradient from the float32 master weight where it was saved (_master_rows: linalg.input_grad)
+        gx, gw = product_grads(g, x_rows, w_low, False, w_transposed, w_shape, need_x, need_w)
+        gx = None if gx is None else _as(gx, x_dtype)
+        gw = None if gw is None else _as(gw, w_dtype)
+        gb = None
         if need_bias:
             gb = _as(reduce_to(g, ctx.bias[0]), ctx.bias[1])
         return gx, gw, gb, None, None, None

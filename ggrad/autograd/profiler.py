@@ -1,5 +1,6 @@
 """`ggrad.profile()`: per-op time of every graph computed inside the block (GGML's op names; ggrad's own
-CPU kernels by theirs, e.g. MATMUL_F32), from the scheduler's eval callback (each node is then computed on its own, so totals run a little above normal steps).
+CPU kernels by theirs, e.g. MATMUL_F32), from the scheduler's eval callback (each node is then computed
+on its own, so totals run a little above normal steps).
 
     with ggrad.profile() as prof:
         train_step()

@@ -36,9 +36,6 @@ class StoredDType(DType):
         self.block_size, self.type_size = storage.block_size, storage.type_size
         self.storage, self.host = storage, np.dtype(host)
 
-    def __repr__(self):
-        return f"ggrad.{self.torch_name}"
-
     def __reduce__(self):
         return (resolve, (self.name,))
 

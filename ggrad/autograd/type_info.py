@@ -34,7 +34,7 @@ class finfo:
         self.bits, self.eps, self.max = info["bits"], info["eps"], info["max"]
         self.min, self.tiny, self.resolution = -info["max"], info["tiny"], info["resolution"]
         self.smallest_normal = self.tiny
-        self.dtype = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}[dtype.name]
+        self.dtype = dtype.torch_name
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "

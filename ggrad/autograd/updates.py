@@ -207,16 +207,15 @@ class _Guard:
         return self._cache[key]
 
     def select(self, new, fallback):
-        """`new` if the check is finite, else `fallback` (a tensor of new's shape, or a number)."""
+        """`new` if the check is finite, else `fallback`, a tensor of new's shape."""
         if new.numel() == 0:
             return new
-        if isinstance(fallback, Tensor):
-            rows, width = _rows(new.shape)
-            return _Pick.apply(new, fallback, self._index(rows, whole=True), width)
-        return _Pick.apply(new, *self.choice(new, fallback))
+        rows, width = _rows(new.shape)
+        return _Pick.apply(new, fallback, self._index(rows, whole=True), width)
 
     def choice(self, new, fallback):
-        """(fallback row, index, width) that select `new` or the number `fallback` (see `_picked`)."""
+        """(fallback row, index, width) that select `new` or the number `fallback` inside an update's
+        event (`_update`, `_picked`)."""
         from .factory import full
         rows, width = _rows(new.shape)
         row = self._once(("row", width, str(fallback)),

@@ -55,9 +55,13 @@ class DType:
             raise DTypeError(f"{self.name}: a row of {n} elements is not a multiple of the block size {self.block_size}")
         return n // self.block_size * self.type_size
 
+    @property
+    def torch_name(self):
+        """PyTorch's name of the type where it has one ("float32"), else GGML's ("q4_0")."""
+        return _TORCH_NAMES.get(self.name, self.name)
+
     def __repr__(self):
-        """PyTorch's name where the type has one (`ggrad.float32`, as `torch.float32`), else GGML's."""
-        return f"ggrad.{_TORCH_NAMES.get(self.name, self.name)}"
+        return f"ggrad.{self.torch_name}"   # as torch.float32
 
     def __reduce__(self):
         return (from_name, (self.name,))

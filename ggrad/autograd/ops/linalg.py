@@ -60,27 +60,31 @@ class MatMulNT(Primitive):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ta, tb = ctx.transposes
-        ga = gb = None
-        if ctx.needs_input_grad[0]:   # dA = g @ B, a's gradient is dA or its transpose
-            # (a transposed a comes from gradient products only, whose operands share their batch dims)
-            if ta:
-                ga = MatMulNT.apply(b, g, not tb, False)
-            else:
-                ga = MatMulNT.apply(g, b, False, False) if tb else input_grad(g, b)
-        if ctx.needs_input_grad[1]:   # dB = g^T @ A, summed over the batch dims B was broadcast along
-            b_shape = ctx.shapes[1]
-            if b_shape[:-2] == g.shape[:-2] and not ta:
-                gb = weight_grad(a, g) if tb else weight_grad(g, a)   # A^T @ g, or g^T @ A
-            elif b_shape[:-2] == g.shape[:-2]:
-                gb = MatMulNT.apply(a, g, False, True) if tb else MatMulNT.apply(g, a, True, False)
-            elif not ta and not tb and all(n == 1 for n in b_shape[:-2]):
-                gb = WeightGrad.apply(g, a, b_shape)
-            else:
-                dims = b_shape[:-2] + ((b_shape[-1], b_shape[-2]) if tb else b_shape[-2:])
-                gb = reduce_to(MatMulNT.apply(g, a, True, not ta), dims)
-                gb = mv.transpose(gb, -1, -2) if tb else gb
-        return ga, gb, None, None
+        return product_grads(g, a, b, *ctx.transposes, ctx.shapes[1], *ctx.needs_input_grad[:2]) + (None, None)
+
+
+def product_grads(g, a, b, ta, tb, b_shape, need_a, need_b):
+    """The gradients (a's, b's; None where not needed) of MatMulNT's A @ B^T given g, for its operands a and
+    b (of shape `b_shape`) with their transpose flags: dA = g @ B, and dB = g^T @ A summed over the batch
+    dims B was broadcast along; each in its operand's own layout."""
+    ga = gb = None
+    if need_a:   # a transposed a comes from gradient products only, whose operands share their batch dims
+        if ta:
+            ga = MatMulNT.apply(b, g, not tb, False)
+        else:
+            ga = MatMulNT.apply(g, b, False, False) if tb else input_grad(g, b)
+    if need_b:
+        if b_shape[:-2] == g.shape[:-2] and not ta:
+            gb = weight_grad(a, g) if tb else weight_grad(g, a)   # A^T @ g, or g^T @ A
+        elif b_shape[:-2] == g.shape[:-2]:
+            gb = MatMulNT.apply(a, g, False, True) if tb else MatMulNT.apply(g, a, True, False)
+        elif not ta and all(n == 1 for n in b_shape[:-2]):   # a weight shared by A's batch: one product
+            gb = WeightGrad.apply(a, g, b_shape) if tb else WeightGrad.apply(g, a, b_shape)
+        else:
+            dims = b_shape[:-2] + ((b_shape[-1], b_shape[-2]) if tb else b_shape[-2:])
+            gb = reduce_to(MatMulNT.apply(g, a, True, not ta), dims)
+            gb = mv.transpose(gb, -1, -2) if tb else gb
+    return ga, gb
 
 
 class Linear(Primitive):
@@ -106,9 +110,8 @@ class Linear(Primitive):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_bias = ctx.needs_input_grad
-        return (input_grad(g, w) if need_x else None,
-                WeightGrad.apply(g, x, ctx.shapes[1]) if need_w else None,
-                reduce_to(g, ctx.shapes[2]) if need_bias else None)
+        gx, gw = product_grads(g, x, w, False, False, ctx.shapes[1], need_x, need_w)
+        return gx, gw, reduce_to(g, ctx.shapes[2]) if need_bias else None
 
 
 class WeightGrad(Primitive):
@@ -202,15 +205,14 @@ def _product(graph, a, b):
         strided = lowered.strided_matmul
         b = _rows(graph, b, strided in ("both", "first"), True)
         a = _rows(graph, a, strided == "both", False)
-    batches = a.ne[2] * a.ne[3]
-    if batches > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
-        rows = ops.view_2d(gctx, a, a.ne[0], a.ne[1] * batches, a.nb[1], 0)
-        out = _product2(graph, rows, b)
+    if a.ne[2] * a.ne[3] > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
+        out = _one_product(graph, folded_rows(graph, a), b)
         return ops.reshape_4d(gctx, out, out.ne[0], *a.ne[1:])
-    return _product2(graph, a, b)
+    return _one_product(graph, a, b)
 
 
-def _product2(graph, a, b):
+def _one_product(graph, a, b):
+    """The node of a @ b^T as one GGML node: ggrad's kernel or mul_mat, as the lowering says."""
     if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
         return kernels.matmul_f32(graph.ctx, b, a)   # any strides: no copies
     out = ops.mul_mat(graph.ctx, b, a)

@@ -10,7 +10,7 @@ from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from ..function import Function
-from ..pending import contiguous_node, ne_of
+from ..pending import ne_of
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
 from ..torch_dtypes import resolve
@@ -140,7 +140,7 @@ class LayerNormCore(_RowNorm):
     def build(cls, ctx, graph, x, eps):
         if x.dtype is f32 and graph.lowering.layer_norm == "kernel":
             ctx.eps = eps
-            return kernels.layer_norm_f32(graph.ctx, contiguous_node(graph.ctx, x), eps)
+            return kernels.layer_norm_f32(graph.ctx, x, eps)
         return super().build(ctx, graph, x, eps)
 
     @staticmethod
@@ -171,7 +171,7 @@ class LayerNormCoreBack(Primitive):
     def build(ctx, graph, g, x, eps):
         c = graph.ctx
         if graph.lowering.layer_norm == "kernel":
-            return kernels.layer_norm_back_f32(c, contiguous_node(c, g), contiguous_node(c, x), eps)
+            return kernels.layer_norm_back_f32(c, g, x, eps)
         return _layer_norm_grad(g, x, eps, x.ne[0], lambda t: row_sums_node(graph, t),
                                 lambda t, s: ops.scale(c, t, s), lambda a, b: ops.sub(c, a, full_operand(graph, a, b)),
                                 lambda a, b, e: ops.rms_norm_back(c, a, b, float(e)))

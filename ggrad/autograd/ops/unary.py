@@ -10,7 +10,6 @@ import math
 from ...ggml import f32, kernels, ops
 from ..autocast_hook import autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
-from ..pending import contiguous_node
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
@@ -130,13 +129,6 @@ def _gelu_tanh_grad(g, x, sqr, sigmoid, mul, affine):
     return mul(g, mul(s, affine(mul(h, affine(s, -1.0, 1.0)), 1.0, 1.0)))
 
 
-def _gelu_tanh_grad_nodes(graph, g, x):
-    """`_gelu_tanh_grad` as GGML nodes of f32 g and x."""
-    c = graph.ctx
-    return _gelu_tanh_grad(g, x, lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t), lambda a, b: ops.mul(c, a, b),
-                           lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
-
-
 def _gelu_erf_grad(ctx, g, x, y):
     """Phi(x) + x phi(x), with Phi(x) read off the forward's y = x Phi(x) as y / x (and 1/2 at x = 0)."""
     at_zero = 1.0 - Sqr.apply(Sgn.apply(x))
@@ -173,7 +165,7 @@ class GeluTanh(Primitive):
     def build(ctx, graph, x):
         how = graph.lowering.gelu_tanh
         if x.dtype is f32 and how == "kernel":
-            return kernels.gelu_tanh_f32(graph.ctx, contiguous_node(graph.ctx, x))
+            return kernels.gelu_tanh_f32(graph.ctx, x)
         if x.dtype is f32 and how == "silu":
             return _gelu_tanh_by_silu(graph.ctx, x)
         return ops.gelu(graph.ctx, x)
@@ -195,10 +187,11 @@ class GeluTanhBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x):
+        c = graph.ctx
         if graph.lowering.gelu_tanh == "kernel":
-            return kernels.gelu_tanh_back_f32(graph.ctx, contiguous_node(graph.ctx, g),
-                                              contiguous_node(graph.ctx, x))
-        return _gelu_tanh_grad_nodes(graph, g, x)
+            return kernels.gelu_tanh_back_f32(c, g, x)
+        return _gelu_tanh_grad(g, x, lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t),
+                               lambda a, b: ops.mul(c, a, b), lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
 
 
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")

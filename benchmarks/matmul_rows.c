@@ -44,7 +44,6 @@
 #define scratch scratch2
 #define pack pack2
 #define product product2
-#define share share2
 #define rows_along_k rows_along_k2
 #define dot_products dot_products2
 #define transpose8 transpose8_2

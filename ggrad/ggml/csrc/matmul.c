@@ -430,14 +430,6 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
     }
 }
 
-/* [begin, end) of `units` for thread ith of nth, in whole multiples of `step` */
-static void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin, int64_t *end) {
-    int64_t blocks = (units + step - 1) / step;
-    int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
-    *begin = b0 * step < units ? b0 * step : units;
-    *end = b1 * step < units ? b1 * step : units;
-}
-
 /* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */
 void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;

@@ -39,11 +39,9 @@
    to win (benchmarks/matmul_rows.c, one thread, AMD Zen 4: per element of a, packing costs ~0.11 ns and
    the tiles ~0.018 ns a row of b (AVX-512 and AVX2, in steps of NR rows), the dot products ~0.023 ns a
    row with AVX-512, ~0.035 with AVX2; SSE's tiles are slower than its dot products up to 64 rows at least) */
-#ifndef GEMV_ROWS_AVX512
 #define GEMV_ROWS_AVX512 32
 #define GEMV_ROWS_AVX2 8
 #define GEMV_ROWS_GENERIC 64
-#endif
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {

@@ -29,6 +29,10 @@ EXTRA_CDEF = """
 extern "Python" void ggrad_abort_callback(const char * error_message);
 extern "Python" void ggrad_log_callback(enum ggml_log_level level, const char * text, void * user_data);
 extern "Python" bool ggrad_eval_callback(struct ggml_tensor * t, bool ask, void * user_data);
+"""
+
+# ggrad's own kernels (KERNELS below): declared to cffi and, ahead of their calls, in the module's C source
+KERNEL_DECLS = """
 void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
@@ -124,10 +128,11 @@ def integer_defines(include_dir):
 
 include_dir, lib_dir = find_libggml()
 ffibuilder = FFI()
-ffibuilder.cdef(keep_exported(clean_declarations(preprocess(include_dir)), lib_dir) + integer_defines(include_dir) + EXTRA_CDEF, override=True)
+ggml_cdef = keep_exported(clean_declarations(preprocess(include_dir)), lib_dir) + integer_defines(include_dir)
+ffibuilder.cdef(ggml_cdef + EXTRA_CDEF + KERNEL_DECLS, override=True)
 ffibuilder.set_source(
     "ggrad.ggml._ffi",
-    "".join(f'#include "{h}"\n' for h in HEADERS),
+    "".join(f'#include "{h}"\n' for h in HEADERS) + KERNEL_DECLS,
     include_dirs=[str(include_dir)],
     library_dirs=[str(lib_dir)],
     sources=KERNELS,

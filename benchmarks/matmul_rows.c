@@ -10,7 +10,7 @@
    /tmp/matmul_rows [m k n_max [n_min]]
 
    with GGML = the libggml package (python -c "import libggml, os; print(os.path.dirname(libggml.__file__))").
-   The kernel is compiled in twice (dot products for every n, and never), so one binary runs both. */
+   The kernel's source is compiled in, so that its product() runs either method for any n. */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,58 +19,6 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
-#define GEMV_ROWS_AVX512 1000000
-#define GEMV_ROWS_AVX2 1000000
-#define GEMV_ROWS_GENERIC 1000000
-#define ggrad_matmul_f32 matmul_dots
-#include "../ggrad/ggml/csrc/matmul.c"
-#undef ggrad_matmul_f32
-#undef GEMV_ROWS_AVX512
-#undef GEMV_ROWS_AVX2
-#undef GEMV_ROWS_GENERIC
-#undef GEMV
-#undef DEFINE_DOTS
-#undef DEFINE_TILE
-#undef MICROKERNEL
-#undef DOTS_NB
-#undef TRANSPOSE
-#undef KC
-#undef MC
-/* the second copy's static names apart from the first's */
-#define scratch_key scratch_key2
-#define scratch_once scratch_once2
-#define scratch_free scratch_free2
-#define scratch_key_create scratch_key_create2
-#define scratch scratch2
-#define pack pack2
-#define product product2
-#define share share2
-#define rows_along_k rows_along_k2
-#define dot_products dot_products2
-#define transpose8 transpose8_2
-#define transpose4 transpose4_2
-#define transpose_avx512 transpose_avx512_2
-#define transpose_avx2 transpose_avx2_2
-#define transpose_generic transpose_generic_2
-#define kernel_for kernel_for2
-#define tile16 tile16_2
-#define tile8 tile8_2
-#define tile4 tile4_2
-#define dots16 dots16_2
-#define dots8 dots8_2
-#define dots4 dots4_2
-#define tile_avx512 tile_avx512_2
-#define tile_avx2 tile_avx2_2
-#define tile_generic tile_generic_2
-#define gemv_avx512 gemv_avx512_2
-#define gemv_avx2 gemv_avx2_2
-#define gemv_generic gemv_generic_2
-#define operand operand2
-#define kernel kernel2
-#define GEMV_ROWS_AVX512 0
-#define GEMV_ROWS_AVX2 0
-#define GEMV_ROWS_GENERIC 0
-#define ggrad_matmul_f32 matmul_packed
 #include "../ggrad/ggml/csrc/matmul.c"
 #include "../ggrad/ggml/csrc/isa.c"
 
@@ -101,14 +49,17 @@ static double time_us(run_fn fn, void *arg) {
 
 struct job {
     struct ggml_tensor *dst;
-    void (*kernel)(struct ggml_tensor *, int, int, void *);
+    int gemv;   /* the method: dot products (1) or packed tiles (0) */
     struct ggml_cgraph *graph;
     struct ggml_cplan plan;
 };
 
+/* ggrad_matmul_f32 at one thread, by the method j->gemv */
 static void run_kernel(void *p) {
     struct job *j = p;
-    j->kernel(j->dst, 0, 1, NULL);
+    const struct ggml_tensor *a = j->dst->src[0], *b = j->dst->src[1];
+    struct operand ao = {a->data, a->nb[1], a->nb[0]}, bo = {b->data, b->nb[1], b->nb[0]};
+    product(kernel_for(ggrad_isa), ao, bo, a->ne[0], j->dst->data, a->ne[1], 0, a->ne[1], 0, b->ne[1], j->gemv);
 }
 
 static void run_ggml(void *p) {
@@ -134,7 +85,7 @@ int main(int argc, char **argv) {
         struct ggml_tensor *dst = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, m, n);
         dst->src[0] = a;
         dst->src[1] = b;
-        struct job job = {dst, NULL, NULL, {0}};
+        struct job job = {dst, 0, NULL, {0}};
         job.graph = ggml_new_graph(ctx);
         ggml_build_forward_expand(job.graph, ggml_mul_mat(ctx, a, b));
         job.plan = ggml_graph_plan(job.graph, 1, NULL);
@@ -142,9 +93,9 @@ int main(int argc, char **argv) {
         double mm = time_us(run_ggml, &job);
         for (int isa = ggrad_kernels_isa(ISA_BEST); isa >= ISA_GENERIC; isa--) {
             ggrad_kernels_isa(isa);
-            job.kernel = matmul_dots;
+            job.gemv = 1;
             double dots = time_us(run_kernel, &job);
-            job.kernel = matmul_packed;
+            job.gemv = 0;
             double packed = time_us(run_kernel, &job);
             printf("%4d %8s %10.1f %10.1f %10.1f %14.1f\n", n, names[isa], dots, packed, mm,
                    2.0 * m * n * k / packed * 1e-3);

@@ -1,8 +1,9 @@
 """ggrad's own CPU kernels (ggrad/ggml/kernels.py) against numpy, with each instruction set this CPU has.
 The product: every tile edge, k past one packed block, rows past one packed block, transposed and permuted
 operands read in place, batch broadcasting, k = 0, more threads than work; with few rows of b (dot
-products) every count up to past the switch to packing, the same bits at any thread count. GELU: vector
-tails."""
+products) every count up to past the switch to packing, the same bits at any thread count or strides.
+GELU and layer norm, each with its gradient: vector tails. Concat: strided, transposed and permuted parts.
+AdamW: against GGML's opt_step_adamw."""
 
 import os
 import subprocess
@@ -167,6 +168,16 @@ def test_matmul_f32_same_bits_whatever_the_strides(isa, n):
         np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
 
 
+def test_matmul_f32_few_rows_with_a_copied_in_blocks_of_16_rows(isa):
+    # a transposed is copied along k for the dot products a block of rows at a time: 16 rows where k is
+    # past MC x KC / 16 = 8192, so 40 rows take three blocks; the bits are those of a read in place
+    a, b = _rand(40, 9000), _rand(3, 9000, seed=4)
+    plain = _matmul_on_threads(a, b, 1)
+    np.testing.assert_allclose(plain, b @ a.T, atol=1e-3, rtol=1e-4)
+    got = _matmul_on_threads(a.T.copy(), b, 1, view_a=lambda ctx, t: ops.transpose(ctx, t))
+    np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
+
+
 def test_matmul_f32_rejects_bad_operands():
     ctx = gg.Context(n_tensors=8)
     with pytest.raises(ShapeError, match="matmul_f32"):
@@ -213,7 +224,7 @@ def test_gelu_kernels_reject_bad_operands():
 def test_concat_f32_joins_any_strided_parts(check, dim):
     a, b = _rand(2, 3, 4, 5), _rand(2, 3, 4, 5, seed=1)
     axis = 3 - dim
-    b = np.delete(b, 0, axis=axis) if b.shape[axis] > 1 else b   # the parts differ along dim
+    b = np.delete(b, 0, axis=axis)   # the parts differ along dim
 
     def build(ctx, x, y):   # a read through a double transpose (strided), b as stored
         x = ops.transpose(ctx, ops.cont(ctx, ops.transpose(ctx, x)))

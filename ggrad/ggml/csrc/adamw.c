@@ -30,10 +30,8 @@ ISA_VARIANTS(step, step_fn, (float *w, const float *g, float *m, float *v, const
    (the moments) are updated from src[1] (the gradient) and src[4] (the 7 hyper-parameters); contiguous f32 */
 void ggrad_adamw_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;
-    const int64_t n = ggml_nelements(dst), vectors = (n + VMAX - 1) / VMAX;
-    int64_t begin = vectors * ith / nth * VMAX, end = vectors * (ith + 1) / nth * VMAX;
-    if (end > n)
-        end = n;
+    int64_t begin, end;
+    share(ggml_nelements(dst), VMAX, ith, nth, &begin, &end);
     if (begin < end)
         step_for(ggrad_isa)((float *)dst->data, (const float *)dst->src[1]->data, (float *)dst->src[2]->data,
                             (float *)dst->src[3]->data, (const float *)dst->src[4]->data, begin, end);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ggml.h"
+#include "simd.h"
 
 #define BAND 16
 
@@ -54,8 +55,8 @@ void ggrad_concat_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata)
     const int dim = (int)(intptr_t)userdata;
     const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
     const int64_t rows_a = a->ne[1] * a->ne[2] * a->ne[3], rows_b = b->ne[1] * b->ne[2] * b->ne[3];
-    const int64_t total = rows_a + rows_b;
-    const int64_t r0 = total * ith / nth, r1 = total * (ith + 1) / nth;
+    int64_t r0, r1;
+    share(rows_a + rows_b, 1, ith, nth, &r0, &r1);
     if (r0 < rows_a)
         copy_rows(dst, a, dim, 0, r0, r1 < rows_a ? r1 : rows_a);
     if (r1 > rows_a)

@@ -42,19 +42,13 @@
 #define WIDTH_BODY "gelu_width.h"
 #include "each_width.h"
 
-typedef void (*range_fn)(float *out, const float *a, const float *b, int64_t begin, int64_t end);
-
-WIDTH_VARIANTS(forward, range_fn, (float *out, const float *a, const float *b, int64_t begin, int64_t end),
-               (out, a, b, begin, end))
-WIDTH_VARIANTS(backward, range_fn, (float *out, const float *a, const float *b, int64_t begin, int64_t end),
-               (out, a, b, begin, end))
+FORWARD_BACKWARD_VARIANTS(range_fn, (float *out, const float *a, const float *b, int64_t begin, int64_t end),
+                          (out, a, b, begin, end))
 
 /* thread ith of nth takes its share of the elements, in whole vectors of any width */
 static void run(range_fn fn, struct ggml_tensor *dst, const float *a, const float *b, int ith, int nth) {
-    int64_t n = ggml_nelements(dst), vectors = (n + VMAX - 1) / VMAX;
-    int64_t begin = vectors * ith / nth * VMAX, end = vectors * (ith + 1) / nth * VMAX;
-    if (end > n)
-        end = n;
+    int64_t begin, end;
+    share(ggml_nelements(dst), VMAX, ith, nth, &begin, &end);
     if (begin < end)
         fn((float *)dst->data, a, b, begin, end);
 }

@@ -12,7 +12,7 @@ ALWAYS_INLINE VF PER_W(vexp)(VF x_in) {
     VF n = t - shifter;
     VI ni = (VI)t - (VI)((VF){} + shifter);
     VF r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;   /* ln2 in two parts */
-    VF p = 1.0f / 5040 + r * 0.0f;
+    VF p = (VF){} + 1.0f / 5040;
     p = p * r + 1.0f / 720;
     p = p * r + 1.0f / 120;
     p = p * r + 1.0f / 24;

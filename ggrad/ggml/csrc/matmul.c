@@ -39,11 +39,9 @@
    to win (benchmarks/matmul_rows.c, one thread, AMD Zen 4: per element of a, packing costs ~0.11 ns and
    the tiles ~0.018 ns a row of b (AVX-512 and AVX2, in steps of NR rows), the dot products ~0.023 ns a
    row with AVX-512, ~0.035 with AVX2; SSE's tiles are slower than its dot products up to 64 rows at least) */
-#ifndef GEMV_ROWS_AVX512
 #define GEMV_ROWS_AVX512 32
 #define GEMV_ROWS_AVX2 8
 #define GEMV_ROWS_GENERIC 64
-#endif
 
 /* element (row, k) of one batch of an operand lies at base + row * rs + k * ks (bytes) */
 struct operand {
@@ -128,8 +126,8 @@ DEFINE_DOTS(dots16, v16, v16_unaligned, 16)
 DEFINE_DOTS(dots8, v8, v8_unaligned, 8)
 DEFINE_DOTS(dots4, v4, v4_unaligned, 4)
 
-typedef void (*gemv_fn)(const char *a, int64_t lda, int64_t i0, int64_t i1, const float *b, int64_t ldb, int64_t n,
-                        int64_t k, float *c, int64_t ldc);
+typedef void (*gemv_fn)(const char *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t n, int64_t k,
+                        float *c, int64_t ldc);
 
 /* DOTS(NA, nb, ...) with nb (1 ... 4) a constant in each call, so that DOTS's loops unroll */
 #define DOTS_NB(DOTS, NA, nb, ...)                                                                        \
@@ -140,14 +138,14 @@ typedef void (*gemv_fn)(const char *a, int64_t lda, int64_t i0, int64_t i1, cons
     default: DOTS(NA, 4, __VA_ARGS__); break;                                                             \
     }
 
-/* dst rows 0 .. n - 1 by columns i0 .. i1 - 1 by dot products: NA rows of a (in L1 while they serve)
+/* dst rows 0 .. n - 1 by columns 0 .. m - 1 by dot products: NA rows of a (in L1 while they serve)
    against each group of up to NB rows of b in turn, NA x NB accumulators in registers; the last rows of a,
    short of NA, one at a time */
 #define GEMV(NAME, TARGET, DOTS, NA, NB)                                                                  \
-    TARGET static void NAME(const char *a, int64_t lda, int64_t i0, int64_t i1, const float *b, int64_t ldb, \
-                            int64_t n, int64_t k, float *c, int64_t ldc) {                                \
-        for (int64_t i = i0; i < i1;) {                                                                   \
-            int na = i1 - i >= NA ? NA : 1;                                                               \
+    TARGET static void NAME(const char *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t n,  \
+                            int64_t k, float *c, int64_t ldc) {                                           \
+        for (int64_t i = 0; i < m;) {                                                                     \
+            int na = m - i >= NA ? NA : 1;                                                                \
             for (int64_t j = 0; j < n; j += NB) {                                                         \
                 int nb = n - j < NB ? (int)(n - j) : NB;                                                  \
                 if (na == NA)                                                                             \
@@ -366,7 +364,8 @@ static int dot_products(struct kernel kern, struct operand a, struct operand b, 
     if (!brows)
         return 0;
     int64_t block = i1 - i0;
-    if (a.ks != sizeof(float) || a.rs % sizeof(float) != 0) {   /* copies of MC x KC floats at most */
+    /* a copied, a block of rows at a time: MC x KC floats at most, but 16 rows at least (k > MC x KC / 16) */
+    if (a.ks != sizeof(float) || a.rs % sizeof(float) != 0) {
         block = (int64_t)MC * KC / k / 16 * 16;
         block = block < 16 ? 16 : block;
     }
@@ -375,7 +374,7 @@ static int dot_products(struct kernel kern, struct operand a, struct operand b, 
         const float *arows = rows_along_k(kern.transpose, a, 0, ib, ie, k, &lda);
         if (!arows)
             return 0;
-        kern.gemv((const char *)arows, lda * (int64_t)sizeof(float), 0, ie - ib, brows, ldb, j1 - j0, k,
+        kern.gemv((const char *)arows, lda * (int64_t)sizeof(float), ie - ib, brows, ldb, j1 - j0, k,
                   c + j0 * ldc + ib, ldc);
     }
     return 1;
@@ -428,14 +427,6 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
             }
         }
     }
-}
-
-/* [begin, end) of `units` for thread ith of nth, in whole multiples of `step` */
-static void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin, int64_t *end) {
-    int64_t blocks = (units + step - 1) / step;
-    int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
-    *begin = b0 * step < units ? b0 * step : units;
-    *end = b1 * step < units ? b1 * step : units;
 }
 
 /* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */

@@ -13,12 +13,8 @@
 #define WIDTH_BODY "norm_width.h"
 #include "each_width.h"
 
-typedef void (*row_fn)(float *out, const float *a, const float *b, int64_t n, float eps);
-
-WIDTH_VARIANTS(forward, row_fn, (float *out, const float *a, const float *b, int64_t n, float eps),
-               (out, a, b, n, eps))
-WIDTH_VARIANTS(backward, row_fn, (float *out, const float *a, const float *b, int64_t n, float eps),
-               (out, a, b, n, eps))
+FORWARD_BACKWARD_VARIANTS(row_fn, (float *out, const float *a, const float *b, int64_t n, float eps),
+                          (out, a, b, n, eps))
 
 /* thread ith of nth takes its share of the rows; eps travels as the bits of a float in userdata */
 static void run(row_fn fn, struct ggml_tensor *dst, const float *a, const float *b, void *userdata, int ith,
@@ -26,8 +22,10 @@ static void run(row_fn fn, struct ggml_tensor *dst, const float *a, const float 
     uint32_t bits = (uint32_t)(uintptr_t)userdata;
     float eps;
     memcpy(&eps, &bits, sizeof eps);
-    const int64_t n = dst->ne[0], rows = ggml_nrows(dst);
-    for (int64_t row = rows * ith / nth; row < rows * (ith + 1) / nth; row++)
+    const int64_t n = dst->ne[0];
+    int64_t begin, end;
+    share(ggml_nrows(dst), 1, ith, nth, &begin, &end);
+    for (int64_t row = begin; row < end; row++)
         fn((float *)dst->data + row * n, a + row * n, b ? b + row * n : NULL, n, eps);
 }
 

@@ -84,6 +84,21 @@ extern int ggrad_isa;
 #define WIDTH_VARIANTS(NAME, TYPE, PARAMS, ARGS) \
     VARIANTS(NAME, TYPE, PARAMS, ARGS, NAME##4, NAME##8, NAME##16)
 
+/* FN, a pointer to void PARAMS, and forward_for, backward_for: the WIDTH_VARIANTS of a kernel's two
+   passes, each of type FN */
+#define FORWARD_BACKWARD_VARIANTS(FN, PARAMS, ARGS) \
+    typedef void(*FN) PARAMS;                        \
+    WIDTH_VARIANTS(forward, FN, PARAMS, ARGS)        \
+    WIDTH_VARIANTS(backward, FN, PARAMS, ARGS)
+
+/* [begin, end) of `units` for thread ith of nth, in whole multiples of `step` */
+ALWAYS_INLINE void share(int64_t units, int64_t step, int ith, int nth, int64_t *begin, int64_t *end) {
+    int64_t blocks = (units + step - 1) / step;
+    int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
+    *begin = b0 * step < units ? b0 * step : units;
+    *end = b1 * step < units ? b1 * step : units;
+}
+
 /* mask ? yes : no, lane by lane (C has no ?: on vectors), for vectors of any width */
 #define vselect(mask, yes, no)                                                                            \
     ((__typeof__(yes))(((mask) & (__typeof__(mask))(yes)) | (~(mask) & (__typeof__(mask))(no))))

@@ -49,6 +49,7 @@ TABLE = {
     "matmul": (LOWER, None), "linear": (LOWER, None), "conv1d": (LOWER, None), "conv2d": (LOWER, None),
     "conv_transpose1d": (LOWER, None), "conv_transpose2d": (LOWER, None),
     "attention": (LOWER, 3),   # scaled_dot_product_attention and MultiheadAttention: q, k, v (not the mask)
+    "self_attention": (LOWER, 1),   # MultiheadAttention's one-op self-attention: qkv (not the mask)
     # float32
     "softmax": (FLOAT32, None), "log_softmax": (FLOAT32, None), "layer_norm": (FLOAT32, None),
     "rms_norm": (FLOAT32, None), "norm": (FLOAT32, None), "exp": (FLOAT32, None), "log": (FLOAT32, None),

@@ -2,12 +2,17 @@
 
 Self-attention makes q, k and v with ONE matmul against a (3E, E) weight; every head is computed at
 once in batched matmuls on (B, H, T, Dh) tensors; all masks are merged into one additive f32 mask
-that GGML's fused soft_max_ext applies (blocked = -inf) together with the 1/sqrt(Dh) scale.
+that GGML's fused soft_max_ext applies (blocked = -inf) together with the 1/sqrt(Dh) scale. Self-attention
+that returns no weights (a transformer block's) is one recorded op forward and one backward
+(`self_attention`, autograd/ops/attention.py).
 """
 
 import math
 
+from ..autograd.autocast_hook import autocast_op
 from ..autograd.factory import empty, tensor
+from ..autograd.ops.attention import SelfAttention
+from ..ggml import f32
 from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
@@ -123,6 +128,34 @@ class MultiHeadAttention(Module):
             key_padding_mask = _unsqueeze_mask(key_padding_mask)
         self._check_shapes(q_in, k_in, v_in)
         b, t = q_in.shape[0], q_in.shape[1]
+        if self._one_op(q_in, k_in, v_in, attn_mask, key_padding_mask, need_weights, kv_cache):
+            mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, t, q_in.device)
+            qkv = F.linear(q_in, self.in_proj_weight, self.in_proj_bias)
+            out, weights = self_attention(qkv, mask, self.num_heads, 1.0 / math.sqrt(self.head_dim)), None
+        else:
+            out, weights = self._attend(q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache)
+        out = self.out_proj(out)
+        if unbatched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        return out, weights.squeeze(0) if unbatched else weights
+
+    def _one_op(self, q_in, k_in, v_in, attn_mask, key_padding_mask, need_weights, kv_cache):
+        """Whether this call is self-attention that `self_attention` computes as one recorded op each way:
+        one input, one fused projection, no weights returned, no dropout, no cache, constant masks."""
+        return (q_in is k_in and k_in is v_in and self._qkv_same_embed_dim and not need_weights
+                and kv_cache is None and not (self.dropout and self.training)
+                and not getattr(attn_mask, "requires_grad", False)
+                and not getattr(key_padding_mask, "requires_grad", False))
+
+    def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache):
+        """(attention output (B, T, E), weights (B, H, T, S)) on the general path: heads as views."""
+        b, t = q_in.shape[0], q_in.shape[1]
         q, k, v = self._project(q_in, k_in, v_in)
         if kv_cache is not None:
             if k_in is not q_in or v_in is not q_in:
@@ -137,17 +170,7 @@ class MultiHeadAttention(Module):
         if filled is not None:
             mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
         out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
-        out = out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim)      # (B, T, H, Dh) -> (B, T, E)
-        out = self.out_proj(out)
-        if unbatched:
-            out = out.squeeze(0)
-        elif not self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-        return out, weights.squeeze(0) if unbatched else weights
+        return out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim), weights   # (B, T, H, Dh) -> (B, T, E)
 
     def _check_shapes(self, q, k, v):
         e = self.embed_dim
@@ -251,6 +274,14 @@ class MultiheadAttention(MultiHeadAttention):
                 is_causal = False
         return super().forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
                                is_causal, kv_cache)
+
+
+@autocast_op("self_attention")
+def self_attention(qkv, mask, num_heads, scale):
+    """softmax(q k^T * scale + mask) v over `num_heads` heads of q, k, v side by side in qkv (B, T, 3E), as
+    (B, T, E) in qkv's dtype; `mask` None or a constant additive float32 mask fitted to (B, H, T, T)."""
+    out = SelfAttention.apply(qkv, mask, scale, num_heads)
+    return out if qkv.dtype is f32 else out.to(qkv.dtype)
 
 
 def _batched(x, unbatched, batch_first, name):

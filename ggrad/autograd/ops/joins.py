@@ -16,10 +16,7 @@ class Concat(Primitive):
     @staticmethod
     def build(ctx, graph, a, b, dim):
         ctx.dim = dim
-        ggml_dim = len(ctx.shapes[0]) - 1 - dim
-        if a.dtype is f32 and b.dtype is f32 and graph.lowering.concat == "kernel":
-            return kernels.concat_f32(graph.ctx, a, b, ggml_dim)
-        return ops.concat(graph.ctx, a, b, ggml_dim)
+        return join_nodes(graph, a, b, len(ctx.shapes[0]) - 1 - dim)
 
     @staticmethod
     def shape(a, b, dim):
@@ -31,6 +28,14 @@ class Concat(Primitive):
     def backward(ctx, g):
         na, nb = ctx.shapes[0][ctx.dim], ctx.shapes[1][ctx.dim]
         return narrow(g, ctx.dim, 0, na), narrow(g, ctx.dim, na, nb), None
+
+
+def join_nodes(graph, a, b, ggml_dim):
+    """The node of nodes a and b (any strides) joined along GGML dimension `ggml_dim`: ggrad's kernel or
+    GGML's concat, as the lowering says."""
+    if a.dtype is f32 and b.dtype is f32 and graph.lowering.concat == "kernel":
+        return kernels.concat_f32(graph.ctx, a, b, ggml_dim)
+    return ops.concat(graph.ctx, a, b, ggml_dim)
 
 
 def sequence(tensors, op):

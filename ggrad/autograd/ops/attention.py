@@ -1,0 +1,153 @@
+"""Self-attention over the heads of one fused projection: one recorded op forward, one backward.
+
+MultiHeadAttention's general path records about a dozen ops a layer forward (the heads' reshape, permute
+and slices, two products, the softmax, the output's permute and reshape) and twice as many backward. Here
+the same GGML nodes are built inside one op each way: a training step's host time is paid per recorded op.
+The backward recomputes the attention weights from q and k, as fused attention kernels do, rather than
+keeping a (B, H, T, S) tensor alive from the forward to the backward: one more small product a layer, and
+that memory free for the rest of the step.
+
+The formulas are written once over their operations: `_Nodes` builds them as GGML nodes inside one op,
+`_Tensors` as differentiable Tensor ops, for a backward that is itself differentiated (create_graph).
+Shapes are numpy's: qkv (B, T, 3E) holds q, k and v side by side, each of H heads of Dh = E / H.
+"""
+
+from ...ggml import f32, ops
+from .. import grad_mode
+from ..primitive import Primitive
+from .joins import cat, join_nodes
+from .linalg import MatMulNT
+from .nn import SoftmaxBack, SoftmaxExt
+
+
+def _forward(qkv, mask, scale, heads, op):
+    """softmax(q k^T * scale + mask) v for the heads of qkv, as (B, T, E)."""
+    q, k, v = (op.heads(qkv, heads, 3, part) for part in range(3))
+    p = op.softmax(op.product(q, k), mask, scale)
+    return op.merge_heads(op.product(p, v, tb=True))
+
+
+def _backward(g, qkv, mask, scale, heads, op):
+    """The gradient at qkv of `_forward` given g (B, T, E), as (B, T, 3E); the weights recomputed."""
+    q, k, v = (op.heads(qkv, heads, 3, part) for part in range(3))
+    p = op.softmax(op.product(q, k), mask, scale)
+    gh = op.heads(g, heads, 1, 0)
+    ds = op.softmax_back(op.product(gh, v), p, scale)             # at the scaled, masked scores
+    dq = op.product(ds, k, tb=True)                               # dS K
+    dk = op.product(ds, q, ta=True, tb=True)                      # dS^T Q
+    dv = op.product(p, gh, ta=True, tb=True)                      # P^T dO
+    return op.merge_heads(dq, dk, dv, dtype=qkv.dtype)
+
+
+class _Nodes:
+    """The formulas' operations as GGML nodes of `graph` (dimensions in GGML's order, innermost first)."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def heads(self, x, heads, parts, part):
+        """Part `part` of the `parts` side by side in x [parts * E, T, B], as the heads [Dh, T, H, B] (a view)."""
+        width = x.ne[0] // parts
+        dh, size = width // heads, x.nb[0]
+        c = self.graph.ctx
+        split = ops.view_4d(c, x, dh, heads, x.ne[1], x.ne[2], dh * size, x.nb[1], x.nb[2], part * width * size)
+        return ops.permute(c, split, 0, 2, 1, 3)
+
+    def product(self, a, b, ta=False, tb=False):
+        return MatMulNT.build(None, self.graph, a, b, ta, tb)
+
+    def softmax(self, x, mask, scale):
+        return ops.soft_max_ext(self.graph.ctx, x, mask, scale, 0.0)
+
+    def softmax_back(self, g, y, scale):
+        return ops.soft_max_ext_back(self.graph.ctx, g, y, scale, 0.0)
+
+    def merge_heads(self, *parts, dtype=f32):
+        """Heads [Dh, T, H, B] (one part or several side by side) as [parts * H * Dh, T, B], in `dtype`."""
+        c = self.graph.ctx
+        dh, t, h, b = parts[0].ne
+        laid = [ops.permute(c, x, 0, 2, 1, 3) for x in parts]      # [Dh, H, T, B] views
+        out = ops.cont(c, laid[0]) if len(laid) == 1 else join_nodes(self.graph, laid[0], laid[1], 1)
+        for x in laid[2:]:
+            out = join_nodes(self.graph, out, x, 1)
+        out = ops.reshape_3d(self.graph.ctx, out, dh * h * len(parts), t, b)
+        return out if dtype is f32 else ops.cast(c, out, dtype)
+
+
+class _Tensors:
+    """The formulas' operations as differentiable Tensor ops (numpy order)."""
+
+    @staticmethod
+    def heads(x, heads, parts, part):
+        b, t, width = x.shape
+        dh = width // parts // heads
+        return x.reshape(b, t, parts * heads, dh).narrow(2, part * heads, heads).permute(0, 2, 1, 3)
+
+    @staticmethod
+    def product(a, b, ta=False, tb=False):
+        return MatMulNT.apply(a, b, ta, tb)
+
+    @staticmethod
+    def softmax(x, mask, scale):
+        return SoftmaxExt.apply(x, mask, scale, 0.0)
+
+    @staticmethod
+    def softmax_back(g, y, scale):
+        return SoftmaxBack.apply(g, y, scale)
+
+    @staticmethod
+    def merge_heads(*parts, dtype=f32):
+        b, h, t, dh = parts[0].shape
+        joined = parts[0] if len(parts) == 1 else cat(parts, dim=1)
+        out = joined.permute(0, 2, 1, 3).reshape(b, t, len(parts) * h * dh)
+        return out if dtype is f32 else out.to(dtype)
+
+
+class SelfAttention(Primitive):
+    """softmax(q k^T * scale + mask) v of the `heads` heads of qkv (B, T, 3E), as (B, T, E) float32.
+
+    `mask`: None or a constant additive float32 mask fitted to the scores (B, H, T, T) by
+    nn.functional.fit_mask."""
+    saves = (0, 1)
+
+    @staticmethod
+    def build(ctx, graph, qkv, mask, scale, heads):
+        return _forward(qkv, mask, scale, heads, _Nodes(graph))
+
+    @staticmethod
+    def shape(qkv, mask, scale, heads):
+        b, t, width = qkv.shape
+        return (b, t, width // 3)
+
+    @staticmethod
+    def result_dtype(qkv, mask, scale, heads):
+        return f32
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        ctx.scale, ctx.heads = args[2], args[3]
+        return args[0], args[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        qkv, mask = ctx.saved_tensors
+        if grad_mode.is_grad_enabled():   # create_graph: a backward of differentiable ops
+            return _backward(g, qkv, mask, ctx.scale, ctx.heads, _Tensors), None, None, None
+        return SelfAttentionBack.apply(g, qkv, mask, ctx.scale, ctx.heads), None, None, None
+
+
+class SelfAttentionBack(Primitive):
+    """SelfAttention's gradient at qkv given g, in qkv's dtype: one recorded op (no backward of its own: a
+    backward that is itself differentiated takes `_backward` in Tensor ops)."""
+
+    @staticmethod
+    def build(ctx, graph, g, qkv, mask, scale, heads):
+        return _backward(g, qkv, mask, scale, heads, _Nodes(graph))
+
+    @staticmethod
+    def shape(g, qkv, mask, scale, heads):
+        return qkv.shape
+
+    @staticmethod
+    def result_dtype(g, qkv, mask, scale, heads):
+        return qkv.dtype

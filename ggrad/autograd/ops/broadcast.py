@@ -114,6 +114,22 @@ class OnesProduct(Primitive):
         return Expand.apply(gy, ctx.shapes[0]), None
 
 
+def leading_sums_node(graph, x, shape):
+    """GGML node of the sums of f32 node x over its leading dimensions into `shape` (its trailing ones), as
+    `reduce_to` lowers them on the backend: out_prod with ones, sum_rows of a transposed copy, or repeat_back."""
+    how = graph.lowering.reduce_leading
+    if how == "out_prod":
+        return OnesProduct.build(None, graph, x, shape)
+    if how != "sum_rows":
+        return ops.repeat_back(graph.ctx, x, graph.shape_only(shape, x.dtype))
+    ne = ne_of(shape)
+    cols = ne[0] * ne[1] * ne[2] * ne[3]
+    c = graph.ctx
+    rows = ops.reshape_2d(c, x, cols, x.nelements // cols)
+    summed = ops.sum_rows(c, ops.cont(c, ops.transpose(c, rows)))   # [1, cols]
+    return ops.reshape_4d(graph.ctx, summed, *ne)
+
+
 def row_sums_node(graph, x):
     """GGML node of the sums of x's rows, [1, ne1, ne2, ne3]: sum_rows, or where the backend's lowering says
     so and x is contiguous f32, mul_mat of x's rows with a column of ones (lowering.py)."""

@@ -9,6 +9,7 @@ from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
+from .. import grad_mode
 from ..function import Function
 from ..pending import ne_of
 from ..primitive import Primitive, one_op_gradient
@@ -18,7 +19,7 @@ from ..factory import bernoulli_mask
 from . import unary as un
 from . import reduce as rd
 from . import views as mv
-from .broadcast import broadcast_shapes, full_operand, row_sums_node
+from .broadcast import broadcast_shapes, full_operand, leading_sums_node, reduce_to, row_sums_node
 from .linalg import matmul_nt
 from ..grad_api import composite_vjp
 
@@ -196,8 +197,75 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
     return mv.reshape(core.apply(flat, eps), x.shape)
 
 
+class LayerNormAffine(Primitive):
+    """layer_norm over the last dimension with its weight and bias, one recorded op: LayerNormCore's node
+    times w plus b (three recorded ops otherwise). Backward: one op for each gradient (x's, w's, b's, five
+    ops otherwise); w's recomputes the normalised x rather than keeping a tensor of x's size from the forward."""
+    saves = (0, 1)
+
+    @staticmethod
+    def build(ctx, graph, x, w, b, eps):
+        y = LayerNormCore.build(ctx, graph, x, eps)
+        return ops.add(graph.ctx, ops.mul(graph.ctx, y, w), b)
+
+    @classmethod
+    def saved(cls, ctx, args, out):
+        ctx.eps = args[3]
+        return args[0], args[1]
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        db = reduce_to(g, w.shape) if need_b else None
+        if grad_mode.is_grad_enabled():   # create_graph: the gradients in differentiable ops
+            dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), (need_x, need_w), g)
+            return dx, dw, db, None
+        dx = LayerNormAffineBack.apply(g, x, w, ctx.eps) if need_x else None
+        dw = LayerNormWeightGrad.apply(g, x, ctx.eps) if need_w else None
+        return dx, dw, db, None
+
+
+class LayerNormAffineBack(Primitive):
+    """LayerNormAffine's gradient at x given g: LayerNormCoreBack's of g * w, one recorded op."""
+
+    @staticmethod
+    def build(ctx, graph, g, x, w, eps):
+        return LayerNormCoreBack.build(ctx, graph, ops.mul(graph.ctx, g, w), x, eps)
+
+    @staticmethod
+    def shape(g, x, w, eps):
+        return x.shape
+
+
+class LayerNormWeightGrad(Primitive):
+    """LayerNormAffine's gradient at w given g: the sums of g times the normalised x (recomputed) over x's
+    leading dimensions, one recorded op."""
+
+    @staticmethod
+    def build(ctx, graph, g, x, eps):
+        y = LayerNormCore.build(ctx, graph, x, eps)
+        return leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],))
+
+    @staticmethod
+    def shape(g, x, eps):
+        return x.shape[-1:]
+
+
+def _affine_in_one_op(x, normalized_shape, weight, bias):
+    """Whether layer_norm's call is LayerNormAffine's: float32 x of at most 4 dimensions normalised over its
+    last, by a float32 weight and bias of that size."""
+    n = normalized_shape if isinstance(normalized_shape, int) else \
+        (normalized_shape[0] if len(normalized_shape) == 1 else None)
+    return (weight is not None and bias is not None and x.dtype is f32 and weight.dtype is f32
+            and bias.dtype is f32 and 0 < x.ndim <= 4 and x.shape[-1] == n
+            and weight.shape == (n,) and bias.shape == (n,))
+
+
 @autocast_op("layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if _affine_in_one_op(x, normalized_shape, weight, bias):
+        return LayerNormAffine.apply(x, weight, bias, eps)
     y = _normalize_trailing(LayerNormCore, x, normalized_shape, eps, "layer_norm")
     if weight is not None:
         y = y * weight

@@ -12,12 +12,14 @@ from ggrad.autograd import execution, lowering
 from ggrad.examples.char_gpt import CharGPT
 
 # W2: vocab 96, d_model 128, 4 layers, 4 heads, context 64 (batch 2: the counts do not depend on it)
-MOST_COPIES = {"CPU": 4, "RPC": 99, "CUDA": 36}   # CUDA: bias sums by out_prod, no copy (was 122); x's
-# gradients out_prod of w and g's transposed view (linalg.input_grad), no transposed weight (was 53)
+MOST_COPIES = {"CPU": 4, "RPC": 99, "CUDA": 20}   # CUDA: bias sums by out_prod, no copy (was 122); x's
+# gradients out_prod of w and g's transposed view (linalg.input_grad), no transposed weight (was 53); the
+# one-op self-attention's k and v gradients out_prod of the heads' views in place (was 36)
 # RPC (the CPU's choices with GGML's ops): 111 until the first operand of mul_mat was read strided
 # (lowering.strided_matmul "first"); the CPU's 103 fell to 20 when its products moved to ggrad's kernel,
 # which reads transposed operands in place (lowering.matmul "kernel"), and to 12 when its joins did
-# (lowering.concat "kernel": those are CONCAT_F32 nodes, not counted)
+# (lowering.concat "kernel": those are CONCAT_F32 nodes, not counted), and to 4 when the attention gradient's
+# joins read the heads' views in place (ops/attention.py)
 
 
 def step_conts(choices):

@@ -54,7 +54,12 @@ class _Nodes:
         return ops.permute(c, split, 0, 2, 1, 3)
 
     def product(self, a, b, ta=False, tb=False):
-        return MatMulNT.build(None, self.graph, a, b, ta, tb)
+        """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). a^T b, as the backend takes products'
+        weight gradients: by out_prod where it reads both in place (CUDA, f32), as linalg.weight_grad."""
+        graph = self.graph
+        if ta and tb and graph.lowering.weight_grad == "out_prod" and a.dtype is f32 and b.dtype is f32:
+            return ops.out_prod(graph.ctx, b, a)
+        return MatMulNT.build(None, graph, a, b, ta, tb)
 
     def softmax(self, x, mask, scale):
         return ops.soft_max_ext(self.graph.ctx, x, mask, scale, 0.0)

@@ -136,3 +136,13 @@ def rpc_device(server):
     devs = gg.rpc_add_server(server)
     assert len(devs) == 1, devs
     return devs[0]
+
+
+@pytest.fixture
+def no_graph_cache():
+    """The graph cache does not key on the lowering: tests that switch choices build every graph."""
+    from ggrad.autograd import execution
+    was = execution.trace_cache.ENABLED
+    execution.set_graph_cache(False)
+    yield
+    execution.set_graph_cache(was)

@@ -260,16 +260,6 @@ def _ops_of(fn):
     return set(prof.by_op())
 
 
-@pytest.fixture
-def no_graph_cache():
-    """The graph cache does not key on the lowering: tests that switch choices build every graph."""
-    from ggrad.autograd import execution
-    was = execution.trace_cache.ENABLED
-    execution.set_graph_cache(False)
-    yield
-    execution.set_graph_cache(was)
-
-
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_column_broadcast_by_out_prod_matches_repeat(op, no_graph_cache):
     rng = np.random.default_rng(1)

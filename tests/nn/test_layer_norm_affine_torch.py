@@ -8,19 +8,10 @@ import numpy as np
 import pytest
 
 import ggrad
-from ggrad.autograd import execution, lowering, primitive
+from ggrad.autograd import lowering, primitive
 
 torch = pytest.importorskip("torch")
 SHAPE, C = (3, 5, 24), 24
-
-
-@pytest.fixture
-def no_graph_cache():
-    """The graph cache off: it does not key on the lowering that `lowering.forced` changes."""
-    was = execution.trace_cache.ENABLED
-    execution.set_graph_cache(False)
-    yield
-    execution.set_graph_cache(was)
 
 
 def _data(seed=0):

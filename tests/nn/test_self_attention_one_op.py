@@ -89,22 +89,17 @@ def test_values_and_gradients_as_torch(kind, batch_first):
 
 
 @pytest.mark.parametrize("choices", ["RPC", "CUDA", "VULKAN"])
-def test_every_backends_choices_as_torch(choices):
+def test_every_backends_choices_as_torch(no_graph_cache, choices):
     """The GPUs' lowerings (built and run on the CPU): CUDA's k and v gradients by out_prod of the heads' views."""
-    from ggrad.autograd import execution, lowering
+    from ggrad.autograd import lowering
     ours, theirs = _mha()
     x = _inputs(6)
     causal = np.triu(np.ones((T, T), bool), 1)
-    was = execution.trace_cache.ENABLED
-    execution.set_graph_cache(False)   # the cache does not key on the lowering
-    try:
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
-            xo = ggrad.tensor(x, requires_grad=True)
-            out = ours(xo, xo, xo, need_weights=False, attn_mask=causal)[0]
-            (out * out).sum().backward()
-            got = out.numpy(), xo.grad.numpy(), ours.in_proj_weight.grad.numpy()
-    finally:
-        execution.set_graph_cache(was)
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        xo = ggrad.tensor(x, requires_grad=True)
+        out = ours(xo, xo, xo, need_weights=False, attn_mask=causal)[0]
+        (out * out).sum().backward()
+        got = out.numpy(), xo.grad.numpy(), ours.in_proj_weight.grad.numpy()
     xt = torch.tensor(x, requires_grad=True)
     expected = theirs(xt, xt, xt, need_weights=False, attn_mask=torch.tensor(causal))[0]
     (expected * expected).sum().backward()

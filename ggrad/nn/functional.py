@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
+from ..autograd import autocast_hook
 from ..autograd.autocast_hook import autocast_op
 from ..autograd.boundary import guard as _guard
 from ..autograd.typing_aliases import ArrayLike
@@ -198,6 +199,8 @@ def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_ro
         weights = softmax_ext(scores, mask, scale=scale)
     if open_rows is not None:
         weights = weights * open_rows
+    if weights.dtype is not q.dtype and autocast_hook.current() is None:
+        weights = weights.to(q.dtype)   # a half model's weights and output are half, as PyTorch's
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, True)
     return weights @ v, weights

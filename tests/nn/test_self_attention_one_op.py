@@ -214,3 +214,18 @@ def test_a_transformer_step_replays_its_cached_graph_with_the_same_losses():
             execution.set_graph_cache(was)
     assert losses[True] == losses[False]
     assert losses[True][2] < losses[True][0]
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_a_half_model_gives_half_results_as_torch(need_weights):
+    """model.half(): output and weights float16 on both paths (the general path's weights were float32)."""
+    ours, theirs = _mha()
+    ours, theirs = ours.half(), theirs.half()
+    x = _inputs(7).astype(np.float16)
+    out, weights = ours(*[ggrad.tensor(x)] * 3, need_weights=need_weights)
+    expected, expected_weights = theirs(*[torch.tensor(x)] * 3, need_weights=need_weights)
+    assert out.dtype is ggrad.float16 and expected.dtype is torch.float16
+    np.testing.assert_allclose(out.float().numpy(), expected.float().detach().numpy(), rtol=1e-2, atol=1e-2)
+    if need_weights:
+        assert weights.dtype is ggrad.float16 and expected_weights.dtype is torch.float16
+        np.testing.assert_allclose(weights.float().numpy(), expected_weights.float().detach().numpy(), atol=1e-2)

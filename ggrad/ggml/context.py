@@ -120,14 +120,16 @@ def _prod(values):
 class GTensor:
     """A `struct ggml_tensor *` together with the Context that keeps it alive."""
 
-    __slots__ = ("ptr", "ctx", "_packed")
+    __slots__ = ("ptr", "ctx", "_packed", "_ne", "_nb", "_dtype")
 
     def __init__(self, ptr, ctx):
         if ptr == ffi.NULL:
             raise GGMLError("GGML returned no tensor")
         self.ptr = ptr
         self.ctx = ctx
-        self._packed = None   # is_packed, read once: a tensor's strides never change
+        # read once: a tensor's type, dimensions and strides never change (a graph's build reads them
+        # dozens of times a node)
+        self._packed = self._ne = self._nb = self._dtype = None
 
     def _checked(self):
         """The tensor pointer, or GGMLError once its Context was closed (the memory is gone)."""
@@ -139,14 +141,22 @@ class GTensor:
     @property
     def ne(self):
         """GGML dimensions, innermost first (always 4 values)."""
-        ne = self._checked().ne
-        return (ne[0], ne[1], ne[2], ne[3])
+        ptr = self._checked()
+        ne = self._ne
+        if ne is None:
+            ne = ptr.ne
+            ne = self._ne = (ne[0], ne[1], ne[2], ne[3])
+        return ne
 
     @property
     def nb(self):
         """Strides in bytes, innermost first."""
-        nb = self._checked().nb
-        return (nb[0], nb[1], nb[2], nb[3])
+        ptr = self._checked()
+        nb = self._nb
+        if nb is None:
+            nb = ptr.nb
+            nb = self._nb = (nb[0], nb[1], nb[2], nb[3])
+        return nb
 
     @property
     def shape(self):
@@ -155,7 +165,11 @@ class GTensor:
 
     @property
     def dtype(self):
-        return dtypes.from_value(self._checked().type)
+        ptr = self._checked()
+        dtype = self._dtype
+        if dtype is None:
+            dtype = self._dtype = dtypes.from_value(ptr.type)
+        return dtype
 
     @property
     def op(self):

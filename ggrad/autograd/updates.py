@@ -73,7 +73,7 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
     for t in (param, exp_avg, exp_avg_sq):
         _as_leaf(t)
-    grad = grad.to(ggml.f32)
+    grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
     guard = _guard_of(param.device)
     pick = None
     if guard is not None:
@@ -96,7 +96,7 @@ def sgd_(param, grad, hparams):
     """Schedule one SGD step `param -= lr * (grad + wd * param)`; `hparams` = [lr, weight_decay]."""
     _check(param, {"grad": grad}, "sgd_")
     _as_leaf(param)
-    grad = grad.to(ggml.f32)
+    grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
     guard = _guard_of(param.device)
     pick = None
     if guard is not None:

@@ -20,7 +20,7 @@ from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import MatMulNT, product_grads
+from ..autograd.ops.linalg import product_grads, product_with_bias
 from ..autograd.ops.unary import cast
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
@@ -42,11 +42,10 @@ class LowPrecisionProduct(Function):
         master = not w_transposed and _master_rows(x, w)
         ctx.save_for_backward(x_low, w if master else w_low)
         ctx.sources = (x.dtype, w.shape, w.dtype, w_transposed)
-        out = MatMulNT.apply(x_low, w_low, False, w_transposed)
-        if bias is None:
-            return out
-        ctx.bias = (bias.shape, bias.dtype)
-        return out + widen(bias, f32)
+        if bias is not None:
+            ctx.bias = (bias.shape, bias.dtype)
+            bias = widen(bias, f32)
+        return product_with_bias(x_low, w_low, bias, w_transposed)
 
     @staticmethod
     def backward(ctx, g):

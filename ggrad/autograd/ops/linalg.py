@@ -88,8 +88,9 @@ def product_grads(g, a, b, ta, tb, b_shape, need_a, need_b):
 
 
 class Linear(Primitive):
-    """y = x @ w^T + bias for float32 x (..., K), w (N, K) and bias (N,): the product and the bias in one op
-    (GGML's add broadcasts the bias over the rows), its gradients as MatMulNT's and the bias's row sum."""
+    """y = x @ w^T + bias for x (..., K), w (N, K) and a float32 bias (N,): the product and the bias in one op
+    (GGML's add broadcasts the bias over the rows), its gradients as MatMulNT's and the bias's row sum. The
+    result is float32: half operands' products sum in it, and the bias joins before any rounding."""
     views = True
     saves = "inputs"
 
@@ -100,6 +101,10 @@ class Linear(Primitive):
     @staticmethod
     def shape(x, w, bias):
         return x.shape[:-1] + (w.shape[0],)
+
+    @staticmethod
+    def result_dtype(x, w, bias):
+        return f32
 
     @classmethod
     def saved(cls, ctx, args, out):
@@ -308,14 +313,22 @@ def matmul_nt(x, w, bias=None, w_transposed=False):
         x = mv.expand(x, batch + x.shape[-2:])
     if x.dtype is w.dtype and x.dtype.name in ("f16", "bf16"):
         # GGML takes b in a's dot-product type and gives f32: a bias joins before the one rounding
-        out = MatMulNT.apply(x, w, False, w_transposed)
-        return (out if bias is None else out + bias.to(f32)).to(x.dtype)
+        return product_with_bias(x, w, bias, w_transposed).to(x.dtype)
     if x.dtype is not f32:
         x = x.to(f32)
     if w.dtype.name not in ("f32", "f16"):
         w = w.to(f32)
     out = MatMulNT.apply(x, w, False, w_transposed)
     return out if bias is None else out + bias
+
+
+def product_with_bias(x, w, bias, w_transposed=False):
+    """x @ w^T (+ bias) in float32 for MatMulNT's operands: one op (Linear) where w is a 2-D weight read as it
+    is and the bias fits it, else the product and a float32 addition."""
+    if bias is not None and not w_transposed and w.ndim == 2 and 2 <= x.ndim <= 4 and bias.shape == w.shape[:1]:
+        return Linear.apply(x, w, bias if bias.dtype is f32 else bias.to(f32))
+    out = MatMulNT.apply(x, w, False, w_transposed)
+    return out if bias is None else out + bias.to(f32)
 
 
 @autocast_op("matmul")

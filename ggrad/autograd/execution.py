@@ -72,12 +72,20 @@ class BufferPool:
         self.limit = _POOL_BYTES   # kept here: a Block may die at interpreter exit, after the module's globals
         self.lock = threading.RLock()
 
-    def take(self, size):
+    def take(self, size, prefer=None):
+        """A buffer of `size` bytes: `prefer` where it is free (the same memory as before), else any free one,
+        else a new one."""
         with self.lock:
             bucket = self.free.get(size)
             if bucket:
                 self.bytes -= size
                 self.in_use += size
+                if prefer is not None and bucket[-1] is not prefer:
+                    for i, buffer in enumerate(bucket):
+                        if buffer is prefer:
+                            bucket[i] = bucket[-1]
+                            bucket[-1] = prefer
+                            break
                 return bucket.pop()
         buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)   # outside: RPC allocates remotely
         with self.lock:
@@ -245,7 +253,7 @@ def _compute(rt, pending, alive, eval_callback):
         if trace.pure and not moved and sched.n_splits <= 1:
             outputs = list({id(t._node): t._node for t in alive}.values())
             rt.planned_for = trace_cache.remember(rt.cache, trace, pending, graph, outputs, view_conts, scratch,
-                                                  planned)
+                                                  planned, [blocks[node.ptr] for node in outputs])
     else:
         rt.planned_for = None
     _finish(rt, pending, graph, alive, blocks)
@@ -314,10 +322,11 @@ def _reuse(rt, entry, pending, alive):
             t._node = entry.view_conts[id(t._node)]
     placement.follow_sources(entry.proxy_views)   # views of stand-ins into this step's inputs
     blocks = {}
-    for node in entry.outputs:
+    buffers = entry.buffers   # each held result in its memory of the last compute where that is free again:
+    for i, node in enumerate(entry.outputs):   # the graph then reads and writes the same addresses (CUDA graphs)
         p = node.ptr
         placement.unplace((p,))
-        buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
+        buffer = buffers[i] = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node), buffers[i])
         buffer.place(node)
         blocks[p] = buffer
     if rt.planned_for is not entry or rt.scheduler is None or rt.resends_graphs:

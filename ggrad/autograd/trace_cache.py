@@ -70,7 +70,7 @@ class Entry:
 
     __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
                  "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
-                 "proxy_views", "lowering")
+                 "proxy_views", "lowering", "buffers")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -224,13 +224,14 @@ def _apply(replay, graph, ctx):
         ctx.__dict__.update(attrs)
 
 
-def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned):
+def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned, buffers):
     """Keep the trace just computed as an Entry (most recently used first, at most MAX_ENTRIES)."""
     entry = Entry()
     entry.keys, entry.nodes, entry.replays = trace.keys, trace.nodes, trace.replays
     entry.contexts = list(pending.contexts)
     entry.graph = graph
     entry.outputs = outputs
+    entry.buffers = buffers   # each output's buffer at the last compute (execution._reuse)
     entry.effects = [id(e) for e in pending.effects]
     entry.view_conts = view_conts
     entry.uploads = [u[0] for u in pending.uploads]

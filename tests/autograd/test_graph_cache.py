@@ -141,3 +141,46 @@ def test_python_numbers_in_the_trace_are_compared_exactly():
     for s, g in zip(scales, got):
         np.testing.assert_array_equal(g, base * np.float32(s))
         np.testing.assert_array_equal(np.signbit(g), np.signbit(base * np.float32(s)))
+
+
+def _addresses(graph):
+    """Per node of a GGML graph: the memory it writes and the memory of its operands."""
+    from ggrad.ggml._lib import ffi, lib
+    g = graph.ptr
+
+    def address(t):
+        return 0 if t == ffi.NULL else int(ffi.cast("uintptr_t", t.data))
+    nodes = (lib.ggml_graph_node(g, i) for i in range(lib.ggml_graph_n_nodes(g)))
+    return [(address(n), tuple(address(n.src[j]) for j in range(4))) for n in nodes]
+
+
+def test_a_replayed_step_computes_at_the_same_addresses(monkeypatch):
+    """Held results (gradients, the inputs a loop keeps) get their memory of the last compute again where it
+    is free: a replayed graph reads and writes the same addresses each step, which GGML's CUDA graphs need to
+    replay their capture (same-size gradients used to swap buffers). Results held across steps get others."""
+    from ggrad.ggml import sched
+    seen = []
+    compute = sched.Scheduler.compute
+
+    def recording(self, graph, eval_callback=None):
+        seen.append(_addresses(graph))
+        return compute(self, graph, eval_callback)
+    monkeypatch.setattr(sched.Scheduler, "compute", recording)
+    ggrad.manual_seed(0)
+    model = TinyLM()
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    kept = []
+    for i, ids in enumerate(_batches(7)):
+        x = ggrad.tensor(ids)
+        loss = ggrad.cross_entropy(model(x).reshape(-1, 11), x.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+        if i == 5:
+            kept = [p.grad for p in model.parameters()]   # the next step's gradients cannot take these buffers
+    assert seen[2] == seen[3] == seen[4] == seen[5]
+    assert seen[6] != seen[5]
+    assert ggrad.stats()["cache_hits"] >= 5
+    last = [p.grad.numpy() for p in model.parameters()]
+    assert all(not np.array_equal(a.numpy(), b) for a, b in zip(kept, last) if a.numel() > 1)

@@ -6,8 +6,9 @@
 # 1. pip install -e ".[test]": ggrad, numpy, cffi, tqdm, pytest and the libggml-python wheel (generic x86-64).
 # 2. libggml-python==0.20.2.post1 rebuilt from its sdist with the native instruction set, the llamafile
 #    matmul kernels, OpenMP threads and RPC (the W2 step 1.2-1.8x faster than on the wheel; see
-#    benchmarks/README.md), plus whatever CMAKE_ARGS adds (e.g. -DGGML_CUDA=ON). Not GGML's BLAS backend:
-#    OpenBLAS threads spin against GGML's (a 4-10x slowdown seen).
+#    benchmarks/README.md), plus whatever CMAKE_ARGS adds (e.g. -DGGML_CUDA=ON, which brings
+#    -DGGML_CUDA_GRAPHS=ON unless CMAKE_ARGS names it). Not GGML's BLAS backend: OpenBLAS threads spin
+#    against GGML's (a 4-10x slowdown seen).
 # 3. scripts/check_ggml.py in fresh interpreters, PyTorch imported first and last where it is installed.
 # 4. Where 2 or 3 fails (no CMake or compiler for the sdist, a build that crashes): the wheel, reinstalled.
 #
@@ -50,6 +51,10 @@ if [ "${MODE}" != "rebuild" ] && [ -z "${CMAKE_ARGS:-}" ] && has_fast_build && c
     exit 0
 fi
 
+if [[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* && " ${CMAKE_ARGS} " != *"GGML_CUDA_GRAPHS"* ]]; then
+    # a training step replays its cached graph at the same addresses: CUDA graphs launch it as one
+    CMAKE_ARGS="${CMAKE_ARGS} -DGGML_CUDA_GRAPHS=ON"
+fi
 echo "install.sh: building ${GGML_PIN} from source with ${CPU_FLAGS} ${CMAKE_ARGS:-} (a minute or two)"
 # --force-reinstall: the wheel is installed already; --no-cache-dir: never reuse a wheel pip cached from a
 # build with other flags (or for another machine's CPU). ggrad itself needs no rebuild.

@@ -70,26 +70,39 @@ def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):
     `hparams` comes from `hyperparameters([lr, beta1, beta2, eps, weight_decay, 1/(1-beta1^t),
     1/(1-beta2^t)])`.
     """
-    _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
-    for t in (param, exp_avg, exp_avg_sq):
-        _as_leaf(t)
-    grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
-    guard = _guard_of(param.device)
-    pick = None
-    if guard is not None:
-        # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter
-        # becomes p*1 - (0*m)/(sqrt(v)+1) == p (a parameter equal to -0.0 with m < 0 reads +0.0)
-        pick = guard.choice(grad, -0.0) if grad.numel() else None
-        hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
-    with execution.lock_of(param.device):
-        graph = graph_of(param, grad, exp_avg, exp_avg_sq)
-        target = graph.node(param)
-        target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-        nodes = (target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
-                 _hparams_node(graph, hparams))
-        kernel = graph.lowering.adamw == "kernel"
-        update = kernels.adamw_f32 if kernel else ops.opt_step_adamw
-        _update(graph, _ADAMW_KERNEL if kernel else _ADAMW, nodes, pick, update)
+    adamw_all([(param, grad, exp_avg, exp_avg_sq, hparams)])
+
+
+def adamw_all(steps):
+    """Schedule the AdamW steps `steps`, each (param, grad, exp_avg, exp_avg_sq, hparams) as `adamw_` takes
+    them; those of one device are one event of the graph cache (an event a parameter was most of an
+    optimizer step's host time)."""
+    per_device = {}
+    for param, grad, exp_avg, exp_avg_sq, hparams in steps:
+        _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
+        for t in (param, exp_avg, exp_avg_sq):
+            _as_leaf(t)
+        grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
+        guard = _guard_of(param.device)
+        pick = None
+        if guard is not None:
+            # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter
+            # becomes p*1 - (0*m)/(sqrt(v)+1) == p (a parameter equal to -0.0 with m < 0 reads +0.0)
+            pick = guard.choice(grad, -0.0) if grad.numel() else None
+            hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
+        per_device.setdefault(param.device, []).append((param, grad, exp_avg, exp_avg_sq, hparams, pick))
+    for device, group in per_device.items():
+        with execution.lock_of(device):
+            graph = graph_of(*[t for step in group for t in step[:4]])
+            items = []
+            for param, grad, exp_avg, exp_avg_sq, hparams, pick in group:
+                target = graph.node(param)
+                target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
+                items.append(((target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
+                               _hparams_node(graph, hparams)), pick))
+            kernel = graph.lowering.adamw == "kernel"
+            _updates(graph, _ADAMW_KERNEL if kernel else _ADAMW, items,
+                     kernels.adamw_f32 if kernel else ops.opt_step_adamw)
 
 
 def sgd_(param, grad, hparams):
@@ -106,24 +119,33 @@ def sgd_(param, grad, hparams):
         graph = graph_of(param, grad)
         target = graph.node(param)
         target.set_param()
-        nodes = (target, graph.contiguous(grad), _hparams_node(graph, hparams))
-        _update(graph, _SGD, nodes, pick, ops.opt_step_sgd)
+        _updates(graph, _SGD, [((target, graph.contiguous(grad), _hparams_node(graph, hparams)), pick)],
+                 ops.opt_step_sgd)
 
 
-def _update(graph, key, nodes, pick, update):
-    """The in-place `update(ctx, param, grad, *rest)` of `nodes` as one event of the graph; with a guard's
-    `pick` (fallback row, index, width) its gradient is selected inside the same event (no recorded op a
-    parameter for the selection)."""
-    if pick is None:
-        graph.effect(graph.event(key, nodes, lambda: update(graph.ctx, *nodes)))
-        return
-    fallback, index, width = pick
-    operands = nodes + (graph.node(fallback), graph.node(index))
+def _updates(graph, key, items, update):
+    """The in-place updates `update(ctx, param, grad, *rest)` of `items`, each (nodes, pick), as one event of
+    the graph. With a guard's `pick` (fallback row, index, width) an item's gradient is selected inside the
+    event (no recorded op a parameter for the selection)."""
+    operands, widths = [], []
+    for nodes, pick in items:
+        operands.extend(nodes)
+        if pick is not None:
+            operands.extend((graph.node(pick[0]), graph.node(pick[1])))
+        widths.append(None if pick is None else pick[2])
 
     def build():
-        grad = _picked(graph, nodes[1], operands[-2], operands[-1], width)
-        return update(graph.ctx, nodes[0], grad, *nodes[2:])
-    graph.effect(graph.event(key + (width,), operands, build))
+        node, at = None, 0
+        for (nodes, pick), width in zip(items, widths):
+            target, grad, *rest = operands[at:at + len(nodes)]
+            at += len(nodes)
+            if pick is not None:
+                grad = _picked(graph, grad, operands[at], operands[at + 1], width)
+                at += 2
+            node = update(graph.ctx, target, grad, *rest)
+            graph.effect(node)
+        return node
+    graph.event(key + (tuple(widths),), operands, build)
 
 
 def _hparams_node(graph, hparams):

@@ -85,7 +85,7 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
     `state_steps` holds each parameter's step count t after this step (1 on the first). Moments are
     float32 tensors of the parameters' shapes; `max_exp_avg_sqs` entries are used only with amsgrad.
     """
-    hparams = {}
+    hparams, fused = {}, []
     for i, p in enumerate(params):
         t = state_steps[i]
         bc1 = 1.0 - beta1 ** t
@@ -96,11 +96,12 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
             if key not in hparams:
                 hparams[key] = updates.hyperparameters(
                     [lr, beta1, beta2, eps, weight_decay, 1.0 / bc1, 1.0 / bc2], p.device)
-            updates.adamw_(p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key])
+            fused.append((p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key]))
             continue
         _adamw_composed(p, grad, exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i], amsgrad=amsgrad,
                         beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, bc1=bc1, bc2=bc2,
                         hparams=hparams)
+    updates.adamw_all(fused)   # the fused steps of a device as one event of the graph cache
 
 
 def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,

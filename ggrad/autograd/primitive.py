@@ -46,6 +46,8 @@ class Primitive(Function):
     #                 or a tuple of argument positions
     dtypes: Any = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
     empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
+    several = False     # True: `build` returns a tuple of nodes, `shape` and `result_dtype` one each (a
+    #                     backward's gradients as one op; such a primitive has no backward of its own)
 
     @staticmethod
     def build(ctx, graph, *args):
@@ -76,6 +78,8 @@ class Primitive(Function):
 
     @classmethod
     def _record(cls, ctx, args, tensors):
+        if cls.several:
+            return cls._record_several(ctx, args, tensors)
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         # the defaults (the first input's shape and dtype) without a call each
@@ -103,6 +107,23 @@ class Primitive(Function):
             if "output" in cls.saves:
                 ctx._watch(out)
         return out
+
+    @classmethod
+    def _record_several(cls, ctx, args, tensors):
+        shapes = ctx.shapes = tuple([t.shape for t in tensors])
+        graph = graph_of(*tensors)
+        out_shapes, dtypes = cls.shape(*args), cls.result_dtype(*args)
+        if _has_zero_size(out_shapes) or _has_zero_size(shapes):
+            return tuple([cls.empty(graph, s, d) for s, d in zip(out_shapes, dtypes)])
+        take = graph.node if cls.views else graph.contiguous
+        inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
+        trace = graph.trace
+        if trace is None or trace.depth:
+            nodes = cls.build(ctx, graph, *inputs)
+        else:
+            nodes = trace.event(graph, primitive_key(cls, shapes, inputs), [g for g in inputs if g.__class__ is GTensor],
+                                lambda: tuple(cls.build(ctx, graph, *inputs)), ctx)
+        return tuple([graph.emit(n, s, d) for n, s, d in zip(nodes, out_shapes, dtypes)])
 
     @classmethod
     def gradients(cls, ctx, grads):

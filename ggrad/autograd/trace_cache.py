@@ -93,13 +93,14 @@ class Trace:
         self.depth = 0            # > 0 inside an event: its nodes belong to it
         self.pure = True          # False once a node was made outside an event: not cacheable
         self.keys, self.nodes, self.replays = [], [], []
-        self.origins = {}         # id(node) -> index of the event that made it, or a stand-in's mark
+        self.origins = {}         # id(node) -> index of the event that made it (with the node's place among
+        #                           several results), or a stand-in's mark
         self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
         self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in; the nodes (ids stay valid)
         self.lowering = None      # the device's Lowering when the first event recorded: builds depend on it
 
     def event(self, graph, key, nodes, build, ctx=None):
-        """The node of `build()` for this event, or the cached one when the key matches."""
+        """The node of `build()` for this event (or its tuple of nodes), or the cached one when the key matches."""
         origins = self.origins
         full = (key, tuple([origins.get(id(n), n) for n in nodes]))   # an event's index, or the node itself
         pos = self.pos
@@ -116,7 +117,7 @@ class Trace:
                 replay = entry.replays[pos]
                 if replay is not None:
                     _apply(replay, graph, ctx)
-                self.origins[id(node)] = pos
+                self._made(node, pos)
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
@@ -129,9 +130,17 @@ class Trace:
         self.keys.append(full)
         self.nodes.append(node)
         self.replays.append(_side_effects(graph, marks, ctx))
-        self.origins[id(node)] = pos
+        self._made(node, pos)
         self.pos = pos + 1
         return node
+
+    def _made(self, node, pos):
+        """Note the node(s) event `pos` made: a later event's key names them by it (and their place)."""
+        if node.__class__ is tuple:   # a build of several results (Primitive.several)
+            for i, n in enumerate(node):
+                self.origins[id(n)] = (pos, i)
+        else:
+            self.origins[id(node)] = pos
 
     def external(self, graph, t):
         """The node that stands for computed Tensor `t` in this trace: a leaf over t's memory, one for

@@ -64,7 +64,8 @@ def test_product_values_gradients_and_second_derivatives_match_torch(form, choic
 @pytest.mark.parametrize("bias", [False, True])
 def test_linear_records_no_reshape_and_one_weight_product(bias):
     """linear on (B, T, K) is one recorded op forward (the bias added in it) and one each for dx and dw
-    (and the bias's row sum): the reshapes and transposes around them are views made inside those ops."""
+    without a bias; with it, one op for dx, dw and the bias's row sum (LinearGrads): the reshapes and
+    transposes around them are views made inside those ops."""
     from ggrad.autograd import primitive
     recorded = []
     original = primitive.Primitive._record.__func__
@@ -81,7 +82,7 @@ def test_linear_records_no_reshape_and_one_weight_product(bias):
         ggrad.nn.functional.linear(x, w, b).sum().backward()
     finally:
         primitive.Primitive._record = classmethod(original)
-    expected = ["Linear", "MatMulNT", "SumTo", "WeightGrad"] if bias else ["MatMulNT", "MatMulNT", "WeightGrad"]
+    expected = ["Linear", "LinearGrads"] if bias else ["MatMulNT", "MatMulNT", "WeightGrad"]
     assert sorted(n for n in recorded if n not in ("SumAll", "Expand")) == expected
 
 
@@ -160,3 +161,37 @@ def test_float16_products_ask_for_float32_sums(monkeypatch, choices, dtype):
     assert len(built) >= 3
     assert [out for out, _ in asked] == halves and all(prec == "f32" for _, prec in asked)
     assert bool(halves) == (dtype == "float16")
+
+
+@pytest.mark.parametrize("choices", sorted(CHOICES) + ["VULKAN"])
+@pytest.mark.parametrize("x_shape", [(5, 4), (3, 5, 4), (2, 3, 5, 4)])
+@pytest.mark.parametrize("wanted", ["xwb", "xw", "xb", "wb", "x", "w", "b"])
+def test_linear_gradients_in_one_op_match_torch(no_graph_cache, choices, x_shape, wanted):
+    """A first-order backward of linear with a bias takes the wanted gradients from one op (LinearGrads:
+    x's by the backend's product or out_prod, w's folded over the batch, the bias's leading sums)."""
+    from ggrad.autograd import primitive
+    x_np, weights = _data(*x_shape), _data(*x_shape[:-1], 6)
+    choice = getattr(lowering, choices)
+    recorded = []
+    original = primitive.Primitive._record.__func__
+
+    def record(cls, ctx, args, tensors):
+        recorded.append(cls.__name__)
+        return original(cls, ctx, args, tensors)
+
+    with lowering.forced(ggrad.device("cpu"), choice):
+        ours = [ggrad.tensor(a, requires_grad=name in wanted) for a, name in ((x_np, "x"), (W, "w"), (B, "b"))]
+        y = ggrad.nn.functional.linear(*ours)
+        primitive.Primitive._record = classmethod(record)
+        try:
+            (y * ggrad.tensor(weights)).sum().backward()
+        finally:
+            primitive.Primitive._record = classmethod(original)
+        got = [None if t.grad is None else t.grad.numpy() for t in ours]
+    theirs = [torch.tensor(a, requires_grad=name in wanted) for a, name in ((x_np, "x"), (W, "w"), (B, "b"))]
+    (torch.nn.functional.linear(*theirs) * torch.tensor(weights)).sum().backward()
+    assert recorded.count("LinearGrads") == 1 and not {"MatMulNT", "WeightGrad", "InputGrad", "SumTo"} & set(recorded)
+    for mine, t in zip(got, theirs):
+        assert (mine is None) == (t.grad is None)
+        if t.grad is not None:
+            np.testing.assert_allclose(mine, t.grad.numpy(), rtol=2e-5, atol=2e-5)

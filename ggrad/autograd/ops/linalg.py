@@ -18,7 +18,8 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
-from .broadcast import broadcast_shapes, reduce_to
+from .. import grad_mode
+from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import quant
 from ..pending import contiguous_node
 from . import views as mv
@@ -114,9 +115,45 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need_x, need_w, need_bias = ctx.needs_input_grad
+        need_x, need_w, need_bias = needs = ctx.needs_input_grad
+        if (not grad_mode.is_grad_enabled() and g.dtype is f32 and (x is None or x.dtype is f32)
+                and (w is None or w.dtype is f32)):
+            grads = iter(LinearGrads.apply(g, x, w, ctx.shapes[1], ctx.shapes[2], needs))
+            return tuple(next(grads) if need else None for need in needs)
         gx, gw = product_grads(g, x, w, False, False, ctx.shapes[1], need_x, need_w)
         return gx, gw, reduce_to(g, ctx.shapes[2]) if need_bias else None
+
+
+class LinearGrads(Primitive):
+    """Linear's wanted gradients (x's, w's, the bias's, in that order) as one recorded op: the nodes that
+    product_grads and reduce_to record an op each for, for float32 operands and a backward that is not itself
+    differentiated (then each has its own op, with a gradient of its own)."""
+    several = True
+    views = True
+
+    @staticmethod
+    def build(ctx, graph, g, x, w, w_shape, bias_shape, needs):
+        grads = []
+        if needs[0]:
+            contiguous = w.is_contiguous and not w.is_transposed
+            if graph.lowering.weight_grad == "out_prod" and contiguous:
+                grads.append(InputGrad.build(ctx, graph, g, w))
+            else:
+                grads.append(MatMulNT.build(ctx, graph, g, w, False, True))
+        if needs[1]:
+            grads.append(WeightGrad.build(ctx, graph, g, x, w_shape))
+        if needs[2]:
+            grads.append(leading_sums_node(graph, _packed(graph, g), bias_shape))
+        return tuple(grads)
+
+    @staticmethod
+    def shape(g, x, w, w_shape, bias_shape, needs):
+        shapes = (g.shape[:-1] + (w_shape[1],), w_shape, bias_shape)
+        return tuple(s for s, need in zip(shapes, needs) if need)
+
+    @staticmethod
+    def result_dtype(g, x, w, w_shape, bias_shape, needs):
+        return (f32,) * sum(bool(n) for n in needs)
 
 
 class WeightGrad(Primitive):

@@ -199,8 +199,8 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
 
 class LayerNormAffine(Primitive):
     """layer_norm over the last dimension with its weight and bias, one recorded op: LayerNormCore's node
-    times w plus b (three recorded ops otherwise). Backward: one op for each gradient (x's, w's, b's, five
-    ops otherwise); w's recomputes the normalised x rather than keeping a tensor of x's size from the forward."""
+    times w plus b (three recorded ops otherwise). Backward: one op for the wanted gradients of x, w and b
+    (LayerNormAffineGrads; five ops otherwise)."""
     saves = (0, 1)
 
     @staticmethod
@@ -216,40 +216,39 @@ class LayerNormAffine(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        db = reduce_to(g, w.shape) if need_b else None
+        needs = ctx.needs_input_grad[:3]
         if grad_mode.is_grad_enabled():   # create_graph: the gradients in differentiable ops
-            dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), (need_x, need_w), g)
-            return dx, dw, db, None
-        dx = LayerNormAffineBack.apply(g, x, w, ctx.eps) if need_x else None
-        dw = LayerNormWeightGrad.apply(g, x, ctx.eps) if need_w else None
-        return dx, dw, db, None
+            dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), needs[:2], g)
+            return dx, dw, reduce_to(g, w.shape) if needs[2] else None, None
+        grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs))
+        return tuple(next(grads) if need else None for need in needs) + (None,)
 
 
-class LayerNormAffineBack(Primitive):
-    """LayerNormAffine's gradient at x given g: LayerNormCoreBack's of g * w, one recorded op."""
-
-    @staticmethod
-    def build(ctx, graph, g, x, w, eps):
-        return LayerNormCoreBack.build(ctx, graph, ops.mul(graph.ctx, g, w), x, eps)
+class LayerNormAffineGrads(Primitive):
+    """LayerNormAffine's wanted gradients given g, as one recorded op: x's (LayerNormCoreBack's of g * w), w's
+    (the sums of g times the normalised x, recomputed rather than kept from the forward) and b's (g's sums),
+    the sums by the backend's leading-sum lowering (broadcast.leading_sums_node)."""
+    several = True
 
     @staticmethod
-    def shape(g, x, w, eps):
-        return x.shape
-
-
-class LayerNormWeightGrad(Primitive):
-    """LayerNormAffine's gradient at w given g: the sums of g times the normalised x (recomputed) over x's
-    leading dimensions, one recorded op."""
-
-    @staticmethod
-    def build(ctx, graph, g, x, eps):
-        y = LayerNormCore.build(ctx, graph, x, eps)
-        return leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],))
+    def build(ctx, graph, g, x, w, eps, needs):
+        grads = []
+        if needs[0]:
+            grads.append(LayerNormCoreBack.build(ctx, graph, ops.mul(graph.ctx, g, w), x, eps))
+        if needs[1]:
+            y = LayerNormCore.build(ctx, graph, x, eps)
+            grads.append(leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],)))
+        if needs[2]:
+            grads.append(leading_sums_node(graph, g, (x.ne[0],)))
+        return tuple(grads)
 
     @staticmethod
-    def shape(g, x, eps):
-        return x.shape[-1:]
+    def shape(g, x, w, eps, needs):
+        return tuple(s for s, need in zip((x.shape, w.shape, w.shape), needs) if need)
+
+    @staticmethod
+    def result_dtype(g, x, w, eps, needs):
+        return (f32,) * sum(bool(n) for n in needs)
 
 
 def _affine_in_one_op(x, normalized_shape, weight, bias):

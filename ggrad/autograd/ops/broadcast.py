@@ -114,10 +114,10 @@ class OnesProduct(Primitive):
         return Expand.apply(gy, ctx.shapes[0]), None
 
 
-def leading_sums_node(graph, x, shape):
+def leading_sums_node(graph, x, shape, how):
     """GGML node of the sums of f32 node x over its leading dimensions into `shape` (its trailing ones), as
-    `reduce_to` lowers them on the backend: out_prod with ones, sum_rows of a transposed copy, or repeat_back."""
-    how = graph.lowering.reduce_leading
+    `reduce_to` lowers them by the backend's choice `how` (Lowering.reduce_leading): out_prod with ones,
+    sum_rows of a transposed copy, or repeat_back."""
     if how == "out_prod":
         return OnesProduct.build(None, graph, x, shape)
     if how != "sum_rows":

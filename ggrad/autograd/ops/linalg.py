@@ -118,41 +118,49 @@ class Linear(Primitive):
         need_x, need_w, need_bias = needs = ctx.needs_input_grad
         if (not grad_mode.is_grad_enabled() and g.dtype is f32 and (x is None or x.dtype is f32)
                 and (w is None or w.dtype is f32)):
-            grads = iter(LinearGrads.apply(g, x, w, ctx.shapes[1], ctx.shapes[2], needs))
+            grads = iter(LinearGrads.apply(g, x, w, ctx.shapes[1], ctx.shapes[2], needs, linear_grad_choices(g, w)))
             return tuple(next(grads) if need else None for need in needs)
         gx, gw = product_grads(g, x, w, False, False, ctx.shapes[1], need_x, need_w)
         return gx, gw, reduce_to(g, ctx.shapes[2]) if need_bias else None
 
 
+def linear_grad_choices(g, w):
+    """The backend's choices for LinearGrads given g and the weight w (None where x's gradient is not wanted):
+    x's gradient by out_prod (input_grad's rule), w's by out_prod (weight_grad's), and how the bias's sums are
+    taken (reduce_to's)."""
+    choices = lowering.for_device(g.device)
+    by_out_prod = choices.weight_grad == "out_prod"
+    return (by_out_prod and w is not None and w.ndim == 2 and w.is_contiguous(), by_out_prod,
+            choices.reduce_leading)
+
+
 class LinearGrads(Primitive):
     """Linear's wanted gradients (x's, w's, the bias's, in that order) as one recorded op: the nodes that
     product_grads and reduce_to record an op each for, for float32 operands and a backward that is not itself
-    differentiated (then each has its own op, with a gradient of its own)."""
+    differentiated (then each has its own op, with a gradient of its own). `choices`: linear_grad_choices."""
     several = True
     views = True
 
     @staticmethod
-    def build(ctx, graph, g, x, w, w_shape, bias_shape, needs):
+    def build(ctx, graph, g, x, w, w_shape, bias_shape, needs, choices):
+        x_by_out_prod, w_by_out_prod, reduce_leading = choices
         grads = []
         if needs[0]:
-            contiguous = w.is_contiguous and not w.is_transposed
-            if graph.lowering.weight_grad == "out_prod" and contiguous:
-                grads.append(InputGrad.build(ctx, graph, g, w))
-            else:
-                grads.append(MatMulNT.build(ctx, graph, g, w, False, True))
+            grads.append(InputGrad.build(ctx, graph, g, w) if x_by_out_prod
+                         else MatMulNT.build(ctx, graph, g, w, False, True))
         if needs[1]:
-            grads.append(WeightGrad.build(ctx, graph, g, x, w_shape))
+            grads.append(weight_grad_node(graph, g, x, w_by_out_prod))
         if needs[2]:
-            grads.append(leading_sums_node(graph, _packed(graph, g), bias_shape))
+            grads.append(leading_sums_node(graph, _packed(graph, g), bias_shape, reduce_leading))
         return tuple(grads)
 
     @staticmethod
-    def shape(g, x, w, w_shape, bias_shape, needs):
+    def shape(g, x, w, w_shape, bias_shape, needs, choices):
         shapes = (g.shape[:-1] + (w_shape[1],), w_shape, bias_shape)
         return tuple(s for s, need in zip(shapes, needs) if need)
 
     @staticmethod
-    def result_dtype(g, x, w, w_shape, bias_shape, needs):
+    def result_dtype(g, x, w, w_shape, bias_shape, needs, choices):
         return (f32,) * sum(bool(n) for n in needs)
 
 
@@ -167,11 +175,7 @@ class WeightGrad(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x, shape):
-        if graph.lowering.weight_grad == "out_prod" and g.dtype is f32 and x.dtype is f32:
-            x, g = folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g))
-            return ops.out_prod(graph.ctx, x, g)
-        g, x = folded_rows(graph, g), folded_rows(graph, x)
-        return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
+        return weight_grad_node(graph, g, x, graph.lowering.weight_grad == "out_prod")
 
     @staticmethod
     def shape(g, x, shape):
@@ -188,6 +192,16 @@ class WeightGrad(Primitive):
         return (MatMulNT.apply(x, gw) if need_g else None,                # x @ gw^T
                 MatMulNT.apply(g, gw, False, True) if need_x else None,   # g @ gw
                 None)
+
+
+def weight_grad_node(graph, g, x, by_out_prod):
+    """The node of WeightGrad's sum over the batch of g^T @ x: out_prod of the folded rows where `by_out_prod`
+    and both are f32, else the product of their transposed rows."""
+    if by_out_prod and g.dtype is f32 and x.dtype is f32:
+        x, g = folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g))
+        return ops.out_prod(graph.ctx, x, g)
+    g, x = folded_rows(graph, g), folded_rows(graph, x)
+    return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
 
 
 class InputGrad(Primitive):
@@ -224,8 +238,7 @@ def input_grad(g, w):
     takes products' gradients from out_prod (CUDA: cuBLAS reads w's rows and g's transposed view in
     place) and both are contiguous float32, InputGrad; else rows of g against rows of w^T (a transposed
     copy of w for GGML's mul_mat; the CPU's kernel reads it in place)."""
-    if (lowering.for_device(g.device).weight_grad == "out_prod" and g.dtype is f32 and w.dtype is f32
-            and w.ndim == 2 and w.is_contiguous()):
+    if g.dtype is f32 and w.dtype is f32 and linear_grad_choices(g, w)[0]:
         return InputGrad.apply(g, w)
     return MatMulNT.apply(g, w, False, True)
 

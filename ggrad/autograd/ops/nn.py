@@ -9,7 +9,7 @@ from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
-from .. import grad_mode
+from .. import grad_mode, lowering
 from ..function import Function
 from ..pending import ne_of
 from ..primitive import Primitive, one_op_gradient
@@ -220,34 +220,35 @@ class LayerNormAffine(Primitive):
         if grad_mode.is_grad_enabled():   # create_graph: the gradients in differentiable ops
             dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), needs[:2], g)
             return dx, dw, reduce_to(g, w.shape) if needs[2] else None, None
-        grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs))
+        how = lowering.for_device(g.device).reduce_leading
+        grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs, how))
         return tuple(next(grads) if need else None for need in needs) + (None,)
 
 
 class LayerNormAffineGrads(Primitive):
     """LayerNormAffine's wanted gradients given g, as one recorded op: x's (LayerNormCoreBack's of g * w), w's
     (the sums of g times the normalised x, recomputed rather than kept from the forward) and b's (g's sums),
-    the sums by the backend's leading-sum lowering (broadcast.leading_sums_node)."""
+    the sums as the backend takes them (`how`: Lowering.reduce_leading; broadcast.leading_sums_node)."""
     several = True
 
     @staticmethod
-    def build(ctx, graph, g, x, w, eps, needs):
+    def build(ctx, graph, g, x, w, eps, needs, how):
         grads = []
         if needs[0]:
             grads.append(LayerNormCoreBack.build(ctx, graph, ops.mul(graph.ctx, g, w), x, eps))
         if needs[1]:
             y = LayerNormCore.build(ctx, graph, x, eps)
-            grads.append(leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],)))
+            grads.append(leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],), how))
         if needs[2]:
-            grads.append(leading_sums_node(graph, g, (x.ne[0],)))
+            grads.append(leading_sums_node(graph, g, (x.ne[0],), how))
         return tuple(grads)
 
     @staticmethod
-    def shape(g, x, w, eps, needs):
+    def shape(g, x, w, eps, needs, how):
         return tuple(s for s, need in zip((x.shape, w.shape, w.shape), needs) if need)
 
     @staticmethod
-    def result_dtype(g, x, w, eps, needs):
+    def result_dtype(g, x, w, eps, needs, how):
         return (f32,) * sum(bool(n) for n in needs)
 
 

@@ -1,13 +1,14 @@
-"""A/B timing of the W2 GPT training step: two or more variants measured in alternating processes.
+"""A/B timing of the GPT training step: two or more variants measured in alternating processes.
 
 A variant is a source tree of ggrad (a checkout or a `git archive` of a commit, with the compiled
-ggrad/ggml/_ffi.abi3.so beside it) and optionally lowering choices set for the CPU, `TREE` or
-`TREE:field=value,...`, e.g. `.:strided_matmul=none`. Each round runs every variant once, in its own
-process (its own graph cache), and takes the median of --steps steps after warm-up; the report gives
-each variant's median over the rounds. On a shared machine the alternation spreads the load over all
-variants alike.
+ggrad/ggml/_ffi.abi3.so beside it) and optionally lowering choices set over the device's own, `TREE` or
+`TREE:field=value,...`, e.g. `.:strided_matmul=none`, or on a GPU `.:weight_grad=mul_mat`. Each round
+runs every variant once, in its own process (its own graph cache), and takes the median of --steps steps
+after warm-up; the report gives each variant's median over the rounds. On a shared machine the
+alternation spreads the load over all variants alike.
 
     python benchmarks/ab_step.py /work/main . --rounds 5 --steps 10 [--threads 2] [--config w2]
+    python benchmarks/ab_step.py . .:weight_grad=mul_mat --device cuda:0 --config big --threads 16
 """
 
 import argparse
@@ -27,10 +28,10 @@ import bench_gpt
 from common import median_ms
 from gpt_torch import CONFIGS
 ggrad.set_num_threads({threads})
-dev = ggrad.device("cpu")
-choices = dataclasses.replace(lowering.CPU, **{choices})
+dev = ggrad.device({device!r})
+choices = dataclasses.replace(lowering.for_device(dev), **{choices})
 with lowering.forced(dev, choices):
-    step = bench_gpt.ggrad_step_fn("cpu", CONFIGS[{config!r}])
+    step = bench_gpt.ggrad_step_fn({device!r}, CONFIGS[{config!r}])
     print(median_ms(step, warmup=3, repeats={steps}))
 """
 
@@ -45,7 +46,8 @@ def parse_variant(text):
 
 
 def run(tree, choices, args):
-    code = CHILD.format(here=HERE, threads=args.threads, choices=choices, config=args.config, steps=args.steps)
+    code = CHILD.format(here=HERE, threads=args.threads, choices=choices, config=args.config, steps=args.steps,
+                        device=args.device)
     env = dict(os.environ, PYTHONPATH=tree)
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True)
     if out.returncode:
@@ -60,6 +62,7 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--config", default="w2")
+    parser.add_argument("--device", default="cpu", help="the device of the step (its own lowering, then the variant's)")
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variants]
     times = [[] for _ in variants]
@@ -67,8 +70,8 @@ def main():
         for i, (tree, choices) in enumerate(variants):
             times[i].append(run(tree, choices, args))
         print(f"round {r + 1}: " + "  ".join(f"{t[-1]:.1f}" for t in times), flush=True)
-    print(f"\n{args.config} step ms, median of {args.rounds} rounds (each the median of {args.steps} steps), "
-          f"{args.threads} threads")
+    print(f"\n{args.config} step ms on {args.device}, median of {args.rounds} rounds (each the median of "
+          f"{args.steps} steps), {args.threads} threads")
     for text, t in zip(args.variants, times):
         print(f"  {statistics.median(t):8.1f}  {text}   (all: {', '.join(f'{x:.0f}' for x in t)})")
 

@@ -82,24 +82,25 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if state["stage"] is STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = 1.0 / self._scale
-        factors = {}   # per device: the inverse scale as a 0-d tensor
-        checked = {}   # per device: the gradients the inf/nan check reads
+        per_device = {}   # the parameters whose gradients have elements, per device
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.dtype is not f32:
+                    raise ValueError("Attempting to unscale FP16 gradients.")
+                if p.grad.numel():
+                    per_device.setdefault(p.device.name, []).append(p)
         with grad_mode.no_grad():
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if p.grad.dtype is not f32:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    factor = factors.get(p.device.name)
-                    if factor is None:
-                        factor = factors[p.device.name] = _as_data(inv_scale, p.grad)
-                    p.grad = p.grad * factor
-                    if p.grad.numel():
-                        checked.setdefault(p.device.name, []).append(p.grad)
-            # nan exactly when some element is inf or nan: one op a device (updates.NonFinite)
-            state["found_inf"] = [updates.nonfinite(grads) for grads in checked.values()]
+            found = []
+            for params in per_device.values():
+                # all of a device's gradients times the inverse scale: one op (updates.Scaled); then nan exactly
+                # when some element is inf or nan: one op (updates.NonFinite)
+                grads = updates.scaled([p.grad for p in params], _as_data(1.0 / self._scale, params[0].grad))
+                for p, g in zip(params, grads):
+                    p.grad = g
+                found.append(updates.nonfinite(grads))
+            state["found_inf"] = found
         state["stage"] = UNSCALED
 
     def step(self, optimizer, *args, **kwargs):

@@ -305,6 +305,32 @@ class NonFinite(Primitive):
         return ()
 
 
+class Scaled(Primitive):
+    """The tensors `xs` times the 0-d `factor`, as one recorded op of several results: a GradScaler unscales
+    all its gradients on a device so (an op a gradient before)."""
+    several = True
+
+    @staticmethod
+    def build(ctx, graph, factor, *xs):
+        return tuple(ops.mul(graph.ctx, x, factor) for x in xs)
+
+    @staticmethod
+    def shape(factor, *xs):
+        return tuple(x.shape for x in xs)
+
+    @staticmethod
+    def result_dtype(factor, *xs):
+        return tuple(x.dtype for x in xs)
+
+
+def scaled(xs, factor):
+    """The f32 tensors `xs` (with elements, on one device) times the 0-d f32 `factor` (see Scaled)."""
+    for x in (factor,) + tuple(xs):
+        if x.dtype is not ggml.f32:
+            raise DTypeError(f"scaled: expected float32 tensors, got {x.dtype.name}")
+    return Scaled.apply(factor, *xs)
+
+
 def nonfinite(xs):
     """The 0-d f32 sum(x * 0) over the f32 tensors `xs` (with elements, on one device; see NonFinite)."""
     for x in xs:

@@ -154,11 +154,12 @@ def test_skipped_update_keeps_special_parameter_values():
         np.testing.assert_array_equal(p.numpy().view(np.uint32), before, err_msg=cls.__name__)
 
 
-def test_scaled_step_records_one_op_a_parameter(monkeypatch):
-    """GradScaler's part of an AdamW step: per parameter the unscale is one recorded op (were 9, then 3); the
-    inf/nan check is one op for all gradients (updates.NonFinite) and the guard's selection of each
-    gradient is built inside its update's event (updates._update); one SUM, CONCAT and GET_ROWS a
-    parameter in the graph (counts, not times: recording is the host's cost of every op)."""
+def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch):
+    """GradScaler's part of an AdamW step: the unscale of all gradients is one recorded op (updates.Scaled;
+    one a parameter before, and 9, then 3, before that); the inf/nan check is one op for all gradients
+    (updates.NonFinite) and the guard's selection of each gradient is built inside its update's event
+    (updates._updates); one SUM, CONCAT and GET_ROWS a parameter in the graph (counts, not times: recording
+    is the host's cost of every op)."""
     from ggrad.autograd.primitive import Primitive
     recorded = []
     record = Primitive._record.__func__
@@ -185,9 +186,23 @@ def test_scaled_step_records_one_op_a_parameter(monkeypatch):
 
     (plain, plain_ops), (scaled, scaled_ops) = step_counts(False), step_counts(True)
     params = 4
-    # per parameter 1; once a step 22: the check, the loss's scale, the guard (step, 1 - ok, two index
-    # vectors: arange, arithmetic, casts), the fallback row, the hyperparameters and their selection
-    assert scaled - plain <= params + 22, (scaled, plain)
+    # once a step 23: the unscale, the check, the loss's scale, the guard (step, 1 - ok, two index vectors:
+    # arange, arithmetic, casts), the fallback row, the hyperparameters and their selection
+    assert scaled - plain <= 23, (scaled, plain)
+    assert recorded.count("Scaled") == 1
     extra = {op: scaled_ops.get(op, 0) - plain_ops.get(op, 0) for op in set(scaled_ops) | set(plain_ops)}
     assert extra.get("CONCAT", 0) == params + 1 and extra.get("GET_ROWS", 0) == params + 1   # + hyperparameters
     assert extra.get("SUM", 0) == params and extra.get("SUM_ROWS", 0) <= 2
+
+
+def test_unscale_is_one_op_and_leaves_gradients_without_elements():
+    """unscale_ divides every gradient with elements by the scale in one op; an empty gradient stays as it is."""
+    w = ggrad.nn.Parameter(ggrad.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    empty = ggrad.nn.Parameter(ggrad.zeros(0, 3))
+    opt = optim.SGD([w, empty], lr=0.1)
+    scaler = GradScaler("cpu", init_scale=4.0)
+    scaler.scale((w * w).sum() + empty.sum()).backward()
+    before = empty.grad
+    scaler.unscale_(opt)
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert empty.grad is before and empty.grad.shape == (0, 3)

@@ -90,16 +90,7 @@ class Primitive(Function):
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
         else:
-            take = graph.node if cls.views else graph.contiguous
-            inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
-            trace = graph.trace
-            if trace is None or trace.depth:
-                node = cls.build(ctx, graph, *inputs)
-            else:   # one event of the graph cache's trace
-                node = trace.event(graph, primitive_key(cls, shapes, inputs),
-                                   [g for g in inputs if g.__class__ is GTensor],
-                                   lambda: cls.build(ctx, graph, *inputs), ctx)
-            out = graph.emit(node, shape, dtype)
+            out = graph.emit(cls._built(ctx, graph, args, shapes), shape, dtype)
         # what backward reads, only where a backward node is recorded (apply_function: an input needs a
         # gradient, grad mode on); a backward pass's own ops skip it
         if cls.saves is not None and True in ctx.needs_input_grad and grad_mode.is_grad_enabled():
@@ -115,15 +106,20 @@ class Primitive(Function):
         out_shapes, dtypes = cls.shape(*args), cls.result_dtype(*args)
         if _has_zero_size(out_shapes) or _has_zero_size(shapes):
             return tuple([cls.empty(graph, s, d) for s, d in zip(out_shapes, dtypes)])
+        nodes = cls._built(ctx, graph, args, shapes)
+        return tuple([graph.emit(n, s, d) for n, s, d in zip(nodes, out_shapes, dtypes)])
+
+    @classmethod
+    def _built(cls, ctx, graph, args, shapes):
+        """`build`'s node (or tuple of nodes) on the inputs' nodes, as one event of the graph cache's trace
+        where one records or replays."""
         take = graph.node if cls.views else graph.contiguous
         inputs = [take(a) if isinstance(a, Tensor) else a for a in args]
         trace = graph.trace
         if trace is None or trace.depth:
-            nodes = cls.build(ctx, graph, *inputs)
-        else:
-            nodes = trace.event(graph, primitive_key(cls, shapes, inputs), [g for g in inputs if g.__class__ is GTensor],
-                                lambda: tuple(cls.build(ctx, graph, *inputs)), ctx)
-        return tuple([graph.emit(n, s, d) for n, s, d in zip(nodes, out_shapes, dtypes)])
+            return cls.build(ctx, graph, *inputs)
+        return trace.event(graph, primitive_key(cls, shapes, inputs), [g for g in inputs if g.__class__ is GTensor],
+                           lambda: cls.build(ctx, graph, *inputs), ctx)
 
     @classmethod
     def gradients(cls, ctx, grads):

@@ -237,7 +237,7 @@ class _Guard:
 
     def choice(self, new, fallback):
         """(fallback row, index, width) that select `new` or the number `fallback` inside an update's
-        event (`_update`, `_picked`)."""
+        event (`_updates`, `_picked`)."""
         from .factory import full
         rows, width = _rows(new.shape)
         row = self._once(("row", width, str(fallback)),

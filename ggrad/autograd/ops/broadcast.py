@@ -4,7 +4,7 @@ from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from .. import lowering
 from ..dtype_rules import NUMERIC
-from ..pending import ne_of
+from ..pending import contiguous_node, ne_of
 from ..primitive import Primitive
 
 
@@ -63,11 +63,9 @@ def reduce_to(g, shape):
     how = lowering.for_device(g.device).reduce_leading if kept is not None else "repeat_back"
     if how in ("sum_rows", "out_prod") and g.dtype is not f32:   # both sum float32 only: sum in it
         return reduce_to(g.to(f32), shape).to(g.dtype)
-    if how == "out_prod":
-        return OnesProduct.apply(g, shape)
-    if how == "sum_rows":
-        return _sum_leading(g, shape, kept)
-    return SumTo.apply(g, shape)
+    if how == "repeat_back":
+        return SumTo.apply(g, shape)
+    return LeadingSums.apply(g, shape, how)
 
 
 def _kept_trailing(g_shape, shape):
@@ -81,53 +79,41 @@ def _kept_trailing(g_shape, shape):
     return None
 
 
-def _sum_leading(g, shape, kept):
-    """Sum over g's leading dimensions as sum_rows of a transposed copy (fast where repeat_back is not)."""
-    rest = g.shape[len(g.shape) - kept:]
-    cols = views.prod(rest)
-    flat = views.reshape(g, -1, cols)
-    summed = reduce.SumRows.apply(views.contiguous(views.transpose(flat, 0, 1)))   # (cols, 1)
-    return views.reshape(summed, shape)
-
-
-class OnesProduct(Primitive):
+class LeadingSums(Primitive):
     """The sums of f32 g over its leading dimensions into `shape` (g's trailing dimensions, after any leading
-    ones): ones^T @ g's rows of prod(shape) elements, GGML out_prod with the pending graph's column of ones
-    (`PendingGraph.ones`). It reads g in place: no transposed copy, and no reshape recorded around it."""
+    ones), as the backend takes them (`how`: Lowering.reduce_leading; leading_sums_node), one recorded op."""
 
     @staticmethod
-    def build(ctx, graph, g, shape):
-        ne = ne_of(shape)
-        cols = ne[0] * ne[1] * ne[2] * ne[3]
-        rows = g.nelements // cols
-        if list(g.ne) != [cols, rows, 1, 1]:
-            g = ops.reshape_2d(graph.ctx, g, cols, rows)
-        out = ops.out_prod(graph.ctx, g, ops.reshape_2d(graph.ctx, graph.ones(rows), 1, rows))   # [cols, 1, 1, 1]
-        return out if ne == [cols, 1, 1, 1] else ops.reshape_4d(graph.ctx, out, *ne)
+    def build(ctx, graph, g, shape, how):
+        return leading_sums_node(graph, g, shape, how)
 
     @staticmethod
-    def shape(g, shape):
+    def shape(g, shape, how):
         return shape
 
     @staticmethod
     def backward(ctx, gy):
-        return Expand.apply(gy, ctx.shapes[0]), None
+        return Expand.apply(gy, ctx.shapes[0]), None, None
 
 
 def leading_sums_node(graph, x, shape, how):
-    """GGML node of the sums of f32 node x over its leading dimensions into `shape` (its trailing ones), as
-    `reduce_to` lowers them by the backend's choice `how` (Lowering.reduce_leading): out_prod with ones,
-    sum_rows of a transposed copy, or repeat_back."""
-    if how == "out_prod":
-        return OnesProduct.build(None, graph, x, shape)
-    if how != "sum_rows":
-        return ops.repeat_back(graph.ctx, x, graph.shape_only(shape, x.dtype))
+    """GGML node of the sums of contiguous f32 node x over its leading dimensions into `shape` (its trailing
+    ones), by the backend's choice `how` (Lowering.reduce_leading): "out_prod", ones^T @ x's rows of
+    prod(shape) elements with the pending graph's column of ones (`PendingGraph.ones`), reading x in place;
+    "sum_rows" of a transposed copy (fast where repeat_back is not); else repeat_back."""
+    c = graph.ctx
+    if how == "repeat_back":
+        return ops.repeat_back(c, x, graph.shape_only(shape, x.dtype))
     ne = ne_of(shape)
     cols = ne[0] * ne[1] * ne[2] * ne[3]
-    c = graph.ctx
-    rows = ops.reshape_2d(c, x, cols, x.nelements // cols)
-    summed = ops.sum_rows(c, ops.cont(c, ops.transpose(c, rows)))   # [1, cols]
-    return ops.reshape_4d(graph.ctx, summed, *ne)
+    rows = x.nelements // cols
+    if list(x.ne) != [cols, rows, 1, 1]:
+        x = ops.reshape_2d(c, x, cols, rows)
+    if how == "out_prod":
+        out = ops.out_prod(c, x, ops.reshape_2d(c, graph.ones(rows), 1, rows))   # [cols, 1, 1, 1]
+        return out if ne == [cols, 1, 1, 1] else ops.reshape_4d(c, out, *ne)
+    transposed = contiguous_node(c, ops.transpose(c, x), graph.lowering.transpose_copy == "concat")
+    return ops.reshape_4d(c, ops.sum_rows(c, transposed), *ne)   # sum_rows gives [1, cols]
 
 
 def row_sums_node(graph, x):
@@ -154,7 +140,3 @@ def expand_to(x, shape):
     """`x` repeated to `shape` (x itself when it already has it)."""
     shape = tuple(shape)
     return x if x.shape == shape else Expand.apply(x, shape)
-
-
-# views and reduce build on Expand and SumTo above: imported last, so either may be loaded first
-from . import reduce, views  # noqa: E402

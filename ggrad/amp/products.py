@@ -16,11 +16,10 @@ and notes the rounding (autograd/roundings.py) so that an op computing in float3
 value instead of casting back.
 """
 
-from ..autograd import autocast_hook, grad_mode, lowering
+from ..autograd import autocast_hook, lowering
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
-from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import LinearGrads, linear_grad_choices, product_grads, product_with_bias
+from ..autograd.ops.linalg import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
@@ -57,16 +56,8 @@ class LowPrecisionProduct(Function):
             # instead of transposed copies of x and of g, and of a float32 x held from forward
             x_rows = x_rows.to(f32)
         # x's gradient from the float32 master weight where it was saved (_master_rows: linalg.input_grad)
-        if (not grad_mode.is_grad_enabled() and not w_transposed and len(w_shape) == 2 and g.dtype is f32
-                and x_rows.dtype is f32 and w_low.dtype is f32):   # the wanted gradients as one op
-            wanted = (need_x, need_w, need_bias)
-            w_read = w_low if need_x else None
-            grads = iter(LinearGrads.apply(g, x_rows if need_w else None, w_read, w_shape,
-                                           ctx.bias[0] if need_bias else None, wanted, linear_grad_choices(g, w_read)))
-            gx, gw, gb = (next(grads) if need else None for need in wanted)
-        else:
-            gx, gw = product_grads(g, x_rows, w_low, False, w_transposed, w_shape, need_x, need_w)
-            gb = reduce_to(g, ctx.bias[0]) if need_bias else None
+        gx, gw, gb = linear_grads(g, x_rows, w_low, w_shape, ctx.bias[0] if need_bias else None,
+                                  (need_x, need_w, need_bias), w_transposed)
         gx = None if gx is None else _as(gx, x_dtype)
         gw = None if gw is None else _as(gw, w_dtype)
         gb = None if gb is None else _as(gb, ctx.bias[1])

@@ -115,13 +115,22 @@ class Linear(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        need_x, need_w, need_bias = needs = ctx.needs_input_grad
-        if (not grad_mode.is_grad_enabled() and g.dtype is f32 and (x is None or x.dtype is f32)
-                and (w is None or w.dtype is f32)):
-            grads = iter(LinearGrads.apply(g, x, w, ctx.shapes[1], ctx.shapes[2], needs, linear_grad_choices(g, w)))
-            return tuple(next(grads) if need else None for need in needs)
-        gx, gw = product_grads(g, x, w, False, False, ctx.shapes[1], need_x, need_w)
-        return gx, gw, reduce_to(g, ctx.shapes[2]) if need_bias else None
+        return linear_grads(g, x, w, ctx.shapes[1], ctx.shapes[2], ctx.needs_input_grad)
+
+
+def linear_grads(g, x, w, w_shape, bias_shape, needs, w_transposed=False):
+    """The gradients (x's, w's, the bias's; None where not wanted by `needs`) of x @ w^T (+ bias) given g:
+    one op (LinearGrads) for a first-order backward of float32 tensors and a 2-D weight read as it is, else
+    product_grads' and reduce_to's ops. x is read for w's gradient only, w for x's only."""
+    need_x, need_w, need_bias = needs
+    x_read, w_read = (x if need_w else None), (w if need_x else None)
+    if (not grad_mode.is_grad_enabled() and not w_transposed and len(w_shape) == 2 and g.dtype is f32
+            and (x_read is None or x_read.dtype is f32) and (w_read is None or w_read.dtype is f32)):
+        grads = iter(LinearGrads.apply(g, x_read, w_read, w_shape, bias_shape if need_bias else None, needs,
+                                       linear_grad_choices(g, w_read)))
+        return tuple(next(grads) if need else None for need in needs)
+    gx, gw = product_grads(g, x, w, False, w_transposed, w_shape, need_x, need_w)
+    return gx, gw, reduce_to(g, bias_shape) if need_bias else None
 
 
 def linear_grad_choices(g, w):

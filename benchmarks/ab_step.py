@@ -48,7 +48,7 @@ def parse_variant(text):
 def run(tree, choices, args):
     code = CHILD.format(here=HERE, threads=args.threads, choices=choices, config=args.config, steps=args.steps,
                         device=args.device)
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"variant {tree} {choices} failed:\n{out.stderr}")

@@ -6,7 +6,9 @@ size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its defau
 steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
 (1 = all on the device; more = some ops fell back to the CPU), and the peak device memory of each:
 ggrad's as the device's free memory before the model minus its least during the steps, PyTorch's as
-its allocator's peak reservation (`torch.cuda.max_memory_reserved`). `--autocast f16|bf16` runs both
+its allocator's peak reservation (`torch.cuda.max_memory_reserved`) and peak allocation
+(`max_memory_allocated`). GGML's cuBLAS calls compute f32 products in TF32; `--tf32` times PyTorch that way
+too, beside its default. `--autocast f16|bf16` runs both
 under autocast (ggrad.autocast / torch.autocast; f16 with each one's GradScaler). With `--device cpu`
 PyTorch runs on the CPU too (a check of the script; no memory figures). PyTorch runs in a subprocess that
 loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in one process abort it
@@ -36,17 +38,18 @@ def ggrad_step_fn(cfg, device, autocast=None):
     return bench_gpt.ggrad_step_fn(device, cfg, autocast), ggrad.device(device)
 
 
-def torch_run(config, steps, autocast, device):
-    """PyTorch's median step time and peak MiB, measured in a subprocess (nan without torch or CUDA)."""
+def torch_run(config, steps, autocast, device, tf32=False):
+    """PyTorch's median step time, peak reserved and peak allocated MiB, measured in a subprocess (nan without
+    torch or CUDA)."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps}, {autocast!r}, {device!r})")
+            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps}, {autocast!r}, {device!r}, {tf32})")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             result = json.loads(line)
-            return result["ms"], result["peak_mib"]
+            return result["ms"], result["peak_mib"], result["alloc_mib"]
     print(f"PyTorch run failed (exit {r.returncode}): {r.stderr.strip()[-500:]}", file=sys.stderr)
-    return float("nan"), float("nan")
+    return (float("nan"),) * 3
 
 
 def timed_with_memory(step, dev, steps):
@@ -67,6 +70,8 @@ def main():
     parser.add_argument("--configs", nargs="+", default=["w2"], choices=sorted(CONFIGS))
     parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--tf32", action="store_true",
+                        help="also time PyTorch with TF32 products, as GGML's CUDA backend always computes f32 ones")
     args = parser.parse_args()
     ggrad.set_num_threads(args.threads)
     dev = ggrad.device(args.device)
@@ -86,13 +91,17 @@ def main():
         g_peak = float("nan") if dev.is_cpu else (free_before - least[0]) / 2 ** 20
         sched = execution.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
-        t_ms, t_peak = (float("nan"),) * 2 if args.no_torch else torch_run(name, args.steps, args.autocast,
-                                                                           torch_device)
-        rows.append({"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
-                     "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
-                     "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}",
-                     "ggrad peak MiB": f"{g_peak:,.0f}", "torch peak MiB": f"{t_peak:,.0f}",
-                     "computes/step": f"{per_step:g}", "sched splits": splits})
+        nan3 = (float("nan"),) * 3
+        t_ms, t_peak, t_alloc = nan3 if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device)
+        row = {"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
+               "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
+               "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}"}
+        if args.tf32:
+            tf32_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device, True)[0]
+            row.update({"torch TF32 ms": f"{tf32_ms:.1f}", "ratio TF32": f"{tf32_ms / g_ms:.2f}"})
+        row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "torch peak MiB": f"{t_peak:,.0f}",
+                    "torch alloc MiB": f"{t_alloc:,.0f}", "computes/step": f"{per_step:g}", "sched splits": splits})
+        rows.append(row)
         execution.reset_pools()
     precision = f"autocast {args.autocast}" if args.autocast else "f32"
     print_table(f"char-GPT training step ({precision}): ggrad on {args.device} ({dev.description}, CPU threads "

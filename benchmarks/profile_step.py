@@ -3,6 +3,7 @@ their names), averaged over --steps steps after warm-up, with the median wall ti
 (profiled steps run node by node, so their total is a little above it).
 
     python benchmarks/profile_step.py [--config w2] [--threads 1] [--steps 5] [--by-shape] [--device cpu]
+                                      [--autocast f16|bf16]
 """
 
 import argparse
@@ -27,9 +28,10 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--by-shape", action="store_true", help="one row per op and shape")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
     args = parser.parse_args()
     set_threads(args.threads)
-    step = bench_gpt.ggrad_step_fn(args.device, CONFIGS[args.config])
+    step = bench_gpt.ggrad_step_fn(args.device, CONFIGS[args.config], args.autocast)
     for _ in range(5):
         step()
     walls = []
@@ -41,7 +43,8 @@ def main():
         for _ in range(args.steps):
             step()
     prof.records = {key: (calls // args.steps, total / args.steps) for key, (calls, total) in prof.records.items()}
-    print(f"{args.config} training step on {args.device}, {args.threads} thread(s): median wall "
+    precision = f"autocast {args.autocast}" if args.autocast else "float32"
+    print(f"{args.config} {precision} training step on {args.device}, {args.threads} thread(s): median wall "
           f"{statistics.median(walls) * 1e3:.1f} ms; per step, profiled:")
     print(prof.table(top=args.top, by_shape=args.by_shape))
 

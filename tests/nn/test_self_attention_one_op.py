@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 B, T, E, H = 3, 6, 16, 4
 
 
-def _inputs(seed=0):
+def _inputs(seed=0, batch=B):
     rng = np.random.default_rng(seed)
-    return rng.standard_normal((B, T, E)).astype(np.float32)
+    return rng.standard_normal((batch, T, E)).astype(np.float32)
 
 
 def _mha(batch_first=True):
@@ -89,11 +89,14 @@ def test_values_and_gradients_as_torch(kind, batch_first):
 
 
 @pytest.mark.parametrize("choices", ["RPC", "CUDA", "VULKAN"])
-def test_every_backends_choices_as_torch(no_graph_cache, choices):
-    """The GPUs' lowerings (built and run on the CPU): CUDA's k and v gradients by out_prod of the heads' views."""
+@pytest.mark.parametrize("batch", [B, H + 1])
+def test_every_backends_choices_as_torch(no_graph_cache, choices, batch):
+    """The GPUs' lowerings (built and run on the CPU): under CUDA's, the products of v and k and the k and v
+    gradients by out_prod of the heads' views, with the batch dim or (more batches than heads) the heads'
+    dim GGML's outer one."""
     from ggrad.autograd import lowering
     ours, theirs = _mha()
-    x = _inputs(6)
+    x = _inputs(6, batch)
     causal = np.triu(np.ones((T, T), bool), 1)
     with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
         xo = ggrad.tensor(x, requires_grad=True)

@@ -54,12 +54,23 @@ class _Nodes:
         return ops.permute(c, split, 0, 2, 1, 3)
 
     def product(self, a, b, ta=False, tb=False):
-        """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). a^T b, as the backend takes products'
-        weight gradients: by out_prod where it reads both in place (CUDA, f32), as linalg.weight_grad."""
+        """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). A product of b itself (tb), whose
+        mul_mat would copy b transposed (its rows are the contraction's columns), is out_prod where the backend
+        reads both operands in place that way (CUDA, f32; as linalg.weight_grad): a^T b as out_prod(b, a), and
+        a b as out_prod(b, a^T)."""
         graph = self.graph
-        if ta and tb and graph.lowering.weight_grad == "out_prod" and a.dtype is f32 and b.dtype is f32:
-            return ops.out_prod(graph.ctx, b, a)
+        if tb and graph.lowering.weight_grad == "out_prod" and a.dtype is f32 and b.dtype is f32:
+            return self._out_prod(b, a if ta else ops.transpose(graph.ctx, a))
         return MatMulNT.build(None, graph, a, b, ta, tb)
+
+    def _out_prod(self, a, b):
+        """out_prod(a, b) of heads [., ., H, B]. GGML's CUDA out_prod runs one batched GEMM per index of dim 3,
+        so the larger of the two batch dims is put in dim 2 (views), and swapped back in the result."""
+        c = self.graph.ctx
+        if a.ne[3] <= a.ne[2]:
+            return ops.out_prod(c, a, b)
+        a, b = (ops.permute(c, x, 0, 1, 3, 2) for x in (a, b))
+        return ops.permute(c, ops.out_prod(c, a, b), 0, 1, 3, 2)
 
     def softmax(self, x, mask, scale):
         return ops.soft_max_ext(self.graph.ctx, x, mask, scale, 0.0)

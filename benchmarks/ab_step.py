@@ -9,6 +9,7 @@ alternation spreads the load over all variants alike.
 
     python benchmarks/ab_step.py /work/main . --rounds 5 --steps 10 [--threads 2] [--config w2]
     python benchmarks/ab_step.py . .:weight_grad=mul_mat --device cuda:0 --config big --threads 16
+    python benchmarks/ab_step.py /tmp/before . --device cuda:0 --config big --autocast f16
 """
 
 import argparse
@@ -31,7 +32,7 @@ ggrad.set_num_threads({threads})
 dev = ggrad.device({device!r})
 choices = dataclasses.replace(lowering.for_device(dev), **{choices})
 with lowering.forced(dev, choices):
-    step = bench_gpt.ggrad_step_fn({device!r}, CONFIGS[{config!r}])
+    step = bench_gpt.ggrad_step_fn({device!r}, CONFIGS[{config!r}], {autocast!r})
     print(median_ms(step, warmup=3, repeats={steps}))
 """
 
@@ -47,7 +48,7 @@ def parse_variant(text):
 
 def run(tree, choices, args):
     code = CHILD.format(here=HERE, threads=args.threads, choices=choices, config=args.config, steps=args.steps,
-                        device=args.device)
+                        device=args.device, autocast=args.autocast)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")])))
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True)
     if out.returncode:
@@ -60,6 +61,7 @@ def main():
     parser.add_argument("variants", nargs="+", help="TREE or TREE:field=value,...")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--config", default="w2")
     parser.add_argument("--device", default="cpu", help="the device of the step (its own lowering, then the variant's)")
@@ -70,7 +72,8 @@ def main():
         for i, (tree, choices) in enumerate(variants):
             times[i].append(run(tree, choices, args))
         print(f"round {r + 1}: " + "  ".join(f"{t[-1]:.1f}" for t in times), flush=True)
-    print(f"\n{args.config} step ms on {args.device}, median of {args.rounds} rounds (each the median of "
+    precision = f"autocast {args.autocast}" if args.autocast else "float32"
+    print(f"\n{args.config} {precision} step ms on {args.device}, median of {args.rounds} rounds (each the median of "
           f"{args.steps} steps), {args.threads} threads")
     for text, t in zip(args.variants, times):
         print(f"  {statistics.median(t):8.1f}  {text}   (all: {', '.join(f'{x:.0f}' for x in t)})")

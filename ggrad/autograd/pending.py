@@ -41,7 +41,7 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread", "effects", "keep",
-                 "checks", "trace", "_ones", "_upload_bytes", "_prune_at", "_lowering")
+                 "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering")
 
     def __init__(self, device, cache=None):
         self.device = device
@@ -56,7 +56,7 @@ class PendingGraph:
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
-        self._ones = {}     # n -> an f32 [n] node of ones made while building this graph (`ones`)
+        self._filled_nodes = {}   # (n, value) -> an f32 [n] node of value made while building this graph (`ones`)
         self._lowering = None
         self._new_context()
 
@@ -144,13 +144,22 @@ class PendingGraph:
         return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g, by_concat))
 
     def ones(self, n):
-        """An f32 [n] node of ones (arange scaled by 0 plus 1: exact), made once per length while this graph
-        is built, for the builders that sum rows or columns or write out columns with it (lowering.py). A
-        replayed graph has its own already; a build after the replay diverged makes another."""
-        node = self._ones.get(n)
+        """An f32 [n] node of ones, made once per length while this graph is built, for the builders that sum
+        rows or columns or write out columns with it (lowering.py). A replayed graph has its own already; a
+        build after the replay diverged makes another."""
+        return self._filled(n, 1.0)
+
+    def zeros(self, n):
+        """An f32 [n] node of zeros, made as `ones` is (a product with it reads which elements are finite)."""
+        return self._filled(n, 0.0)
+
+    def _filled(self, n, value):
+        """An f32 [n] node of `value` (arange scaled by 0 plus it: exact), one per (length, value)."""
+        node = self._filled_nodes.get((n, value))
         if node is None:
             c = self.ctx
-            node = self._ones[n] = ggml.ops.scale_bias(c, ggml.ops.arange(c, 0.0, float(n), 1.0), 0.0, 1.0)
+            node = ggml.ops.scale_bias(c, ggml.ops.arange(c, 0.0, float(n), 1.0), 0.0, value)
+            self._filled_nodes[(n, value)] = node
         return node
 
     def new_leaf(self, dtype, ne):

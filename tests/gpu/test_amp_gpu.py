@@ -3,7 +3,10 @@ falls back to the CPU: CUDA's missing f16 out_prod and Vulkan's missing cross_en
 around), its loss tracks float32 on the same device, and autocast products agree with the CPU's.
 
 Skipped without a GPU device (see test_gpu.py for how to point ggrad at a CUDA or Vulkan GGML build).
+The GPT trains 40 steps; `GGRAD_AMP_STEPS=200` runs the issue's 200.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from test_gpu import gpu  # noqa: F401  (the parametrized GPU device fixture)
 
 DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16}
 CONFIG = dict(d_model=64, layers=2, heads=2, context=32)
+STEPS = int(os.environ.get("GGRAD_AMP_STEPS", "40"))
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +29,7 @@ def corpus():
     return load_corpus(max_bytes=1 << 20)[0]
 
 
-def _train(device, data, dtype, steps=40):
+def _train(device, data, dtype, steps=STEPS):
     """Losses of `steps` AdamW steps of a small CharGPT on `device`, under autocast `dtype` (None: f32)."""
     ggrad.manual_seed(0)
     model = CharGPT(len(VOCAB), **CONFIG).to(device)

@@ -12,9 +12,10 @@ from ggrad.autograd import execution, lowering
 from ggrad.examples.char_gpt import CharGPT
 
 # W2: vocab 96, d_model 128, 4 layers, 4 heads, context 64 (batch 2: the counts do not depend on it)
-MOST_COPIES = {"CPU": 4, "RPC": 99, "CUDA": 20}   # CUDA: bias sums by out_prod, no copy (was 122); x's
+MOST_COPIES = {"CPU": 4, "RPC": 99, "CUDA": 12}   # CUDA: bias sums by out_prod, no copy (was 122); x's
 # gradients out_prod of w and g's transposed view (linalg.input_grad), no transposed weight (was 53); the
-# one-op self-attention's k and v gradients out_prod of the heads' views in place (was 36)
+# one-op self-attention's k and v gradients out_prod of the heads' views in place (was 36), and its
+# products of v and k themselves too (was 20)
 # RPC (the CPU's choices with GGML's ops): 111 until the first operand of mul_mat was read strided
 # (lowering.strided_matmul "first"); the CPU's 103 fell to 20 when its products moved to ggrad's kernel,
 # which reads transposed operands in place (lowering.matmul "kernel"), and to 12 when its joins did
@@ -22,18 +23,24 @@ MOST_COPIES = {"CPU": 4, "RPC": 99, "CUDA": 20}   # CUDA: bias sums by out_prod,
 # joins read the heads' views in place (ops/attention.py)
 
 
-def step_conts(choices):
-    """CONT and CONCAT nodes of the second step built with `choices` (the graph cache, which does not key on the
-    lowering, is off and forgets graphs built under other choices)."""
+# the same step under autocast float16 with CUDA's choices: the one-op attention casts qkv to float32 for
+# its out_prods instead of copying v, k, P and dS transposed in float16 (was 28)
+MOST_AUTOCAST_COPIES = 12
+
+
+def step_conts(choices, autocast=None):
+    """CONT and CONCAT nodes of the second step built with `choices`, under autocast `autocast` (a dtype) if
+    given (the graph cache, which does not key on the lowering, is off and forgets graphs built under other
+    choices)."""
     was = execution.trace_cache.ENABLED
     execution.set_graph_cache(False)
     try:
-        return _conts(choices)
+        return _conts(choices, autocast)
     finally:
         execution.set_graph_cache(was)
 
 
-def _conts(choices):
+def _conts(choices, autocast):
     ggrad.manual_seed(0)
     cpu = ggrad.device("cpu")
     with lowering.forced(cpu, choices):
@@ -44,7 +51,8 @@ def _conts(choices):
         y = ggrad.tensor(rng.integers(0, 96, (2 * 64,)).astype(np.int32))
 
         def step():
-            loss = ggrad.cross_entropy(model(x).reshape(-1, 96), y)
+            with ggrad.autocast("cpu", dtype=autocast or ggrad.float16, enabled=autocast is not None):
+                loss = ggrad.cross_entropy(model(x).reshape(-1, 96), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -60,6 +68,10 @@ def _conts(choices):
 @pytest.mark.parametrize("backend", sorted(MOST_COPIES))
 def test_w2_step_copies_do_not_come_back(backend):
     assert step_conts(getattr(lowering, backend)) <= MOST_COPIES[backend]
+
+
+def test_autocast_step_copies_do_not_come_back():
+    assert step_conts(lowering.CUDA, ggrad.float16) <= MOST_AUTOCAST_COPIES
 
 
 def test_strided_matmul_reads_attention_heads_in_place():

@@ -172,22 +172,27 @@ def test_an_attention_mask_that_requires_grad_gets_its_gradient_as_torch():
     np.testing.assert_allclose(mo.grad.numpy(), mt.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("choices", ["CPU", "CUDA"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_autocast_gives_the_low_precision_output_of_the_general_path(dtype):
+def test_autocast_gives_the_low_precision_output_of_the_general_path(no_graph_cache, dtype, choices):
     """Under autocast qkv is low precision, the products sum in float32 and the output is in the autocast
-    dtype, as the general path's (which rounds nothing else either); the input's gradient is float32."""
+    dtype, as the general path's (which rounds nothing else either); the input's gradient is float32. Under
+    CUDA's choices the one-op path casts qkv to float32 for its out_prods; its gradient at qkv is rounded
+    to the half dtype as the general path's."""
+    from ggrad.autograd import lowering
     ours, _ = _mha()
     low = getattr(ggrad, dtype)
     x = _inputs()
     results = []
     for need_weights in (False, True):   # True: the general path (the weights are not returned here)
         xo = ggrad.tensor(x, requires_grad=True)
-        with ggrad.autocast("cpu", dtype=low):
-            out = ours(xo, xo, xo, need_weights=need_weights)[0]
-        assert out.dtype is low
-        out.float().sum().backward()
-        assert xo.grad.dtype is ggrad.float32
-        results.append((out.float().numpy(), xo.grad.numpy()))
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+            with ggrad.autocast("cpu", dtype=low):
+                out = ours(xo, xo, xo, need_weights=need_weights)[0]
+            assert out.dtype is low
+            out.float().sum().backward()
+            assert xo.grad.dtype is ggrad.float32
+            results.append((out.float().numpy(), xo.grad.numpy()))
         ours.zero_grad()
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=2e-2, atol=2e-2)

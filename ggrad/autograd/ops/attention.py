@@ -27,8 +27,9 @@ def _forward(qkv, mask, scale, heads, op):
     return op.merge_heads(op.product(p, v, tb=True))
 
 
-def _backward(g, qkv, mask, scale, heads, op):
-    """The gradient at qkv of `_forward` given g (B, T, E), as (B, T, 3E); the weights recomputed."""
+def _backward(g, qkv, mask, scale, heads, op, dtype=None):
+    """The gradient at qkv of `_forward` given g (B, T, E), as (B, T, 3E) in `dtype` (qkv's by default); the
+    weights recomputed."""
     q, k, v = (op.heads(qkv, heads, 3, part) for part in range(3))
     p = op.softmax(op.product(q, k), mask, scale)
     gh = op.heads(g, heads, 1, 0)
@@ -36,7 +37,7 @@ def _backward(g, qkv, mask, scale, heads, op):
     dq = op.product(ds, k, tb=True)                               # dS K
     dk = op.product(ds, q, ta=True, tb=True)                      # dS^T Q
     dv = op.product(p, gh, ta=True, tb=True)                      # P^T dO
-    return op.merge_heads(dq, dk, dv, dtype=qkv.dtype)
+    return op.merge_heads(dq, dk, dv, dtype=dtype or qkv.dtype)
 
 
 class _Nodes:
@@ -44,6 +45,14 @@ class _Nodes:
 
     def __init__(self, graph):
         self.graph = graph
+
+    def operand(self, qkv):
+        """qkv as the products read it: a half qkv in float32 where the backend takes the products of v and k
+        themselves by out_prod (CUDA: float32 only, see `product`), one cast instead of transposed half copies
+        of v, k, P and dS."""
+        if qkv.dtype is not f32 and self.graph.lowering.weight_grad == "out_prod":
+            return ops.cast(self.graph.ctx, qkv, f32)
+        return qkv
 
     def heads(self, x, heads, parts, part):
         """Part `part` of the `parts` side by side in x [parts * E, T, B], as the heads [Dh, T, H, B] (a view)."""
@@ -128,7 +137,8 @@ class SelfAttention(Primitive):
 
     @staticmethod
     def build(ctx, graph, qkv, mask, scale, heads):
-        return _forward(qkv, mask, scale, heads, _Nodes(graph))
+        op = _Nodes(graph)
+        return _forward(op.operand(qkv), mask, scale, heads, op)
 
     @staticmethod
     def shape(qkv, mask, scale, heads):
@@ -158,7 +168,8 @@ class SelfAttentionBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, qkv, mask, scale, heads):
-        return _backward(g, qkv, mask, scale, heads, _Nodes(graph))
+        op = _Nodes(graph)
+        return _backward(g, op.operand(qkv), mask, scale, heads, op, qkv.dtype)
 
     @staticmethod
     def shape(g, qkv, mask, scale, heads):

@@ -16,11 +16,12 @@ and notes the rounding (autograd/roundings.py) so that an op computing in float3
 value instead of casting back.
 """
 
-from ..autograd import autocast_hook, lowering
+from ..autograd import autocast_hook
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.linalg import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
+from ..autograd.pending import lowering_of
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
 from ..ggml import f32
@@ -51,7 +52,7 @@ class LowPrecisionProduct(Function):
         x_rows, w_low = ctx.saved_tensors
         x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-        if need_w and x_rows.dtype is not f32 and lowering.for_device(g.device).weight_grad == "out_prod":
+        if need_w and x_rows.dtype is not f32 and lowering_of(g.device).weight_grad == "out_prod":
             # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved rows
             # instead of transposed copies of x and of g, and of a float32 x held from forward
             x_rows = x_rows.to(f32)
@@ -72,7 +73,7 @@ def _master_rows(x, w):
     copy of g made inside GGML's float16 product (which accumulates in float16 on CUDA), and the low
     precision weight is scratch after the forward."""
     return (w.dtype is f32 and w.ndim == 2 and w.is_contiguous() and x.dtype.is_float
-            and lowering.for_device(w.device).weight_grad == "out_prod")
+            and lowering_of(w.device).weight_grad == "out_prod")
 
 
 def _as(g, dtype):

@@ -200,6 +200,16 @@ def pending_graph(device):
     return runtime(device).graph
 
 
+def fresh_graph(device):
+    """Compute `device`'s pending work and start its next graph afresh, one whose lowering is not yet fixed
+    (lowering.forced: every graph is built under one lowering)."""
+    with lock_of(device):
+        rt = runtime(device)
+        _realize(rt.graph, None)
+        if rt.graph.is_empty():   # no Tensor refers to it: a stale lowering goes with it
+            rt.graph = _pending.PendingGraph(device, rt.cache)
+
+
 def realize(target=None, eval_callback=None):
     """Compute now: everything pending (`target` None), on one device, or one PendingGraph (the current
     one of its device, or one an interrupted op left behind). Held tensors become persistent."""

@@ -107,13 +107,20 @@ def for_device(device):
 
 @contextlib.contextmanager
 def forced(device, lowering):
-    """Within the block, graphs on `device` are lowered as `lowering` says."""
+    """Within the block, graphs on `device` are lowered as `lowering` says. The device's pending work is
+    computed on entry and on exit: a graph's lowering is fixed by its first use, so a graph begun outside
+    the block would otherwise be built half under other choices."""
+    from . import execution   # lazily: the executor builds on this module
+    execution.fresh_graph(device)
     previous = _forced.get(device.name)
     _forced[device.name] = lowering
     try:
         yield
     finally:
-        if previous is None:
-            _forced.pop(device.name, None)
-        else:
-            _forced[device.name] = previous
+        try:
+            execution.fresh_graph(device)
+        finally:
+            if previous is None:
+                _forced.pop(device.name, None)
+            else:
+                _forced[device.name] = previous

@@ -289,6 +289,13 @@ def transposed_copy(ctx, g):
     return ggml.ops.reshape_4d(ctx, ggml.ops.concat(ctx, halves[0], halves[1], 0), ne0, ne1, ne2, ne3)
 
 
+def lowering_of(device):
+    """The Lowering that `device`'s pending graph builds with (its first use fixes it: PendingGraph.lowering).
+    The Tensor-level rules choose by it too, so that their choices and the nodes of the graph's ops agree
+    where `lowering.forced` begins while a graph is under way."""
+    return execution.runtime(device).graph.lowering
+
+
 def graph_of(*tensors):
     """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
     compute for a tensor whose graph failed its checks)."""

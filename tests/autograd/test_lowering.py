@@ -116,6 +116,27 @@ def test_out_prod_lowering_is_used_and_matches_cpu_choice():
         np.testing.assert_allclose(weight_grad(), on_cpu, rtol=1e-5, atol=1e-6)
 
 
+def test_forced_choices_hold_for_a_graph_begun_before_the_block(no_graph_cache):
+    """A graph's lowering is fixed by its first use; `forced` computes the pending work on entry and on exit,
+    so a graph begun before the block is not built half under the forced choices: the Tensor-level rules
+    (Linear's backward picks its gradient ops) and the graph's own nodes follow one lowering."""
+    from ggrad.autograd import execution
+    ggrad.manual_seed(0)
+    layer = nn.Linear(6, 4)
+    x = ggrad.randn(9, 6)
+    cpu = ggrad.device("cpu")
+    before = x * 2.0   # pending: the graph is under way, under the CPU's choices
+    assert not execution.pending_graph(cpu).is_empty()
+    with lowering.forced(cpu, GPU_LIKE):
+        assert execution.pending_graph(cpu).is_empty()   # `before` was computed on entry
+        with ggrad.profile() as prof:
+            layer(before).sum().backward()
+            got = layer.weight.grad.numpy()
+        assert "OUT_PROD" in set(prof.by_op())
+    assert execution.pending_graph(cpu).is_empty()   # computed on exit
+    np.testing.assert_allclose(got, np.ones((4, 1)) * before.numpy().sum(0), rtol=1e-5)
+
+
 def test_double_backward_through_out_prod(gpu_choices):
     rng = np.random.default_rng(2)
     w = ggrad.tensor(rng.standard_normal((3, 5)).astype(np.float32), requires_grad=True)

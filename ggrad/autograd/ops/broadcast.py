@@ -2,9 +2,8 @@
 
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
-from .. import lowering
 from ..dtype_rules import NUMERIC
-from ..pending import contiguous_node, ne_of
+from ..pending import contiguous_node, lowering_of, ne_of
 from ..primitive import Primitive
 
 
@@ -60,7 +59,7 @@ def reduce_to(g, shape):
     if g.shape == shape:
         return g
     kept = _kept_trailing(g.shape, shape)
-    how = lowering.for_device(g.device).reduce_leading if kept is not None else "repeat_back"
+    how = lowering_of(g.device).reduce_leading if kept is not None else "repeat_back"
     if how in ("sum_rows", "out_prod") and g.dtype is not f32:   # both sum float32 only: sum in it
         return reduce_to(g.to(f32), shape).to(g.dtype)
     if how == "repeat_back":

@@ -13,7 +13,6 @@ product, forward and backward (WeightGrad): no reshapes, and no per-batch produc
 
 from ...ggml import f16, f32, kernels, ops
 from ...ggml.errors import ShapeError
-from .. import lowering
 from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
 from ..primitive import Primitive
@@ -21,7 +20,7 @@ from ..tensor import Tensor
 from .. import grad_mode
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import quant
-from ..pending import contiguous_node
+from ..pending import contiguous_node, lowering_of
 from . import views as mv
 
 
@@ -137,7 +136,7 @@ def linear_grad_choices(g, w):
     """The backend's choices for LinearGrads given g and the weight w (None where x's gradient is not wanted):
     x's gradient by out_prod (input_grad's rule), w's by out_prod (weight_grad's), and how the bias's sums are
     taken (reduce_to's)."""
-    choices = lowering.for_device(g.device)
+    choices = lowering_of(g.device)
     by_out_prod = choices.weight_grad == "out_prod"
     return (by_out_prod and w is not None and w.ndim == 2 and w.is_contiguous(), by_out_prod,
             choices.reduce_leading)
@@ -346,7 +345,7 @@ def weight_grad(g, x):
 
     out_prod where the backend runs it fast on f32 (lowering.py), else rows of g^T against rows of x^T.
     """
-    if lowering.for_device(g.device).weight_grad == "out_prod" and x.dtype is f32 and g.dtype is f32:
+    if lowering_of(g.device).weight_grad == "out_prod" and x.dtype is f32 and g.dtype is f32:
         return OutProd.apply(x, g)
     return MatMulNT.apply(g, x, True, True)
 

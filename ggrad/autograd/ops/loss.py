@@ -7,10 +7,10 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 from ...ggml import f32, ops
 from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
-from .. import lowering
 from ..dtype_rules import require_float
 from ..function import Function
 from ..grad_api import composite_vjp
+from ..pending import lowering_of
 from ..primitive import Primitive
 from ..factory import arange, ones
 from . import binary as bi
@@ -155,7 +155,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             spread = label_smoothing / classes
             probs = probs + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
         count = rd.sum(valid if weight is None else valid * rd.SumRows.apply(picked))
-        if weight is None and reduction != "none" and lowering.for_device(input.device).fused_cross_entropy:
+        if weight is None and reduction != "none" and lowering_of(input.device).fused_cross_entropy:
             # every row of probs sums to 1: GGML's fused loss and gradient (two nodes in all)
             rows = logits.shape[0]
             total = CrossEntropyFused.apply(logits.to(f32), probs * valid, valid) * float(rows)

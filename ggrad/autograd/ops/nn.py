@@ -9,9 +9,9 @@ from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
-from .. import grad_mode, lowering
+from .. import grad_mode
 from ..function import Function
-from ..pending import ne_of
+from ..pending import lowering_of, ne_of
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
 from ..torch_dtypes import resolve
@@ -220,7 +220,7 @@ class LayerNormAffine(Primitive):
         if grad_mode.is_grad_enabled():   # create_graph: the gradients in differentiable ops
             dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), needs[:2], g)
             return dx, dw, reduce_to(g, w.shape) if needs[2] else None, None
-        how = lowering.for_device(g.device).reduce_leading
+        how = lowering_of(g.device).reduce_leading
         grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs, how))
         return tuple(next(grads) if need else None for need in needs) + (None,)
 

@@ -281,7 +281,11 @@ def _plan(rt, pending, alive, cacheable):
             view_conts[id(view)] = t._node
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
     graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
-    for t in alive:
+    # GGML computes the nodes in the order they are added. Held results added by when their inputs were
+    # made are computed as soon as the program could have: a layer's weight gradients right after its
+    # backward, not after the whole backward, so the activation gradients they read are freed early (a
+    # GradScaler's unscaled gradients, made after the backward, otherwise held every layer's to the end)
+    for t in sorted(alive, key=lambda t: pending.ready_at(t._node)):
         t._node.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
         graph.expand(t._node)
     for e in pending.effects:

@@ -41,12 +41,13 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread", "effects", "keep",
-                 "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering")
+                 "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering", "made")
 
     def __init__(self, device, cache=None):
         self.device = device
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
+        self.made = {}      # node pointer -> its place in the order the program made the Tensors (`ready_at`)
         self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
         self._unread = {}   # id(GTensor) -> weakref to its Tensor: uploads of a Tensor that no node has read yet
         self._upload_bytes = 0            # bytes in `uploads`
@@ -177,10 +178,19 @@ class PendingGraph:
 
     def emit(self, node, shape, dtype):
         """Wrap a new node as a Tensor of numpy-order `shape`."""
+        made = self.made
+        made.setdefault(node.ptr, len(made))
         t = _tensor.Tensor._make(node, shape, dtype, self.device, self)
         if execution.EAGER:
             execution.realize(self)
         return t
+
+    def ready_at(self, node):
+        """The place in the program's order by which everything `node` computes from was made: the latest
+        of its sources' (through the nodes an op's build made, which have no place of their own). A result
+        made after its inputs (a GradScaler's unscaled gradients, made after the whole backward) is ready
+        where its inputs were."""
+        return ggml.latest_source(node.ptr, self.made)
 
     def upload(self, node, raw, owner=None):
         """Write host bytes `raw` into the leaf `node` before the compute. `owner`, the Tensor of `node`

@@ -11,7 +11,7 @@ from .errors import (GGRADError, ShapeError, DTypeError, DeviceError, DeviceLost
 from .dtypes import DType, f32, f16, bf16, i32, i16, i8, all_dtypes, as_dtype
 from .backend import (Device, devices, device, cpu, set_num_threads, get_num_threads, has_backend,
                      rpc_add_server, rpc_start_server, check_device)
-from .context import Context, GTensor, Graph, MAX_DIMS, tensor_overhead
+from .context import Context, GTensor, Graph, MAX_DIMS, latest_source, tensor_overhead
 from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler
 from .build import build_info

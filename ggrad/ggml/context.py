@@ -342,6 +342,23 @@ def count_reachable(ptr, limit):
     return len(seen)
 
 
+def latest_source(ptr, places):
+    """The largest value `places` (a dict keyed by tensor pointers) gives a source of `ptr`, looking through
+    the sources it has none for; -1 when none has one."""
+    latest, stack, seen = -1, [ptr], set()
+    while stack:
+        for src in stack.pop().src:
+            if src == ffi.NULL:
+                continue
+            place = places.get(src)
+            if place is not None:
+                latest = max(latest, place)
+            elif src not in seen:
+                seen.add(src)
+                stack.append(src)
+    return latest
+
+
 def tensor_overhead():
     """Bytes of metadata one tensor takes in a Context."""
     return _TENSOR_OVERHEAD

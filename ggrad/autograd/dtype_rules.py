@@ -13,8 +13,9 @@ from ..ggml import f32
 from .torch_dtypes import BOOL, INT64, category, from_host, host_of, is_integer, wrap_number
 from ..ggml.errors import UnsupportedDTypeError
 from .factory import full
+from . import grad_mode
 from .function import apply_function
-from .roundings import narrow, widen
+from .roundings import narrow, rounded, widen
 from .tensor import Tensor
 
 
@@ -35,10 +36,47 @@ def _in_f32(fn, args, accepts, int_result=None):
     if not accepts(dtype):
         raise UnsupportedDTypeError(f"{fn.__name__.lower()}: expected a floating point tensor, got {dtype.name}; "
                          "use .float() first")
-    converted = tuple(widen(a, f32) if isinstance(a, Tensor) and a.dtype is not f32 else a for a in args)
+    kept = _kept_half(fn, args)
+    converted = tuple(a if not isinstance(a, Tensor) or a.dtype is f32 else rounded(a, f32) if i in kept
+                      else widen(a, f32) for i, a in enumerate(args))
     out = apply_function(fn, converted)
+    if kept:
+        _keep_half(out, {id(converted[i]): args[i] for i in kept})
     result = dtype if dtype.is_float or int_result is None else int_result
     return out if result is f32 else narrow(out, result)
+
+
+def _kept_half(fn, args):
+    """The positions of the half precision float arguments that `fn`'s backward reads (by its `saves`), where
+    a backward is recorded: backward keeps them in their own dtype, as PyTorch (half the bytes of their
+    float32 conversions), and converts them again when it runs. Such an argument is converted as itself,
+    not as the float32 value it was rounded from (roundings.rounded, not widen): the forward reads the
+    rounded value, as PyTorch, and the float32 source is free once it is rounded."""
+    saves = getattr(fn, "saves", None)
+    if saves is None or not grad_mode.is_grad_enabled():
+        return ()
+    positions = ((0,) if saves in ("input", "input+output") else range(len(args)) if saves == "inputs"
+                 else saves if isinstance(saves, tuple) else ())
+    if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        return ()
+    return tuple(i for i in positions if isinstance(args[i], Tensor) and args[i].dtype.is_float
+                 and args[i].dtype is not f32)
+
+
+def _keep_half(out, halves):
+    """Have the backward of `out`'s op keep the half tensors `halves` (by id of their float32 conversions)
+    in place of those conversions, converted again to float32 when backward reads them."""
+    node = out[0].grad_fn if isinstance(out, tuple) else out.grad_fn
+    ctx = node.ctx if node is not None else None
+    if ctx is None or "_hooked" in ctx.__dict__:   # no backward recorded; or saved_tensors_hooks took them
+        return
+    kept = tuple(None if t is None else (halves.get(id(t), t),) for t in ctx._saved)
+    ctx._hooked = (_as_float32, kept)
+    ctx._saved = ()
+
+
+def _as_float32(t):
+    return t if t.dtype is f32 else t.to(f32)
 
 
 def FLOAT(fn, args):

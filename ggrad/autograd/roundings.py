@@ -15,6 +15,7 @@ The source stays alive while its rounding does (a rounding held through a comput
 import weakref
 
 from . import autocast_hook
+from .function import Function
 
 _sources = {}   # id(low) -> (weakref(low), low's version, source, source's version)
 
@@ -44,6 +45,28 @@ def widen(x, dtype):
     if source is not None and source.dtype is dtype:
         return source
     return x.to(dtype)
+
+
+def rounded(x, dtype):
+    """`x` converted to `dtype` as its own (rounded) value, for an op that keeps it for its backward in x's
+    precision (dtype_rules._kept_half): the gradient still goes straight to x's noted source, uncast (no
+    float32 -> low -> float32 round trip of the gradient). Without a noted source, a plain cast."""
+    source = source_of(x)
+    if source is None or source.dtype is not dtype:
+        return x.to(dtype)
+    return _Rounded.apply(source, x)
+
+
+class _Rounded(Function):
+    """`low` in its `source`'s dtype; the gradient goes to `source` as it is."""
+
+    @staticmethod
+    def forward(ctx, source, low):
+        return low.to(source.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
 
 
 def narrow(out, dtype):

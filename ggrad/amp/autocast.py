@@ -22,8 +22,9 @@ The casts are differentiable: the gradient is cast back to the input's dtype, so
 (master weights) get float32 gradients. linear and matmul are one Function each (products.py) that
 multiplies the low precision copies and gives the gradients of the float32 sources straight from
 GGML's float32 products, with no cast; their rounded results are noted (autograd/roundings.py) so that
-an op outside the table that computes in float32 (GELU, a residual add) reads the float32 value
-instead of casting back. A cast of a leaf that requires grad (a parameter) is cached
+an op outside the table that computes in float32 (a residual add) reads the float32 value instead of
+casting back; one that keeps its input for its backward (GELU) reads and keeps the rounded value, as
+PyTorch (half the bytes from forward to backward; dtype_rules._kept_half). A cast of a leaf that requires grad (a parameter) is cached
 for the rest of the outermost autocast region while it is pending (one cast per weight per step, read
 by forward and backward): a graph computed since (an optimizer step, a read) or a new value of the
 weight makes it cast again. Ops nested inside a hooked op run as written, except attention's two

@@ -6,6 +6,7 @@ converts them for the compute, applies the op (`apply_function`) and converts th
 """
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -73,6 +74,8 @@ def _keep_half(out, halves):
     kept = tuple(None if t is None else (halves.get(id(t), t),) for t in ctx._saved)
     ctx._hooked = (_as_float32, kept)
     ctx._saved = ()
+    # modified in place before backward, a kept half tensor makes saved_tensors raise, as PyTorch's would
+    ctx._versions += tuple((weakref.ref(t), t._version) for t in halves.values())
 
 
 def _as_float32(t):

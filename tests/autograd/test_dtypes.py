@@ -177,3 +177,24 @@ def test_dtypes_print_as_torchs():
         ours = getattr(ggrad, name)
         assert str(ours) == repr(ours) == str(getattr(torch, name)).replace("torch.", "ggrad.")
     assert repr(ggrad.ggml.as_dtype("q4_0")) == "ggrad.q4_0"   # GGML's own types keep GGML's names
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_input_kept_for_backward_as_torch(dtype):
+    """An op computed in float32 keeps its half input for backward in its own dtype (dtype_rules._kept_half):
+    the gradient is torch's, and the input modified in place before backward makes it raise, as torch."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    grads = []
+    for lib in (ggrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        h = (xt * 2.0).to(getattr(lib, dtype))
+        y = lib.nn.functional.gelu(h, approximate="tanh")
+        y.float().sum().backward()
+        grads.append(xt.grad.numpy() if lib is ggrad else xt.grad.detach().numpy())
+        h2 = (xt * 2.0).to(getattr(lib, dtype))
+        y2 = lib.nn.functional.gelu(h2, approximate="tanh")
+        h2.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y2.float().sum().backward()
+    np.testing.assert_allclose(grads[0], grads[1], rtol=2e-2, atol=2e-2)

@@ -12,6 +12,7 @@ import math
 from ..autograd.autocast_hook import autocast_op
 from ..autograd.factory import empty, tensor
 from ..autograd.ops.attention import SelfAttention
+from ..autograd.roundings import source_of
 from ..ggml import f32
 from ..ggml.errors import ShapeError
 from . import functional as F
@@ -280,7 +281,11 @@ class MultiheadAttention(MultiHeadAttention):
 def self_attention(qkv, mask, num_heads, scale):
     """softmax(q k^T * scale + mask) v over `num_heads` heads of q, k, v side by side in qkv (B, T, 3E), as
     (B, T, E) in qkv's dtype; `mask` None or a constant additive float32 mask fitted to (B, H, T, T)."""
-    out = SelfAttention.apply(qkv, mask, scale, num_heads)
+    source = None if qkv.dtype is f32 else source_of(qkv)
+    if source is not None and source.dtype is f32:   # autocast's rounded product: the gradient to its source
+        out = SelfAttention.apply(source, mask, scale, num_heads, qkv)
+    else:
+        out = SelfAttention.apply(qkv, mask, scale, num_heads)
     return out if qkv.dtype is f32 else out.to(qkv.dtype)
 
 

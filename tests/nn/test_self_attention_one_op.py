@@ -198,6 +198,40 @@ def test_autocast_gives_the_low_precision_output_of_the_general_path(no_graph_ca
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_under_autocast_the_gradient_goes_to_the_float32_projection_uncast(dtype):
+    """Under autocast qkv is the projection's rounded result: the one-op attention computes from it and keeps
+    it, and gives the gradient to the projection's float32 result in float32 (no rounding of it to the
+    autocast dtype and cast back: two casts of a (B, T, 3E) tensor a layer fewer); the gradients match the
+    general path's."""
+    ours, _ = _mha()
+    low = getattr(ggrad, dtype)
+    x = _inputs()
+    grads = []
+    for need_weights in (False, True):   # True: the general path
+        xo = ggrad.tensor(x, requires_grad=True)
+        with ggrad.autocast("cpu", dtype=low):
+            out = ours(xo, xo, xo, need_weights=need_weights)[0]
+        back = []
+        original = primitive.Primitive._record.__func__
+
+        def record(cls, ctx, args, tensors):
+            result = original(cls, ctx, args, tensors)
+            if cls.__name__ == "SelfAttentionBack":
+                back.append(result.dtype)
+            return result
+        primitive.Primitive._record = classmethod(record)
+        try:
+            out.float().sum().backward()
+        finally:
+            primitive.Primitive._record = classmethod(original)
+        assert back == ([] if need_weights else [ggrad.float32])
+        grads.append((xo.grad.numpy(), ours.in_proj_weight.grad.numpy()))
+        ours.zero_grad()
+    for mine, general in zip(*grads):
+        np.testing.assert_allclose(mine, general, rtol=2e-2, atol=2e-2)
+
+
 def test_a_transformer_step_replays_its_cached_graph_with_the_same_losses():
     """Three steps of a transformer block with and without the graph cache give the same losses."""
     from ggrad.autograd import execution

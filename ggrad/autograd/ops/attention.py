@@ -132,49 +132,53 @@ class SelfAttention(Primitive):
     """softmax(q k^T * scale + mask) v of the `heads` heads of qkv (B, T, 3E), as (B, T, E) float32.
 
     `mask`: None or a constant additive float32 mask fitted to the scores (B, H, T, T) by
-    nn.functional.fit_mask."""
-    saves = (0, 1)
+    nn.functional.fit_mask. `rounded`: None, or the low precision Tensor that a float32 qkv was rounded to
+    (autocast's product result): the op computes from it and keeps it for backward, and qkv's gradient comes
+    back in float32, not rounded to the low precision and cast back for the product's backward."""
+    saves = (0, 1)   # qkv (or `rounded`) and the mask: see saved
 
     @staticmethod
-    def build(ctx, graph, qkv, mask, scale, heads):
+    def build(ctx, graph, qkv, mask, scale, heads, rounded=None):
         op = _Nodes(graph)
-        return _forward(op.operand(qkv), mask, scale, heads, op)
+        return _forward(op.operand(qkv if rounded is None else rounded), mask, scale, heads, op)
 
     @staticmethod
-    def shape(qkv, mask, scale, heads):
+    def shape(qkv, mask, scale, heads, rounded=None):
         b, t, width = qkv.shape
         return (b, t, width // 3)
 
     @staticmethod
-    def result_dtype(qkv, mask, scale, heads):
+    def result_dtype(qkv, mask, scale, heads, rounded=None):
         return f32
 
     @classmethod
     def saved(cls, ctx, args, out):
-        ctx.scale, ctx.heads = args[2], args[3]
-        return args[0], args[1]
+        ctx.scale, ctx.heads, ctx.grad_dtype = args[2], args[3], args[0].dtype
+        kept = args[4] if len(args) > 4 and args[4] is not None else args[0]
+        return kept, args[1]
 
     @staticmethod
     def backward(ctx, g):
         qkv, mask = ctx.saved_tensors
+        rest = (None,) * (len(ctx.needs_input_grad) - 1)
         if grad_mode.is_grad_enabled():   # create_graph: a backward of differentiable ops
-            return _backward(g, qkv, mask, ctx.scale, ctx.heads, _Tensors), None, None, None
-        return SelfAttentionBack.apply(g, qkv, mask, ctx.scale, ctx.heads), None, None, None
+            return (_backward(g, qkv, mask, ctx.scale, ctx.heads, _Tensors, ctx.grad_dtype),) + rest
+        return (SelfAttentionBack.apply(g, qkv, mask, ctx.scale, ctx.heads, ctx.grad_dtype),) + rest
 
 
 class SelfAttentionBack(Primitive):
-    """SelfAttention's gradient at qkv given g, in qkv's dtype: one recorded op (no backward of its own: a
-    backward that is itself differentiated takes `_backward` in Tensor ops)."""
+    """SelfAttention's gradient at qkv given g, in `dtype` (qkv's by default): one recorded op (no backward of
+    its own: a backward that is itself differentiated takes `_backward` in Tensor ops)."""
 
     @staticmethod
-    def build(ctx, graph, g, qkv, mask, scale, heads):
+    def build(ctx, graph, g, qkv, mask, scale, heads, dtype=None):
         op = _Nodes(graph)
-        return _backward(g, op.operand(qkv), mask, scale, heads, op, qkv.dtype)
+        return _backward(g, op.operand(qkv), mask, scale, heads, op, dtype or qkv.dtype)
 
     @staticmethod
-    def shape(g, qkv, mask, scale, heads):
+    def shape(g, qkv, mask, scale, heads, dtype=None):
         return qkv.shape
 
     @staticmethod
-    def result_dtype(g, qkv, mask, scale, heads):
-        return qkv.dtype
+    def result_dtype(g, qkv, mask, scale, heads, dtype=None):
+        return dtype or qkv.dtype

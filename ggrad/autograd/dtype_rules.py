@@ -48,32 +48,29 @@ def _in_f32(fn, args, accepts, int_result=None):
 
 
 def _kept_half(fn, args):
-    """The positions of the half precision float arguments that `fn`'s backward reads (by its `saves`), where
-    a backward is recorded: backward keeps them in their own dtype, as PyTorch (half the bytes of their
-    float32 conversions), and converts them again when it runs. Such an argument is converted as itself,
-    not as the float32 value it was rounded from (roundings.rounded, not widen): the forward reads the
-    rounded value, as PyTorch, and the float32 source is free once it is rounded."""
-    saves = getattr(fn, "saves", None)
-    if saves is None or not grad_mode.is_grad_enabled():
+    """The positions of the half precision float arguments that `fn`'s backward reads (a Primitive's
+    `saved_positions`), where a backward is recorded: backward keeps them in their own dtype, as PyTorch
+    (half the bytes of their float32 conversions), and converts them again when it runs. Such an argument is
+    converted as itself, not as the float32 value it was rounded from (roundings.rounded, not widen): the
+    forward reads the rounded value, as PyTorch, and the float32 source is free once it is rounded."""
+    positions = getattr(fn, "saved_positions", None)
+    if positions is None or fn.saves is None or not grad_mode.is_grad_enabled():
         return ()
-    positions = ((0,) if saves in ("input", "input+output") else range(len(args)) if saves == "inputs"
-                 else saves if isinstance(saves, tuple) else ())
     if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         return ()
-    return tuple(i for i in positions if isinstance(args[i], Tensor) and args[i].dtype.is_float
+    return tuple(i for i in positions(args) if isinstance(args[i], Tensor) and args[i].dtype.is_float
                  and args[i].dtype is not f32)
 
 
 def _keep_half(out, halves):
     """Have the backward of `out`'s op keep the half tensors `halves` (by id of their float32 conversions)
-    in place of those conversions, converted again to float32 when backward reads them."""
+    in place of those conversions, converted again to float32 when backward reads them: its saved tensors
+    packed as saved_tensors_hooks would pack them (FunctionCtx._pack)."""
     node = out[0].grad_fn if isinstance(out, tuple) else out.grad_fn
     ctx = node.ctx if node is not None else None
     if ctx is None or "_hooked" in ctx.__dict__:   # no backward recorded; or saved_tensors_hooks took them
         return
-    kept = tuple(None if t is None else (halves.get(id(t), t),) for t in ctx._saved)
-    ctx._hooked = (_as_float32, kept)
-    ctx._saved = ()
+    ctx._pack((lambda t: halves.get(id(t), t), _as_float32))
     # modified in place before backward, a kept half tensor makes saved_tensors raise, as PyTorch's would
     ctx._versions += tuple((weakref.ref(t), t._version) for t in halves.values())
 

@@ -140,17 +140,22 @@ class Primitive(Function):
     def saved(cls, ctx, args, out):
         """The tensors to keep for backward, by `saves`; a primitive may override it."""
         saves = cls.saves
+        if not isinstance(saves, tuple) and saves not in ("input", "inputs", "output", "input+output"):
+            raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+        inputs = tuple(args[i] for i in cls.saved_positions(args))
+        return inputs + (alias(out),) if saves in ("output", "input+output") else inputs
+
+    @classmethod
+    def saved_positions(cls, args):
+        """The positions of the arguments that `saves` keeps for backward."""
+        saves = cls.saves
         if isinstance(saves, tuple):
-            return tuple(args[i] for i in saves)
-        if saves == "input":
-            return (args[0],)
+            return saves
+        if saves in ("input", "input+output"):
+            return (0,)
         if saves == "inputs":
-            return tuple(a for a in args if isinstance(a, Tensor))
-        if saves == "output":
-            return (alias(out),)
-        if saves == "input+output":
-            return (args[0], alias(out))
-        raise ValueError(f"{cls.__name__}.saves: unknown value {saves!r}")
+            return tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        return ()
 
 
 def one_op_gradient(g, x):

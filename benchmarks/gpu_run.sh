@@ -4,14 +4,19 @@
 #   PYTHON=.venv/bin/python bash benchmarks/gpu_run.sh prepare
 #       here, with a registry: the pinned GGML sdist, and wheels for Python 3.12 of the cffi that built
 #       ggrad's binding (PYTHON's), into .gpu/ (ignored by git)
+#       and, from this Debian machine's mirror, Debian 13's Vulkan headers, loader and glslc (Debian 12's are
+#       too old for GGML's Vulkan backend) and the GL loader pieces NVIDIA's Vulkan driver needs
 #   bash benchmarks/gpu_run.sh VERB [VERB ...]    # there, with .gpu/ and ggrad/ggml/_ffi.abi3.so carried
+#   bash benchmarks/gpu_run.sh vulkan VERB [VERB ...] cuda VERB [VERB ...]
 #
-# On the GPU machine it builds GGML's CUDA backend from the sdist in /tmp (sm_90, CUDA graphs on, no
-# flash-attention kernels, which ggrad does not use: about 2-4 minutes at -j16), points ggrad at it
-# (GGRAD_GGML_LIB_DIR) and runs the verbs in order:
+# On the GPU machine it builds GGML from the sdist in /tmp: its CUDA backend (sm_90, CUDA graphs on, no
+# flash-attention kernels, which ggrad does not use: about 2-4 minutes at -j16) and, where the verb `vulkan` is
+# named, its Vulkan backend (about 2.5 minutes), side by side; a later call on the same machine reuses them.
+# It points ggrad at one (GGRAD_GGML_LIB_DIR; `cuda` and `vulkan` switch, CUDA first unless the list begins
+# with `vulkan`) and runs the verbs in order on its first device (PyTorch, where a verb times it, on CUDA):
 #   tests     tests/gpu                      amp200   tests/gpu's autocast GPT at 200 steps
 #   gpu       W2 and big f32 against PyTorch, TF32 off and on
-#   nographs  the same, ggrad only, GGML_CUDA_DISABLE_GRAPHS=1
+#   alone     the same, ggrad only          nographs  the same, GGML_CUDA_DISABLE_GRAPHS=1
 #   f16 bf16  the big GPT under autocast against PyTorch's
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
@@ -26,30 +31,68 @@ if [ "${1:-}" = prepare ]; then
     "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .gpu \
         "cffi==$("$PYTHON" -c 'import cffi; print(cffi.__version__)')" pycparser
+    mkdir -p .gpu/deb13 .gpu/gl /tmp/trixie-lists/partial
+    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" >/tmp/trixie.list
+    trixie="-o Dir::Etc::SourceList=/tmp/trixie.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=/tmp/trixie-lists"
+    apt-get -q $trixie update >/dev/null
+    (cd .gpu/deb13 && apt-get -q $trixie download libvulkan-dev libvulkan1 spirv-headers glslc libshaderc1)
+    (cd .gpu/gl && apt-get -q download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
     exit
 fi
 
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/*.whl || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 tar xzf .gpu/$SDIST.tar.gz -C /tmp
-start=$(date +%s)
-cmake -S /tmp/$SDIST/ggml -B /tmp/ggml-cuda -G Ninja -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_RPC=ON \
-    -DGGML_NATIVE=OFF -DGGML_CUDA_GRAPHS=ON -DGGML_CUDA_FA=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
-    -DCMAKE_BUILD_TYPE=Release >/tmp/cmake.log 2>&1 && ninja -C /tmp/ggml-cuda -j16 >/tmp/ninja.log 2>&1 \
-    || { tail -30 /tmp/cmake.log /tmp/ninja.log; exit 1; }
-echo "GGML build: $(( $(date +%s) - start )) s; $(nvidia-smi --query-gpu=name --format=csv,noheader)"
-export GGRAD_GGML_LIB_DIR=/tmp/ggml-cuda/src
+common="-DGGML_RPC=ON -DGGML_NATIVE=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release"
+vulkan_env() {
+    export LD_LIBRARY_PATH=/opt/vk13/usr/lib/x86_64-linux-gnu
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+}
+build() {   # build BACKEND into /tmp/ggml-BACKEND, unless an earlier call on this machine did
+    [ -f /tmp/ggml-$1/src/libggml.so ] && return
+    local flags start=$(date +%s)
+    if [ $1 = vulkan ]; then
+        mkdir -p /opt/vk13 && for deb in .gpu/deb13/*.deb; do dpkg -x "$deb" /opt/vk13; done
+        for deb in .gpu/gl/*.deb; do dpkg -x "$deb" /; done; ldconfig; vulkan_env
+        flags="-DGGML_VULKAN=ON -DCMAKE_PREFIX_PATH=/opt/vk13/usr -DVulkan_INCLUDE_DIR=/opt/vk13/usr/include
+               -DVulkan_LIBRARY=/opt/vk13/usr/lib/x86_64-linux-gnu/libvulkan.so.1
+               -DVulkan_GLSLC_EXECUTABLE=/opt/vk13/usr/bin/glslc"
+    else
+        flags="-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_GRAPHS=ON -DGGML_CUDA_FA=OFF"
+    fi
+    cmake -S /tmp/$SDIST/ggml -B /tmp/ggml-$1 -G Ninja $common $flags >/tmp/cmake-$1.log 2>&1 \
+        && ninja -C /tmp/ggml-$1 -j16 >/tmp/ninja-$1.log 2>&1 \
+        || { tail -30 /tmp/cmake-$1.log /tmp/ninja-$1.log; rm -rf /tmp/ggml-$1; return 1; }
+    echo "GGML build ($1): $(( $(date +%s) - start )) s"
+}
+use() {   # run the verbs that follow on BACKEND's first device
+    wait || exit 1
+    build $1 || exit 1
+    [ $1 = vulkan ] && vulkan_env
+    export GGRAD_GGML_LIB_DIR=/tmp/ggml-$1/src
+    device=$([ $1 = vulkan ] && echo vulkan:0 || echo cuda:0)
+    echo "=== on $device ($(nvidia-smi --query-gpu=name --format=csv,noheader))"
+}
+# the backends named build side by side (16 cores), the first one named (or CUDA) is used first
+device=
+case "${1:-}" in cuda|vulkan) first= ;; *) first=cuda ;; esac
+for backend in $(printf '%s\n' $first "$@" | grep -xE 'cuda|vulkan' | sort -u); do build $backend & done
+[ -n "$first" ] && use cuda
 
-bench="python3 benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 15"
-profile="python3 benchmarks/profile_step.py --device cuda:0 --config big --threads 16 --steps 3 --top 45 --by-shape"
-ab="python3 benchmarks/ab_step.py .gpu/trees/* . --device cuda:0 --config big --threads 16 --rounds 3 --steps 10"
 for verb in "$@"; do
+    bench="python3 benchmarks/bench_gpt_gpu.py --device $device --threads 16 --steps 15"
+    profile="python3 benchmarks/profile_step.py --device $device --config big --threads 16 --steps 3 --top 45 --by-shape"
+    ab="python3 benchmarks/ab_step.py .gpu/trees/* . --device $device --config big --threads 16 --rounds 3 --steps 10"
     echo "=== $verb"
     case $verb in
+        cuda|vulkan) use $verb ;;
         tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 ;;
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;
         gpu) $bench --configs w2 big --tf32 ;;
+        alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;
         f16|bf16) $bench --configs big --autocast "$verb" ;;
         profile) $profile ;;

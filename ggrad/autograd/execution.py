@@ -382,7 +382,7 @@ def _finish(rt, pending, graph, alive, blocks):
         key = t._node.ptr
         entry = homed.get(key)
         if entry is None:
-            stored = home.new_tensor(t.dtype, t._node.ne)
+            stored = home.like(t._node)
             blocks[key].place(stored)
             entry = homed[key] = (stored, Block(blocks[key], rt.pool))
         t._node, t._block = entry

@@ -131,7 +131,7 @@ class PendingGraph:
 
     def stand_in(self, g):
         """A new leaf of `g`'s type and dimensions over `g`'s memory (for the graph cache)."""
-        proxy = self._context().new_tensor(g.dtype, g.ne)
+        proxy = self._context().like(g)
         placement.bind(proxy.ptr, g.ptr)
         return proxy
 

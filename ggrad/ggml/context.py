@@ -91,6 +91,13 @@ class Context:
             t.name = name
         return t
 
+    def like(self, tensor):
+        """A new leaf tensor of `tensor`'s type and dimensions (strides packed), in one GGML call: the
+        metadata of a computed result re-homed, or a stand-in over it (a step makes dozens)."""
+        if not self.no_alloc:
+            return self.new_tensor(tensor.dtype, tensor.ne)
+        return GTensor(lib.ggml_dup_tensor(self.check_room("like"), tensor.ptr), self)
+
     def tensors(self):
         """Every tensor made in this context, in creation order."""
         ptr = self._live()

@@ -155,15 +155,17 @@ class Trace:
         k = len(self.proxies)
         layout = (t.dtype, t.shape)
         entry = self.entry
+        mark = ("computed", k, layout)
+        origins = self.origins
         if entry is not None and k < len(entry.proxies) and entry.layouts[k] == layout:
             slot = entry.proxies[k]
+            src = g.ptr
             for p in slot:
-                placement.bind(p.ptr, g.ptr)
+                placement.bind(p.ptr, src)
+                origins[id(p)] = mark
         else:   # recording, or a layout the entry did not have here (its next key will differ)
             slot = [graph.stand_in(g)]
-        mark = ("computed", k, layout)
-        for p in slot:
-            self.origins[id(p)] = mark
+            origins[id(slot[0])] = mark
         self.proxies.append(slot)
         self.layouts.append(layout)
         self.sources.append(g)

@@ -33,6 +33,9 @@ def _as_leaf(param):
 
 
 def _check(param, others, op):
+    shape, device = param.shape, param.device
+    if param.dtype is ggml.f32 and all(t.shape == shape and t.device is device for t in others.values()):
+        return
     for name, t in others.items():
         if t.shape != param.shape:
             raise ShapeError(f"{op}: {name} of shape {t.shape} does not match the parameter's {param.shape}")

@@ -76,9 +76,8 @@ def _host_array(array, dtype):
 def tensor(data: ArrayLike,
            dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor)."""
-    from .tensor import Tensor
     dev = ggml.device(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor.Tensor):
         data = data.numpy()
     array = np.asarray(data)
     if array.dtype == object:

@@ -20,6 +20,7 @@ if hasattr(lib, "GGML_BACKEND_DEVICE_TYPE_IGPU"):
     _TYPE_NAMES[lib.GGML_BACKEND_DEVICE_TYPE_IGPU] = "gpu"
 
 _devices = {}  # GGML device name -> Device
+_resolved = {}  # a name `device()` was given -> its Device (devices are never unregistered: a name keeps its answer)
 _rpc_regs = {}  # endpoint -> the ggml_backend_reg_t registered for it
 _relays = {}    # endpoint -> the rpc.client.Relay that GGML's client talks to in its place
 
@@ -149,6 +150,15 @@ def device(name=None):
         name = "cpu"
     if not isinstance(name, str):
         raise DeviceError(f"device must be a name or a Device, not {type(name).__name__}")
+    dev = _resolved.get(name)
+    if dev is None:
+        dev = _lookup(name)
+        if dev is not None:
+            _resolved[name] = dev
+    return dev if dev is not None else _unknown(name)
+
+
+def _lookup(name):
     _refresh()
     if name in _devices:
         return _devices[name]
@@ -162,6 +172,10 @@ def device(name=None):
             gpus = [d for d in _devices.values() if d.kind == "gpu"]
             if index < len(gpus):
                 return gpus[index]
+    return None
+
+
+def _unknown(name):
     known = ", ".join(f"{d.torch_name} ({d.name})" for d in _devices.values())
     raise DeviceError(f"no device {name!r}; this GGML build offers: {known}")
 

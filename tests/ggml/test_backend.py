@@ -107,6 +107,24 @@ def test_lookup_unknown_lists_devices(name):
     assert isinstance(info.value, ValueError)
 
 
+def test_lookup_reads_the_registry_until_a_name_resolves(monkeypatch):
+    """A resolved name keeps its Device without rescanning GGML's registry (a loop passing device="cuda"
+    pays nothing); a name that did not resolve is looked up again, so a server registered later is found."""
+    from ggrad.ggml import backend
+    cpu = gg.cpu()
+    scans = []
+    refresh = backend._refresh
+    monkeypatch.setattr(backend, "_refresh", lambda: scans.append(1) or refresh())
+    monkeypatch.setattr(backend, "_resolved", {})
+    for _ in range(3):
+        assert gg.device("cpu:0") is cpu
+    assert len(scans) == 1
+    for _ in range(2):
+        with pytest.raises(gg.DeviceError):
+            gg.device("rpc:41")
+    assert len(scans) == 3
+
+
 @pytest.mark.parametrize("name", [0, 1.5, ["cpu"]])
 def test_lookup_rejects_non_names(name):
     with pytest.raises(gg.DeviceError, match="name or a Device"):

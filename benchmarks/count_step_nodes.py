@@ -1,4 +1,5 @@
-"""Node counts of one GPT training step per GGML op, and where every copy (CONT, CPY) comes from.
+"""Node counts of one GPT training step per GGML op, where every copy (CONT, CPY) comes from, and the bytes
+each op moves.
 
 Builds the step (forward, backward, AdamW) under a chosen backend's lowering (lowering.py) on the CPU:
 the node counts do not depend on the device the graph then runs on, so the CUDA lowering's counts of
@@ -7,8 +8,13 @@ made it: the phase (forward, or the backward of an op), the model code it came f
 linear, layer norm, loss...) and the op that needed the copy. The per-op table is that of the graph
 actually computed (`ggrad.profile()`); the attribution is read from the Python stack at build time.
 
+`--traffic` adds, per op, the bytes its nodes read and write (each source's and the result's size; views
+move nothing): outside the matrix products a GPU step is bound by memory bandwidth, so this is the
+device-independent estimate of where its time goes, and of what a change of lowering or dtype saves.
+(GGML's CUDA mul_mat of half operands also converts inside the node: not counted.)
+
     python benchmarks/count_step_nodes.py [--config w2|big] [--lowering CPU|CUDA|VULKAN]
-                                          [--autocast none|f16|bf16] [--batch N]
+                                          [--autocast none|f16|bf16] [--batch N] [--traffic]
 """
 
 import argparse
@@ -21,9 +27,9 @@ import bench_gpt  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad.autograd import lowering, trace_cache  # noqa: E402
+from ggrad.autograd import execution, lowering, trace_cache  # noqa: E402
 from ggrad.autograd.primitive import Primitive  # noqa: E402
-from ggrad.ggml import hooks  # noqa: E402
+from ggrad.ggml import GTensor, ffi, hooks, lib  # noqa: E402
 
 COPIES = ("cont", "cast", "cpy", "concat")   # concat: also the CPU's transposed copies (lowering.transpose_copy)
 SHOWN = ("CONT", "CONCAT", "CPY", "MUL_MAT", "OUT_PROD", "TRANSPOSE", "PERMUTE", "RESHAPE", "VIEW")
@@ -87,8 +93,27 @@ class CopyLog:
         return phase or "forward", site, needed_by or "(in a builder)"
 
 
-def count(config, lowering_name, autocast, batch, threads=2):
-    """(per-op counts of the computed step graph, copy attribution Counter) of one training step."""
+class Traffic:
+    """Bytes read and written per GGML op of the graphs computed while installed as the eval callback."""
+
+    MOVES_NOTHING = ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE")
+
+    def __init__(self):
+        self.bytes = collections.Counter()
+
+    def observe(self, ptr, ask):
+        if ask:
+            return True
+        op = GTensor(ptr, None).op
+        if op not in self.MOVES_NOTHING:
+            sources = [ptr.src[i] for i in range(len(ptr.src)) if ptr.src[i] != ffi.NULL]
+            self.bytes[op] += sum(int(lib.ggml_nbytes(t)) for t in [ptr] + sources)
+        return True
+
+
+def count(config, lowering_name, autocast, batch, threads=2, traffic=None):
+    """(per-op counts of the computed step graph, copy attribution Counter) of one training step; with a
+    Traffic, one step more is computed with it observing."""
     ggrad.set_num_threads(threads)
     cfg = dict(CONFIGS[config], **({"batch": batch} if batch else {}))
     trace_cache.ENABLED = False   # build every step's graph (a cached replay builds nothing)
@@ -101,6 +126,12 @@ def count(config, lowering_name, autocast, batch, threads=2):
         with ggrad.profile() as prof:
             step()
         log.on = False
+        if traffic is not None:
+            previous, execution.eval_hook = execution.eval_hook, traffic.observe
+            try:
+                step()
+            finally:
+                execution.eval_hook = previous
     ops = {op: calls for op, (calls, _) in prof.by_op().items()}
     return ops, log.sites
 
@@ -112,8 +143,10 @@ def main():
     parser.add_argument("--autocast", default="none", choices=["none", "f16", "bf16"])
     parser.add_argument("--batch", type=int, help="batch size (default the config's; counts do not depend on it)")
     parser.add_argument("--all-ops", action="store_true", help="list every op, not only copies and matmuls")
+    parser.add_argument("--traffic", action="store_true", help="also the bytes each op reads and writes")
     args = parser.parse_args()
-    ops, sites = count(args.config, args.lowering, args.autocast, args.batch)
+    traffic = Traffic() if args.traffic else None
+    ops, sites = count(args.config, args.lowering, args.autocast, args.batch, traffic=traffic)
     print(f"{args.config} step, {args.lowering} lowering, autocast {args.autocast}: nodes per op")
     for op, n in sorted(ops.items(), key=lambda kv: -kv[1]):
         if args.all_ops or op in SHOWN:
@@ -125,6 +158,11 @@ def main():
     for op in ("CONT", "CONCAT", "CPY"):
         built = sum(n for key, n in sites.items() if key[0] == op)
         print(f"  {op} built {built}, in the computed graph {ops.get(op, 0)}")
+    if traffic is not None:
+        total = sum(traffic.bytes.values())
+        print(f"\nbytes read and written per op (GB; all ops {total / 1e9:.2f})")
+        for op, n in traffic.bytes.most_common():
+            print(f"  {op:<24}{ops.get(op, 0):>6}{n / 1e9:>9.3f}{100 * n / total:>7.1f}%")
 
 
 if __name__ == "__main__":

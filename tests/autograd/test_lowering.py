@@ -483,3 +483,37 @@ def test_composed_gradients_are_one_recorded_op_of_the_same_nodes(monkeypatch, n
     assert len(backward_ops) <= 3, backward_ops   # the weights' product and the sum's gradient besides
     assert composed.requires_grad
     np.testing.assert_array_equal(one_op.numpy(), composed.detach().numpy())
+
+
+def test_gelu_tanh_gradient_pairs_its_products_for_cuda_fusion(no_graph_cache):
+    """Under CUDA's choices GELU's composed gradient has its two triple products as pairs of MULs, the second
+    reading the first as its first source, adjacent in GGML's graph: GGML's CUDA backend runs each pair as
+    one kernel (its fusion of MUL chains), 23 passes over the activation instead of 27. The gradient g comes
+    from a product made after the GELU, as in a model (it must not land between the pair)."""
+    from ggrad.autograd import execution
+    from ggrad.ggml import GTensor, ffi
+    rng = np.random.default_rng(5)
+    computed = []   # (op, node, its first source, dims), read while the graph is alive
+
+    def observe(ptr, ask):
+        if not ask:
+            computed.append((GTensor(ptr, None).op, int(ffi.cast("uintptr_t", ptr)),
+                             int(ffi.cast("uintptr_t", ptr.src[0])), list(ptr.ne)))
+        return True
+
+    with lowering.forced(ggrad.device("cpu"), lowering.CUDA):
+        x = ggrad.tensor(rng.standard_normal((6, 24)).astype(np.float32), requires_grad=True)
+        w = ggrad.tensor(rng.standard_normal((24, 5)).astype(np.float32), requires_grad=True)
+        (ggrad.nn.functional.gelu(x, approximate="tanh") @ w).sum().backward()
+        previous, execution.eval_hook = execution.eval_hook, observe
+        try:
+            got = x.grad.numpy()
+        finally:
+            execution.eval_hook = previous
+    pairs = [i for i, (a, b) in enumerate(zip(computed, computed[1:]))
+             if a[0] == b[0] == "MUL" and b[2] == a[1] and a[3] == [24, 6, 1, 1]]
+    assert len(pairs) == 2, [op for op, *_ in computed]
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    (torch.nn.functional.gelu(xt, approximate="tanh") @ torch.tensor(w.detach().numpy())).sum().backward()
+    np.testing.assert_allclose(got, xt.grad.numpy(), rtol=1e-5, atol=1e-6)

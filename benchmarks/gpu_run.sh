@@ -84,7 +84,7 @@ for backend in $(printf '%s\n' $first "$@" | grep -xE 'cuda|vulkan' | sort -u); 
 for verb in "$@"; do
     bench="python3 benchmarks/bench_gpt_gpu.py --device $device --threads 16 --steps 15"
     profile="python3 benchmarks/profile_step.py --device $device --config big --threads 16 --steps 3 --top 45 --by-shape"
-    ab="python3 benchmarks/ab_step.py .gpu/trees/* . --device $device --config big --threads 16 --rounds 3 --steps 10"
+    ab="python3 benchmarks/ab_step.py .gpu/trees/* . --device $device --config big --threads 16 --rounds ${AB_ROUNDS:-3} --steps 10"
     echo "=== $verb"
     case $verb in
         cuda|vulkan) use $verb ;;

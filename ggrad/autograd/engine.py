@@ -8,7 +8,7 @@ its node is reached, a leaf's once the last node feeding it has run.
 
 import numpy as np
 
-from . import anomaly_mode, autocast_hook, grad_mode, hooks
+from . import anomaly_mode, autocast_hook, backward_replay, execution, grad_mode, hooks
 from . import tensor as _tensor  # a module reference: tensor.py imports this module
 from .factory import ones_like, zeros
 from .function import FREED_GRAPH, Function
@@ -64,12 +64,28 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
         if tensor.numel() != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got shape "
                                f"{tensor.shape}: pass gradient= to backward()")
+        if tensor.grad_fn is not None and not retain_graph and not create_graph:
+            _loss_backward(tensor)
+            return
         gradient = ones_like(tensor)
     elif not isinstance(gradient, _tensor.Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(gradient).__name__}")
     elif gradient.shape != tensor.shape:
         raise RuntimeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {tensor.shape}")
     execute([(tensor, gradient)], retain_graph, create_graph)
+
+
+def _loss_backward(loss):
+    """`loss.backward()`: the recorded pass where the graph cache replays one for this graph
+    (backward_replay.py), else the pass as written, recorded where it qualifies."""
+    order = _topological([loss.grad_fn])
+    with execution.lock_of(loss.device):
+        if backward_replay.replay(loss, order):
+            return
+        recorder = backward_replay.Recorder(loss, order)
+    execute([(loss, ones_like(loss))], False, False)
+    with execution.lock_of(loss.device):
+        recorder.finish()
 
 
 def execute(roots, retain_graph, create_graph, targets=None):

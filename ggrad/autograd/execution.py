@@ -22,16 +22,16 @@ _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
 class Stats:
     """Public counters: graph computes, nodes computed, bytes moved. `ggrad.stats()` returns them."""
 
-    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "persisted", "cache_hits", "cache_misses",
-                 "compute_seconds")
+    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "host_reads", "persisted", "cache_hits",
+                 "cache_misses", "backward_replays", "compute_seconds")
 
     def __init__(self):
         self.reset()
 
     def reset(self):
         self.reset_peaks()
-        self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.persisted = 0
-        self.cache_hits = self.cache_misses = 0
+        self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.host_reads = self.persisted = 0
+        self.cache_hits = self.cache_misses = self.backward_replays = 0
         self.compute_seconds = 0.0   # wall time inside GGML's graph compute (the rest of a step is host work)
 
     def as_dict(self):

@@ -237,6 +237,7 @@ class PendingGraph:
 
     def host_bytes(self, t):
         """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
+        execution.stats.host_reads += 1
         for node, raw in self.uploads:
             if node is t._node:
                 return raw

@@ -213,6 +213,7 @@ class Tensor(_Methods):
         shape = self.shape
         out = ggml.get_data(self._node, shape if shape else (1,))
         execution.stats.bytes_read += self._node.nbytes
+        execution.stats.host_reads += 1
         return from_storage(out.reshape(shape), self.dtype)
 
     def is_floating_point(self) -> bool:

@@ -70,7 +70,7 @@ class Entry:
 
     __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
                  "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
-                 "proxy_views", "lowering", "buffers")
+                 "proxy_views", "lowering", "buffers", "backwards")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -84,7 +84,7 @@ class Trace:
     """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
 
     __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins", "proxies",
-                 "layouts", "proxy_of", "sources", "lowering")
+                 "layouts", "proxy_of", "sources", "lowering", "backwards")
 
     def __init__(self, cache):
         self.cache = cache        # the device's list of Entries, most recently used first
@@ -98,6 +98,7 @@ class Trace:
         self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
         self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in; the nodes (ids stay valid)
         self.lowering = None      # the device's Lowering when the first event recorded: builds depend on it
+        self.backwards = None     # {event position: backward_replay.Record} of backward passes recorded here
 
     def event(self, graph, key, nodes, build, ctx=None):
         """The node of `build()` for this event (or its tuple of nodes), or the cached one when the key matches."""
@@ -208,6 +209,7 @@ class Trace:
         graph.contexts[:0] = entry.contexts
         pos = self.pos
         self.keys, self.nodes, self.replays = entry.keys[:pos], entry.nodes[:pos], entry.replays[:pos]
+        self.backwards = {start: r for start, r in (entry.backwards or {}).items() if r.end <= pos} or None
 
 
 def _side_effects(graph, marks, ctx):
@@ -252,6 +254,7 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.output_views = placement.views_of(planned, [node.ptr for node in outputs])
     entry.proxies, entry.layouts = trace.proxies, trace.layouts
     entry.lowering = trace.lowering
+    entry.backwards = trace.backwards
     entry.proxy_views = placement.views_of_chain(entry.contexts, [p.ptr for slot in trace.proxies for p in slot])
     cache.insert(0, entry)
     del cache[MAX_ENTRIES:]

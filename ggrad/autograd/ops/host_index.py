@@ -69,4 +69,5 @@ def _host_bytes(t):
     pending = t._pending
     if pending is not None:
         return pending.host_bytes(t) if pending.__class__ is not execution.FailedGraph else None
+    execution.stats.host_reads += 1
     return data.host_bytes(t._node) if t._node.is_packed else None

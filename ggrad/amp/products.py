@@ -33,6 +33,7 @@ class LowPrecisionProduct(Function):
     x (..., M, K); w (N, K), or (..., N, K) with x's batch dims, or read transposed where `w_transposed`
     (matmul's b, (..., K, N)). A 2-D weight multiplies x's rows over all its batch dims as one product
     and takes its gradient from them in one product too (linalg.WeightGrad): no reshapes."""
+    _replayable = True
 
     @staticmethod
     def forward(ctx, x, w, bias, x_low, w_low, w_transposed=False):

@@ -11,15 +11,18 @@ the recorded order: they are taken as one block (their nodes, uploads and effect
 gradient's node as `.grad`, and the graph is freed as the pass frees it.
 
 A pass is recorded only where nothing outside the signature can have shaped it: `backward()` of a loss
-with its implicit gradient, no retain_graph or create_graph, no tensor, leaf or saved-tensor hooks, no
-retain_grad, anomaly mode off, every node a ggrad Primitive (whose rules are Python of ggrad's own), empty
-`.grad`s, no read of host values (`.numpy()`, `.item()`, host data still to upload) and no compute during
-it, no computed input first met in it, one device. Otherwise the pass runs as always.
+with its implicit gradient; no retain_graph or create_graph; no tensor, leaf or saved-tensor hooks (the
+half tensors autocast keeps are ggrad's own packing) and no retain_grad; anomaly mode off; every node's
+rule ggrad's own (`Function._replayable`: Primitives, autocast's products and roundings; a user's
+Function runs its backward every time); empty `.grad`s; no read of host values (`.numpy()`, `.item()`,
+host data still to upload) and no compute during it; no computed input first met in it; one device.
+Otherwise the pass runs as always.
 """
 
 from . import anomaly_mode, execution, hooks
 from . import tensor as _tensor   # a module reference: tensor.py imports the engine, which imports this
 from .graph import current_hooks
+from .roundings import kept_half_unpack
 
 
 class Record:
@@ -38,7 +41,7 @@ def signature(root, order):
     device = root.device
     for node in order:
         ctx = node.ctx
-        if node.hooks or node.retained or not node.fn.primitive or ctx._freed or "_hooked" in ctx.__dict__:
+        if node.hooks or node.retained or not node.fn._replayable or ctx._freed or _user_hooked(ctx):
             return None, None
         if any(spec[2] is not device for spec in node.outputs):   # another device's trace would be skipped
             return None, None
@@ -57,6 +60,13 @@ def signature(root, order):
         parts.append((node.fn, ctx.needs_input_grad, tuple(edges), ctx.__dict__.get("_materialize", True)))
     parts.extend((leaf.shape, leaf.dtype) for leaf in leaves)
     return (root._output_nr, tuple(parts)), leaves
+
+
+def _user_hooked(ctx):
+    """Whether saved_tensors_hooks packed ctx's saved tensors (their unpack runs the user's Python): the
+    half tensors autocast keeps are packed too, but their unpack is ggrad's own conversion."""
+    hooked = ctx.__dict__.get("_hooked")
+    return hooked is not None and hooked[0] is not kept_half_unpack
 
 
 def _eligible(root):

@@ -16,7 +16,7 @@ from ..ggml.errors import UnsupportedDTypeError
 from .factory import full
 from . import grad_mode
 from .function import apply_function
-from .roundings import narrow, rounded, widen
+from .roundings import kept_half_unpack, narrow, rounded, widen
 from .tensor import Tensor
 
 
@@ -70,13 +70,9 @@ def _keep_half(out, halves):
     ctx = node.ctx if node is not None else None
     if ctx is None or "_hooked" in ctx.__dict__:   # no backward recorded; or saved_tensors_hooks took them
         return
-    ctx._pack((lambda t: halves.get(id(t), t), _as_float32))
+    ctx._pack((lambda t: halves.get(id(t), t), kept_half_unpack))
     # modified in place before backward, a kept half tensor makes saved_tensors raise, as PyTorch's would
     ctx._versions += tuple((weakref.ref(t), t._version) for t in halves.values())
-
-
-def _as_float32(t):
-    return t if t.dtype is f32 else t.to(f32)
 
 
 def FLOAT(fn, args):

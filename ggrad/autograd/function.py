@@ -142,6 +142,9 @@ class Function:
 
     # Primitives build GGML nodes directly in forward and need no grad-mode switch around it.
     primitive = False
+    # ggrad's own rules, whose backward is a function of ctx and the gradients: a recorded pass over them
+    # may be replayed (backward_replay.py). A user's Function runs its backward every time.
+    _replayable = False
 
     @staticmethod
     def forward(ctx, *args, **kwargs):

@@ -41,6 +41,7 @@ class Primitive(Function):
     """Base class of ggrad's GGML-built ops; see the module docstring."""
 
     primitive = True
+    _replayable = True
     views = False   # True: `build` gets the inputs' nodes with their strides, not contiguous copies
     saves: Any = None    # None, "input" (the first), "inputs" (every Tensor input), "output", "input+output",
     #                 or a tuple of argument positions

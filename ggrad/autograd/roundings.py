@@ -16,6 +16,7 @@ The source stays alive while its rounding does (a rounding held through a comput
 
 import weakref
 
+from ..ggml import f32
 from . import autocast_hook
 from .function import Function
 
@@ -61,6 +62,7 @@ def rounded(x, dtype):
 
 class _Rounded(Function):
     """`low` in its `source`'s dtype; the gradient goes to `source` as it is."""
+    _replayable = True
 
     @staticmethod
     def forward(ctx, source, low):
@@ -78,3 +80,9 @@ def narrow(out, dtype):
     if autocast_hook.current() is not None and dtype.is_float:
         note(low, out)
     return low
+
+
+def kept_half_unpack(t):
+    """A half tensor an op keeps for backward (dtype_rules._keep_half) as the float32 value its backward
+    reads: ggrad's own saved-tensor unpacking, which backward_replay tells from a user's hooks."""
+    return t if t.dtype is f32 else t.to(f32)

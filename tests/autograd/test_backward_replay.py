@@ -20,9 +20,10 @@ class Net(nn.Module):
         return self.head(self.block(x))
 
 
-def _train(cached, steps, before_step=None, seed=0):
+def _train(cached, steps, before_step=None, seed=0, autocast=None):
     """Train a Net for `steps` steps with the graph cache on or off; `before_step(i, model, x)` may change
-    the step (it returns the input to use). The losses, parameters, gradients and counters."""
+    the step (it returns the input to use); `autocast` a half dtype to train under. The losses,
+    parameters, gradients and counters."""
     ggrad.set_graph_cache(cached)
     try:
         ggrad.manual_seed(seed)
@@ -37,7 +38,8 @@ def _train(cached, steps, before_step=None, seed=0):
             y = ggrad.tensor(rng.integers(0, 5, (12,)))
             if before_step is not None:
                 x = before_step(i, model, x)
-            loss = ggrad.cross_entropy(model(x).reshape(-1, 5), y)
+            with ggrad.autocast("cpu", dtype=autocast or ggrad.bfloat16, enabled=autocast is not None):
+                loss = ggrad.cross_entropy(model(x).reshape(-1, 5), y)
             opt.zero_grad()
             loss.backward()
             grads = [None if p.grad is None else p.grad.numpy() for p in model.parameters()]
@@ -62,6 +64,29 @@ def test_repeated_backward_passes_replay_bitwise():
     cached, uncached = _train(True, 6), _train(False, 6)
     _assert_same(cached, uncached)
     assert cached[3]["backward_replays"] >= 3 and uncached[3]["backward_replays"] == 0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_autocast_steps_replay_their_backward_bitwise(dtype):
+    """Autocast keeps half tensors for backward through ggrad's own saved-tensor packing: still replayed."""
+    cached = _train(True, 5, autocast=getattr(ggrad, dtype))
+    _assert_same(cached, _train(False, 5, autocast=getattr(ggrad, dtype)))
+    assert cached[3]["backward_replays"] >= 2
+
+
+def test_saved_tensors_hooks_of_the_user_run_in_every_pass():
+    unpacked = []
+    ggrad.manual_seed(0)
+    model = Net()
+    for i in range(5):
+        x = ggrad.tensor(np.full((2, 6, 12), 0.5, dtype=np.float32))
+        with ggrad.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t, i=i: unpacked.append(i) or t):
+            loss = model(x).sum()
+        loss.backward()
+        for p in model.parameters():
+            p.grad = None
+        ggrad.realize()
+    assert sorted(set(unpacked)) == [0, 1, 2, 3, 4]
 
 
 def test_a_frozen_parameter_gets_no_gradient_in_the_step_it_is_frozen():

@@ -69,7 +69,7 @@ def _user_hooked(ctx):
     return hooked is not None and hooked[0] is not kept_half_unpack
 
 
-def _eligible(root):
+def trace_of(root):
     """The trace of root's pending graph when a backward from it may be recorded or replayed, else None."""
     if hooks.leaf_table or anomaly_mode.is_anomaly_enabled() or current_hooks() is not None:
         return None
@@ -80,10 +80,10 @@ def _eligible(root):
     return trace if trace is not None and not trace.depth else None
 
 
-def replay(root, order):
-    """Take the recorded backward from `root` if one matches here (True), else do nothing (False)."""
-    trace = _eligible(root)
-    if trace is None or trace.entry is None or not trace.entry.backwards:
+def replay(root, order, trace):
+    """Take the recorded backward from `root` (over `order`, in `trace`) if one matches here (True), else do
+    nothing (False)."""
+    if trace.entry is None or not trace.entry.backwards:
         return False
     record = trace.entry.backwards.get(trace.pos)
     if record is None:
@@ -113,13 +113,11 @@ def replay(root, order):
 
 
 class Recorder:
-    """Watches one backward pass that runs as written (`start` before it, `finish` after it) and keeps it as
-    a Record on its trace, or on the entry the trace replays, where it qualifies."""
+    """Watches one backward pass that runs as written (made before it, `finish` after it) and keeps it as a
+    Record on its trace, or on the entry the trace replays, where it qualifies."""
 
-    def __init__(self, root, order):
-        self.trace = trace = _eligible(root)
-        if trace is None:
-            return
+    def __init__(self, root, order, trace):
+        self.trace = trace
         self.signature, self.leaves = signature(root, order)
         if self.signature is None:
             self.trace = None
@@ -131,8 +129,11 @@ class Recorder:
                       len(trace.proxies), execution.stats.host_reads, execution.stats.computes)
 
     def finish(self):
-        trace, graph = self.trace, getattr(self, "graph", None)
-        if trace is None or execution.runtime(self.root.device).graph is not graph or graph.trace is not trace:
+        trace = self.trace
+        if trace is None:
+            return
+        graph = self.graph
+        if execution.runtime(self.root.device).graph is not graph or graph.trace is not trace:
             return
         uploads, effects, origins, made, proxies, reads, computes = self.marks
         if (trace.entry is not self.entry or not trace.pure or trace.depth or len(trace.proxies) != proxies

@@ -78,14 +78,17 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
 def _loss_backward(loss):
     """`loss.backward()`: the recorded pass where the graph cache replays one for this graph
     (backward_replay.py), else the pass as written, recorded where it qualifies."""
-    order = _topological([loss.grad_fn])
     with execution.lock_of(loss.device):
-        if backward_replay.replay(loss, order):
-            return
-        recorder = backward_replay.Recorder(loss, order)
+        trace = backward_replay.trace_of(loss)
+        if trace is not None:
+            order = _topological([loss.grad_fn])
+            if backward_replay.replay(loss, order, trace):
+                return
+            recorder = backward_replay.Recorder(loss, order, trace)
     execute([(loss, ones_like(loss))], False, False)
-    with execution.lock_of(loss.device):
-        recorder.finish()
+    if trace is not None:
+        with execution.lock_of(loss.device):
+            recorder.finish()
 
 
 def execute(roots, retain_graph, create_graph, targets=None):

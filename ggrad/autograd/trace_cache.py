@@ -13,7 +13,9 @@ get fresh memory. Any difference (another key, an op that makes nodes outside an
 results) hands the replayed nodes back to the pending graph as ordinary unallocated nodes
 (`Trace.diverge`) and the step builds and plans as without the cache: define-by-run semantics hold.
 
-`ggrad.set_graph_cache(False)` (execution.py) turns it off (the A/B switch of the benchmarks); `GGRAD_GRAPH_CACHE=0` too.
+A replayed trace may also replay a recorded `loss.backward()` as one block (backward_replay.py: an
+Entry's `backwards`). `ggrad.set_graph_cache(False)` (execution.py) turns both off (the A/B switch of the
+benchmarks); `GGRAD_GRAPH_CACHE=0` too.
 """
 
 import os

@@ -77,7 +77,8 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
 
 def _loss_backward(loss):
     """`loss.backward()`: the recorded pass where the graph cache replays one for this graph
-    (backward_replay.py), else the pass as written, recorded where it qualifies."""
+    (backward_replay.py), else the pass as written, recorded where it qualifies. A pass being recorded
+    holds its device's lock throughout, so that no other thread's ops land among its events."""
     with execution.lock_of(loss.device):
         trace = backward_replay.trace_of(loss)
         if trace is not None:
@@ -85,10 +86,11 @@ def _loss_backward(loss):
             if backward_replay.replay(loss, order, trace):
                 return
             recorder = backward_replay.Recorder(loss, order, trace)
+            if recorder.trace is not None:
+                execute([(loss, ones_like(loss))], False, False)
+                recorder.finish()
+                return
     execute([(loss, ones_like(loss))], False, False)
-    if trace is not None:
-        with execution.lock_of(loss.device):
-            recorder.finish()
 
 
 def execute(roots, retain_graph, create_graph, targets=None):

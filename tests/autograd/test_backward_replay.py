@@ -223,3 +223,25 @@ def test_gradients_that_accumulate_run_the_pass_as_written():
     assert replays == 0
     for a, b in zip(cached, uncached):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_loader_thread_making_device_tensors_during_the_steps_changes_nothing():
+    """A recorded pass holds its device's lock: another thread's new tensors never land among its events."""
+    import threading
+    stop = threading.Event()
+    made = []
+
+    def loader():
+        rng = np.random.default_rng(1)
+        while not stop.is_set():
+            made.append(ggrad.tensor(rng.standard_normal((2, 6, 12)).astype(np.float32)))
+            del made[:-4]
+
+    thread = threading.Thread(target=loader)
+    thread.start()
+    try:
+        cached = _train(True, 8)
+    finally:
+        stop.set()
+        thread.join()
+    _assert_same(cached, _train(False, 8))

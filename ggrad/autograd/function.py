@@ -62,13 +62,21 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._freed:
             raise RuntimeError(FREED_GRAPH)
+        changed = self._changed_in_place()
+        if changed is not None:
+            t, version = changed
+            raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
+                               f"inplace operation: [{t.dtype.name} {list(t.shape)}] is at version "
+                               f"{t._version}; expected version {version} instead")
+        return self._saved_values()
+
+    def _changed_in_place(self):
+        """(tensor, the version saved) of the first saved tensor modified in place since, or None."""
         for ref, version in self._versions:
             t = ref()
             if t is not None and t._version != version:
-                raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
-                                   f"inplace operation: [{t.dtype.name} {list(t.shape)}] is at version "
-                                   f"{t._version}; expected version {version} instead")
-        return self._saved_values()
+                return t, version
+        return None
 
     def _pack(self, hooks):
         """Hand the saved tensors to a saved_tensors_hooks pack hook (graph.py) and keep only what it gives."""

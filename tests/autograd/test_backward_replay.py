@@ -98,16 +98,9 @@ def test_a_frozen_parameter_gets_no_gradient_in_the_step_it_is_frozen():
     assert cached[2][-2] is None   # head.weight
 
 
-@pytest.mark.parametrize("change", ["detach", "no_grad_input_branch", "requires_grad_input"])
-def test_another_autograd_graph_over_the_same_ops_runs_the_pass_as_written(change):
-    def vary(i, model, x):
-        if i % 2 == 0:
-            return x
-        if change == "detach":   # the same forward ops, but no gradient path into x
-            return x.detach()
-        if change == "requires_grad_input":
-            return x.requires_grad_(True)
-        return x
+def test_an_input_that_requires_grad_in_some_steps_runs_the_pass_as_written():
+    def vary(i, model, x):   # the same forward ops, one more leaf to the autograd graph
+        return x.requires_grad_(True) if i % 2 else x
     _assert_same(_train(True, 6, vary), _train(False, 6, vary))
 
 
@@ -178,7 +171,7 @@ def test_an_in_place_change_of_a_saved_tensor_still_raises():
     for i in range(4):
         x = ggrad.tensor(np.ones((2, 6, 12), dtype=np.float32))
         h = model.block(x)
-        out = (h.gelu() if hasattr(h, "gelu") else nn.functional.gelu(h)).sum()
+        out = nn.functional.gelu(h).sum()
         if i == 3:
             h.add_(1.0)   # gelu saved h: its gradient would read the changed values
         try:

@@ -56,6 +56,8 @@ class Lowering:
         fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
         strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
             (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
+        strided_bf16_second: whether "both" includes a bfloat16 second operand (src1): Vulkan's mul_mat reads
+            only float32 and float16 ones strided (an attention product of bfloat16 heads fell back to the CPU).
         transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
             (pending.transposed_copy).
         row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
@@ -74,6 +76,7 @@ class Lowering:
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     strided_matmul: str = "both"
+    strided_bf16_second: bool = True
     transpose_copy: str = "cont"
     row_sum: str = "sum_rows"
     column_broadcast: str = "repeat"
@@ -92,7 +95,7 @@ CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
                           adamw="opt_step_adamw")   # a server computes GGML's ops only
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
-VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False)
+VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
 

@@ -517,3 +517,27 @@ def test_gelu_tanh_gradient_pairs_its_products_for_cuda_fusion(no_graph_cache):
     xt = torch.tensor(x.detach().numpy(), requires_grad=True)
     (torch.nn.functional.gelu(xt, approximate="tanh") @ torch.tensor(w.detach().numpy())).sum().backward()
     np.testing.assert_allclose(got, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_vulkan_copies_strided_bfloat16_second_operands(no_graph_cache, monkeypatch):
+    # Vulkan's mul_mat reads a strided second operand (src1) only in float32 or float16: bfloat16 attention
+    # heads read in place would fall back to the CPU. The copy changes nothing in the result.
+    import ggrad.ggml.ops as gops
+    rng = np.random.default_rng(4)
+    q_np, k_np = (rng.standard_normal((2, 6, 3, 8)).astype(np.float32) for _ in range(2))
+    mul_mat = gops.mul_mat
+    strided_bf16_second = []
+
+    def recording_mul_mat(ctx, a, b):
+        strided_bf16_second.append(b.dtype is ggrad.bfloat16 and not b.is_contiguous)
+        return mul_mat(ctx, a, b)
+
+    monkeypatch.setattr(gops, "mul_mat", recording_mul_mat)
+    scores = {}
+    for choices in (lowering.CUDA, lowering.VULKAN):
+        strided_bf16_second.clear()
+        with lowering.forced(ggrad.device("cpu"), choices), ggrad.autocast("cpu", dtype=ggrad.bfloat16):
+            q, k = (ggrad.tensor(t).bfloat16().transpose(1, 2) for t in (q_np, k_np))   # heads: permuted views
+            scores[choices.strided_bf16_second] = (q @ k.transpose(-2, -1)).float().numpy()
+        assert strided_bf16_second and any(strided_bf16_second) == choices.strided_bf16_second
+    np.testing.assert_array_equal(scores[False], scores[True])

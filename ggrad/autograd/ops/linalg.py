@@ -11,7 +11,7 @@ out_prod. A weight broadcast over a batch of inputs (linear on (B, T, K)) multip
 product, forward and backward (WeightGrad): no reshapes, and no per-batch products summed afterwards.
 """
 
-from ...ggml import f16, f32, kernels, ops
+from ...ggml import bf16, f16, f32, kernels, ops
 from ...ggml.errors import ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
@@ -267,7 +267,7 @@ def _product(graph, a, b):
     if not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
         strided = lowered.strided_matmul
         b = _rows(graph, b, strided in ("both", "first"), True)
-        a = _rows(graph, a, strided == "both", False)
+        a = _rows(graph, a, strided == "both" and (a.dtype is not bf16 or lowered.strided_bf16_second), False)
     if a.ne[2] * a.ne[3] > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
         out = _one_product(graph, folded_rows(graph, a), b)
         return ops.reshape_4d(gctx, out, out.ne[0], *a.ne[1:])

@@ -10,7 +10,9 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
   a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
-- GGML's fused cross_entropy_loss and its backward have no Vulkan kernel.
+- GGML's fused cross_entropy_loss and its backward have no Vulkan kernel. An RPC server's backend is not
+  known to its client (GGML's protocol reports no capabilities, and the server computes an op its backend
+  lacks as nothing: a Vulkan server gave wrong losses), so RPC devices take only ops every backend has.
 - a contiguous copy of a transposed view (the operands of those mul_mats, attention's k^T): the CPU's cont
   copies it element by element through a memcpy call each, 4-5 ns an element; its concat kernel assigns
   typed elements, so a concat of the view's two halves copies it 2-2.5x faster (W2 step at one thread:
@@ -93,7 +95,7 @@ class Lowering:
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
-                          adamw="opt_step_adamw")   # a server computes GGML's ops only
+                          adamw="opt_step_adamw", fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}

@@ -40,13 +40,17 @@ void ggrad_concat_f32(struct ggml_tensor * dst, int ith, int nth, void * userdat
 void ggrad_layer_norm_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_adamw_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_class_labels_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_relu_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_relu_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 int ggrad_kernels_isa(int isa);
 """
 
 # ggrad's own kernels, compiled into the module (ggrad/ggml/csrc; ggrad/ggml/kernels.py builds their nodes).
 KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc/gelu.c",
            "ggrad/ggml/csrc/concat.c", "ggrad/ggml/csrc/norm.c",
-           "ggrad/ggml/csrc/adamw.c"]
+           "ggrad/ggml/csrc/adamw.c", "ggrad/ggml/csrc/labels.c",
+           "ggrad/ggml/csrc/relu.c"]
 
 
 def find_libggml():

@@ -39,6 +39,10 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   rows (a [32, 64, 8+4, 16] join: 0.35-0.56 -> 0.16-0.18 ms at one thread).
 - layer norm: GGML's norm has no backward; its composition (rms_norm_back of the centred input, then
   centring's backward) is nine nodes. ggrad's CPU kernels (csrc/norm.c) do each way in one pass a row.
+- a classification loss's labels from class indices (a row of zeros with a one, zero rows where ignored):
+  GGML's ops take six elementwise nodes; ggrad's CPU kernel (csrc/labels.c) one.
+- ReLU: GGML's relu gives 0 at a nan (PyTorch's gives nan); carrying the nan takes six more nodes, and
+  the gradient four. ggrad's CPU kernels (csrc/relu.c) take one each way.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
@@ -73,6 +77,10 @@ class Lowering:
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
         adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU
             only).
+        relu: ReLU and its gradient on f32 by GGML's "ggml" ops or by ggrad's "kernel" (kernels.relu_f32,
+            kernels.relu_back_f32; CPU only).
+        class_labels: a loss's labels from class indices by GGML's elementwise "ggml" ops or by ggrad's
+            "kernel" (kernels.class_labels_f32; CPU only).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -87,15 +95,19 @@ class Lowering:
     concat: str = "concat"
     layer_norm: str = "norm"
     adamw: str = "opt_step_adamw"
+    relu: str = "ggml"
+    class_labels: str = "ggml"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
 # strides but takes only a contiguous second one: a strided src1 falls back to the generic kernel, slower
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
-              gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel")
+              gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
+              relu="kernel", class_labels="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
-                          adamw="opt_step_adamw", fused_cross_entropy=False)   # GGML's ops that every backend has
+                          adamw="opt_step_adamw", relu="ggml", class_labels="ggml",
+                          fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}

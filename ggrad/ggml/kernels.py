@@ -11,13 +11,13 @@ from .ops import custom_4d, custom_inplace
 from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
-           "layer_norm_back_f32", "adamw_f32", "kernel_name", "isa"]
+           "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
-    "adamw_f32")}
+    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -60,6 +60,27 @@ def gelu_tanh_back_f32(ctx, g, x):
         x: f32, contiguous.
     """
     return _same_shape(ctx, "gelu_tanh_back_f32", g=g, x=x)
+
+
+def relu_f32(ctx, x):
+    """max(x, 0) of contiguous f32 `x` as PyTorch's relu: nan stays nan, -0 stays -0 (GGML's relu gives 0).
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32, contiguous.
+    """
+    return _same_shape(ctx, "relu_f32", x=x)
+
+
+def relu_back_f32(ctx, g, x):
+    """g where x > 0 or x is nan, else 0 (even where g is not finite): relu's gradient, as PyTorch's.
+
+    Args:
+        ctx: the Context the result is made in.
+        g: f32, contiguous, x's shape.
+        x: f32, contiguous.
+    """
+    return _same_shape(ctx, "relu_back_f32", g=g, x=x)
 
 
 def concat_f32(ctx, a, b, dim):
@@ -124,6 +145,26 @@ def adamw_f32(ctx, a, grad, m, v, adamw_params):
     if lib.ggml_nelements(ptrs["adamw_params"]) != 7:
         C.fail(op, f"adamw_params must hold 7 values, got ne={C.ne(ptrs['adamw_params'])}")
     return custom_inplace(ctx, a, [grad, m, v, adamw_params], 4, _FUNCTIONS[op], -1)
+
+
+def class_labels_f32(ctx, index, classes, ignore_index):
+    """f32 [classes, rows]: per class index of `index` a row with 1 at it and 0 elsewhere, a zero row where
+    the index is `ignore_index` (or outside [0, classes)): a classification loss's labels, one node.
+
+    Args:
+        ctx: the Context the result is made in.
+        index: i32 [rows], contiguous.
+        classes: the number of classes (> 0).
+        ignore_index: the index whose rows are all zero (any int32).
+    """
+    op = "class_labels_f32"
+    p = tensor(op, "index", index)
+    if p.type != C.I32 or not lib.ggml_is_contiguous(p) or lib.ggml_nrows(p) != 1:
+        C.fail(op, f"index must be a contiguous i32 vector, got {C.tname(p)} ne={C.ne(p)}")
+    C.integer(op, "classes", classes, 1, 2**31 - 1)
+    C.integer(op, "ignore_index", ignore_index, -2**31, 2**31 - 1)
+    return custom_4d(ctx, "f32", classes, C.ne(p)[0], 1, 1, [index], 1, _FUNCTIONS[op], -1,
+                     ffi.cast("void *", ffi.cast("intptr_t", ignore_index)))
 
 
 def _float_bits(value):

@@ -543,3 +543,70 @@ def test_vulkan_copies_strided_bfloat16_second_operands(no_graph_cache, monkeypa
             scores[choices.strided_bf16_second] = (q @ k.transpose(-2, -1)).float().numpy()
         assert strided_bf16_second and any(strided_bf16_second) == choices.strided_bf16_second
     np.testing.assert_array_equal(scores[False], scores[True])
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_class_labels_by_kernel_or_ggml_ops_give_the_same_loss(no_graph_cache, loss, ignore_index):
+    # the CPU's kernel (one node) and GGML's elementwise ops (the other backends) make the same labels
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x_np = rng.standard_normal((9, 6)).astype(np.float32)
+    y_np = rng.integers(0, 6, 9)
+    y_np[[1, 4]] = 2
+    fn = getattr(ggrad.nn.functional, loss)
+    results = {}
+    for choices in ("CPU", "RPC", "CUDA"):
+        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+            x = ggrad.tensor(x_np, requires_grad=True)
+            ops_run = _ops_of(lambda: fn(x, ggrad.tensor(y_np), ignore_index=ignore_index))
+            assert ("CLASS_LABELS_F32" in ops_run) == (choices == "CPU"), ops_run
+            out = fn(x, ggrad.tensor(y_np), ignore_index=ignore_index)
+            out.backward()
+            results[choices] = (out.item(), x.grad.numpy())
+    tx = torch.tensor(x_np, requires_grad=True)
+    want = getattr(torch.nn.functional, loss)(tx, torch.tensor(y_np), ignore_index=ignore_index)
+    want.backward()
+    for got, grad in results.values():
+        np.testing.assert_allclose(got, want.item(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(grad, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+def test_relu_by_kernel_or_ggml_ops_matches_torch_at_special_values(no_graph_cache, choices):
+    # the CPU's kernels (one node each way) and GGML's ops with the nan carried (the other backends):
+    # PyTorch's values at nan, -inf, -0 and 0; the kernel's gradient is 0 where x <= 0 even for a nan or
+    # infinite g, as PyTorch's, where GGML's ops multiply g by 0 (nan: documented in ReluBack)
+    torch = pytest.importorskip("torch")
+    x_np = np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, -2.5, 3.0, 1e-30, -1e-30], np.float32)
+    g_np = np.array([1.0, 2.0, 3.0, np.nan, 4.0, np.inf, 5.0, 6.0, -np.inf], np.float32)
+    if choices != "CPU":
+        g_np[~np.isfinite(g_np)] = 7.0
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        x = ggrad.tensor(x_np, requires_grad=True)
+        ops_run = _ops_of(lambda: ggrad.relu(x))
+        assert ("RELU_F32" in ops_run) == (choices == "CPU"), ops_run
+        y = ggrad.relu(x)
+        y.backward(ggrad.tensor(g_np))
+        got_y, got_g = y.detach().numpy(), x.grad.numpy()
+    tx = torch.tensor(x_np, requires_grad=True)
+    ty = torch.relu(tx)
+    ty.backward(torch.tensor(g_np))
+    np.testing.assert_array_equal(got_g, tx.grad.numpy())
+    if choices == "CPU":   # bit for bit, the sign of -0 too (GGML's relu gives +0)
+        np.testing.assert_array_equal(got_y.view(np.uint32), ty.detach().numpy().view(np.uint32))
+    else:
+        np.testing.assert_array_equal(got_y, ty.detach().numpy())
+
+
+def test_relu_double_backward_by_the_kernel_matches_torch(no_graph_cache):
+    torch = pytest.importorskip("torch")
+    x_np = np.array([[-1.0, 2.0, 0.5], [3.0, -0.25, 1.5]], np.float32)
+    x = ggrad.tensor(x_np, requires_grad=True)
+    (gx,) = ggrad.autograd.grad((ggrad.relu(x) ** 2).sum(), x, create_graph=True)
+    (ggx,) = ggrad.autograd.grad((gx * gx).sum(), x)
+    tx = torch.tensor(x_np, requires_grad=True)
+    (tgx,) = torch.autograd.grad((torch.relu(tx) ** 2).sum(), tx, create_graph=True)
+    (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tx)
+    np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ggx.numpy(), tggx.numpy(), rtol=1e-6)

@@ -325,3 +325,46 @@ print(rss() - before)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout.strip().splitlines()[-1]) < 6.0
+
+
+@pytest.mark.parametrize("classes,ignore_index", [(1, -100), (10, -100), (10, 3), (10, 0), (50000, 49999)])
+def test_class_labels_f32_matches_numpy(check, classes, ignore_index):
+    rows = 37
+    index = np.random.default_rng(classes).integers(0, classes, rows).astype(np.int32)
+    index[::5] = ignore_index
+    want = np.zeros((rows, classes), np.float32)
+    kept = index != ignore_index
+    want[np.arange(rows)[kept], index[kept]] = 1.0
+    check(lambda ctx, t: kernels.class_labels_f32(ctx, t, classes, ignore_index), [index], lambda t: want,
+          atol=0, rtol=0)
+
+
+def test_class_labels_f32_rejects_bad_operands():
+    ctx = gg.Context(n_tensors=8)
+    with pytest.raises(ShapeError, match="class_labels_f32"):
+        kernels.class_labels_f32(ctx, ctx.new_tensor("f32", (5,)), 3, -100)
+    with pytest.raises(ShapeError, match="class_labels_f32"):
+        kernels.class_labels_f32(ctx, ctx.new_tensor("i32", (5, 2)), 3, -100)
+    with pytest.raises(ValueError, match="classes"):
+        kernels.class_labels_f32(ctx, ctx.new_tensor("i32", (5,)), 0, -100)
+
+
+@pytest.mark.parametrize("n", [1, 17, 1000])
+def test_relu_f32_and_its_gradient_match_numpy(check, n):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    x[::7] = np.nan
+    g = np.random.default_rng(n + 1).standard_normal(n).astype(np.float32)
+    check(lambda ctx, t: kernels.relu_f32(ctx, t), [x], lambda t: np.where(t < 0, 0, t), atol=0, rtol=0)
+    check(lambda ctx, gt, t: kernels.relu_back_f32(ctx, gt, t), [g, x],
+          lambda gt, t: np.where((t > 0) | np.isnan(t), gt, 0), atol=0, rtol=0)
+
+
+def test_relu_kernels_reject_bad_operands():
+    ctx = gg.Context(n_tensors=8)
+    x = ctx.new_tensor("f32", (4, 3))
+    with pytest.raises(ShapeError, match="relu_f32"):
+        kernels.relu_f32(ctx, ops.transpose(ctx, x))
+    with pytest.raises(DTypeError, match="relu_f32"):
+        kernels.relu_f32(ctx, ctx.new_tensor("f16", (4, 3)))
+    with pytest.raises(ShapeError, match="relu_back_f32"):
+        kernels.relu_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)

@@ -4,7 +4,7 @@ mse_loss, l1_loss, huber_loss, smooth_l1_loss, binary_cross_entropy(_with_logits
 Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 """
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
@@ -12,7 +12,7 @@ from ..function import Function
 from ..grad_api import composite_vjp
 from ..pending import lowering_of
 from ..primitive import Primitive
-from ..factory import arange, ones
+from ..factory import ones
 from . import binary as bi
 from . import logical as lg
 from . import unary as un
@@ -49,10 +49,32 @@ def _rows(input, target, op):
     return input, target
 
 
-def _one_hot_rows(target, classes):
-    """(rows, classes) float one-hot of integer targets (rows outside [0, classes) are all zero)."""
-    t = mv.reshape(target.to(f32), -1, 1)
-    return 1.0 - un.Step.apply(un.abs(arange(classes, dtype=f32, device=target.device) - t))
+class ClassLabels(Primitive):
+    """The labels of integer class indices `target` (rows,): f32 (rows, classes), 1 at each row's index and 0
+    elsewhere, all 0 on rows whose index is `ignore_index`; and `valid` (rows, 1), 1 where it is not.
+    One recorded op: on the CPU ggrad's kernel and a row sum, elsewhere GGML's elementwise ops
+    (lowering.class_labels). Indices outside [0, classes) are check_labels' to refuse."""
+    several = True
+
+    @staticmethod
+    def build(ctx, graph, target, classes, ignore_index):
+        c = graph.ctx
+        if graph.lowering.class_labels == "kernel":
+            labels = kernels.class_labels_f32(c, target, classes, ignore_index)
+            return labels, ops.sum_rows(c, labels)
+        rows = target.ne[0]
+        t = ops.reshape_2d(c, ops.cast(c, target, f32), 1, rows)
+        distance = ops.abs(c, ops.sub(c, ops.repeat_4d(c, t, classes, rows, 1, 1), ops.arange(c, 0, classes, 1)))
+        valid = ops.step(c, ops.scale_bias(c, ops.abs(c, ops.scale_bias(c, t, 1.0, -float(ignore_index))), 1.0, -0.5))
+        return ops.mul(c, ops.step(c, ops.scale_bias(c, distance, -1.0, 0.5)), valid), valid
+
+    @staticmethod
+    def shape(target, classes, ignore_index):
+        return (target.shape[0], classes), (target.shape[0], 1)
+
+    @staticmethod
+    def result_dtype(target, classes, ignore_index):
+        return f32, f32
 
 
 class CrossEntropyRows(Function):
@@ -145,20 +167,18 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
                              f"got {target.shape}")
         check_labels(target, classes, ignore_index, "cross_entropy")
         logits, flat_target = _rows(input, target, "cross_entropy")
-        onehot = _one_hot_rows(flat_target, classes)
-        tf = mv.reshape(flat_target.to(f32), -1, 1)
-        valid = un.Step.apply(un.abs(tf - float(ignore_index)))
+        onehot, valid = ClassLabels.apply(flat_target, classes, ignore_index)
         # PyTorch: (1 - s) * w[t] * nll + s/C * sum_c w[c] * (-log p_c), divided by sum of w[t]
-        picked = onehot if weight is None else onehot * weight
-        probs = picked * (1.0 - label_smoothing)
+        picked = probs = onehot if weight is None else onehot * weight
         if label_smoothing:
             spread = label_smoothing / classes
-            probs = probs + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
-        count = rd.sum(valid if weight is None else valid * rd.SumRows.apply(picked))
+            probs = picked * (1.0 - label_smoothing) + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
+        count = rd.sum(valid if weight is None else rd.SumRows.apply(picked))
         if weight is None and reduction != "none" and lowering_of(input.device).fused_cross_entropy:
-            # every row of probs sums to 1: GGML's fused loss and gradient (two nodes in all)
+            # every row of probs sums to 1, or is zero where ignored: GGML's fused loss and gradient
             rows = logits.shape[0]
-            total = CrossEntropyFused.apply(logits.to(f32), probs * valid, valid) * float(rows)
+            labels = probs * valid if label_smoothing else probs
+            total = CrossEntropyFused.apply(logits.to(f32), labels, valid) * float(rows)
             return total if reduction == "sum" else total / count
     per_row = CrossEntropyRows.apply(logits.to(f32), probs, valid)
     if reduction == "none":
@@ -177,8 +197,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     check_labels(target, classes, ignore_index, "nll_loss")
     logp, flat_target = _rows(input, target, "nll_loss")
-    onehot = _one_hot_rows(flat_target, classes)
-    valid = un.Step.apply(un.abs(mv.reshape(flat_target.to(f32), -1, 1) - float(ignore_index)))
+    onehot, valid = ClassLabels.apply(flat_target, classes, ignore_index)
     if weight is not None:
         valid = valid * mv.reshape(rd.sum(onehot * weight, -1), -1, 1)
     per_row = -rd.SumRows.apply(onehot * logp) * valid

@@ -68,9 +68,42 @@ def _pos_or_nan(c, x):
 
 PosOrNan = unary("PosOrNan", _pos_or_nan, _zero, "input", "y = 1 where x > 0 or x is nan, else 0 (gradient 0)")
 IsNan = unary("IsNan", _nan01, _zero, "input", "y = 1 where x is nan, else 0 (gradient 0)")
-# PyTorch's relu: nan stays nan, and its gradient passes where not (y <= 0), so at a nan too
-Relu = unary("Relu", lambda c, x: _carry_nan(c, ops.relu(c, x), x), lambda ctx, g, x: g * PosOrNan.apply(x),
-             "input", "y = max(x, 0), nan where x is nan", NUMERIC)
+
+
+class Relu(Primitive):
+    """y = max(x, 0), nan where x is nan, as PyTorch's relu (GGML's gives 0 at a nan): on the CPU ggrad's
+    kernel, elsewhere GGML's relu with the nan carried (lowering.relu)."""
+    dtypes = NUMERIC
+    saves = "input"
+
+    @staticmethod
+    def build(ctx, graph, x):
+        if x.dtype is f32 and graph.lowering.relu == "kernel":
+            return kernels.relu_f32(graph.ctx, x)
+        return _carry_nan(graph.ctx, ops.relu(graph.ctx, x), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return ReluBack.apply(g, x) if g.dtype is x.dtype else g * PosOrNan.apply(x)
+
+
+class ReluBack(Primitive):
+    """PyTorch's relu gradient: g where x > 0 or x is nan (y <= 0 nowhere there), else 0. On the CPU ggrad's
+    kernel, also 0 where g is not finite, as PyTorch; elsewhere g times PosOrNan(x) (lowering.relu), nan
+    there (GGML has no select). Linear in g."""
+    saves = (1,)
+
+    @staticmethod
+    def build(ctx, graph, g, x):
+        if x.dtype is f32 and graph.lowering.relu == "kernel":
+            return kernels.relu_back_f32(graph.ctx, g, x)
+        return ops.mul(graph.ctx, g, _pos_or_nan(graph.ctx, x))
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, = ctx.saved_tensors
+        return ReluBack.apply(gg, x), None
 Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
 
 

@@ -5,7 +5,9 @@ size and optionally at a larger one. PyTorch runs eager f32 (TF32 off, its defau
 `cuda:0`. Both steps end in `loss.item()`, which waits for the GPU. Prints tokens/s (median of --steps
 steps after warm-up), the ratio, and how many pieces GGML's scheduler split ggrad's step into
 (1 = all on the device; more = some ops fell back to the CPU), and the peak device memory of each:
-ggrad's as the device's free memory before the model minus its least during the steps, PyTorch's as
+ggrad's as the device's free memory before the model minus its least during the steps (everything the
+process holds there, GGML's and CUDA's own included) and as `ggrad.stats()`'s peak (the step's compute
+buffer and persistent tensors, the measure PyTorch's allocation compares with), PyTorch's as
 its allocator's peak reservation (`torch.cuda.max_memory_reserved`) and peak allocation
 (`max_memory_allocated`). GGML's cuBLAS calls compute f32 products in TF32; `--tf32` times PyTorch that way
 too, beside its default. `--autocast f16|bf16` runs both
@@ -99,8 +101,10 @@ def main():
         if args.tf32:
             tf32_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device, True)[0]
             row.update({"torch TF32 ms": f"{tf32_ms:.1f}", "ratio TF32": f"{tf32_ms / g_ms:.2f}"})
-        row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "torch peak MiB": f"{t_peak:,.0f}",
-                    "torch alloc MiB": f"{t_alloc:,.0f}", "computes/step": f"{per_step:g}", "sched splits": splits})
+        stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
+        row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "ggrad stats peak MiB": f"{stats_peak:,.1f}",
+                    "torch peak MiB": f"{t_peak:,.0f}",
+                    "torch alloc MiB": f"{t_alloc:,.1f}", "computes/step": f"{per_step:g}", "sched splits": splits})
         rows.append(row)
         execution.reset_pools()
     precision = f"autocast {args.autocast}" if args.autocast else "f32"

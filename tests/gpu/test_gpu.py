@@ -7,6 +7,7 @@ to run them without reinstalling. `GGRAD_TEST_RPC=host:port` adds a running GGML
 paths on a machine without a GPU.
 """
 
+import gc
 import os
 
 import numpy as np
@@ -215,6 +216,8 @@ def test_model_to_device_and_optimizer_keep_parameters_there(gpu):
 # ---------------------------------------------------------------- (e) device memory
 
 def test_device_memory_reported(gpu):
+    gc.collect()
+    execution.reset_pools()   # earlier tests' pooled buffers, which an allocation may release meanwhile
     free, total = gpu.memory()
     assert isinstance(free, int) and isinstance(total, int)
     assert 0 < free <= total, (free, total)

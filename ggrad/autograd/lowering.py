@@ -43,6 +43,9 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   GGML's ops take six elementwise nodes; ggrad's CPU kernel (csrc/labels.c) one.
 - ReLU: GGML's relu gives 0 at a nan (PyTorch's gives nan); carrying the nan takes six more nodes, and
   the gradient four. ggrad's CPU kernels (csrc/relu.c) take one each way.
+- softmax with a scale and a mask (attention's probabilities): the CPU's soft_max_ext makes six passes
+  over each row, the mask's addition and the maximum scalar (~2.3 ns an element on 64-wide rows, 13% of
+  the W2 step at two threads); ggrad's kernel (csrc/softmax.c) three vector passes.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
@@ -79,6 +82,8 @@ class Lowering:
             only).
         relu: ReLU and its gradient on f32 by GGML's "ggml" ops or by ggrad's "kernel" (kernels.relu_f32,
             kernels.relu_back_f32; CPU only).
+        softmax: softmax(x * scale + mask) on f32 without ALiBi by GGML's "ggml" soft_max_ext or by ggrad's
+            "kernel" (kernels.softmax_f32; CPU only).
         class_labels: a loss's labels from class indices by GGML's elementwise "ggml" ops or by ggrad's
             "kernel" (kernels.class_labels_f32; CPU only).
     """
@@ -96,6 +101,7 @@ class Lowering:
     layer_norm: str = "norm"
     adamw: str = "opt_step_adamw"
     relu: str = "ggml"
+    softmax: str = "ggml"
     class_labels: str = "ggml"
 
 
@@ -104,9 +110,9 @@ class Lowering:
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
-              relu="kernel", class_labels="kernel")
+              relu="kernel", softmax="kernel", class_labels="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
-                          adamw="opt_step_adamw", relu="ggml", class_labels="ggml",
+                          adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
                           fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)

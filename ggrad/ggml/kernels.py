@@ -11,13 +11,14 @@ from .ops import custom_4d, custom_inplace
 from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
-           "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "kernel_name", "isa"]
+           "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "kernel_name",
+           "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
-    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32")}
+    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32")}
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -81,6 +82,31 @@ def relu_back_f32(ctx, g, x):
         x: f32, contiguous.
     """
     return _same_shape(ctx, "relu_back_f32", g=g, x=x)
+
+
+def softmax_f32(ctx, a, mask, scale):
+    """softmax(a * scale + mask) along dimension 0, as ops.soft_max_ext without ALiBi (max_bias 0).
+
+    Args:
+        ctx: the Context the result is made in.
+        a: f32 scores [n, rows, heads, batch], contiguous.
+        mask: None, or an f32 additive mask [n, >= rows, heads / k, batch / j] whose rows are contiguous
+            (broadcast over dimensions 2 and 3).
+        scale: multiplies `a` before the mask is added.
+    """
+    op = "softmax_f32"
+    pa = _contiguous_f32(op, {"a": a})["a"]
+    args = [a]
+    if mask is not None:
+        pm = tensor(op, "mask", mask)
+        _f32(op, pm)
+        na, nm = C.ne(pa), C.ne(pm)
+        if (pm.nb[0] != 4 or nm[0] != na[0] or nm[1] < na[1] or 0 in (nm[2], nm[3]) or na[2] % nm[2]
+                or na[3] % nm[3]):
+            C.fail(op, f"mask ne={nm} nb={list(pm.nb)} does not fit a ne={na} (need contiguous rows, "
+                       "mask.ne[0] == a.ne[0], mask.ne[1] >= a.ne[1], a.ne[2], a.ne[3] multiples of mask's)")
+        args.append(mask)
+    return custom_4d(ctx, "f32", *C.ne(pa), args, len(args), _FUNCTIONS[op], -1, _float_bits(scale))
 
 
 def concat_f32(ctx, a, b, dim):

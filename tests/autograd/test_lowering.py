@@ -610,3 +610,26 @@ def test_relu_double_backward_by_the_kernel_matches_torch(no_graph_cache):
     (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tx)
     np.testing.assert_allclose(gx.detach().numpy(), tgx.detach().numpy(), rtol=1e-6)
     np.testing.assert_allclose(ggx.numpy(), tggx.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+def test_masked_softmax_by_kernel_or_ggml_matches_torch(no_graph_cache, choices):
+    # attention's probabilities: the CPU's kernel (three vector passes a row) or GGML's soft_max_ext
+    torch = pytest.importorskip("torch")
+    from ggrad.autograd.ops.nn import softmax_ext
+    rng = np.random.default_rng(6)
+    x_np = rng.standard_normal((2, 3, 5, 21)).astype(np.float32) * 4
+    mask_np = np.triu(np.full((5, 21), -np.inf, np.float32), 17) + rng.standard_normal((5, 21)).astype(np.float32)
+    g_np = rng.standard_normal(x_np.shape).astype(np.float32)
+    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        x = ggrad.tensor(x_np, requires_grad=True)
+        ops_run = _ops_of(lambda: softmax_ext(x, ggrad.tensor(mask_np), 0.3))
+        assert ("SOFTMAX_F32" in ops_run) == (choices == "CPU"), ops_run
+        y = softmax_ext(x, ggrad.tensor(mask_np), 0.3)
+        y.backward(ggrad.tensor(g_np))
+        got_y, got_g = y.detach().numpy(), x.grad.numpy()
+    tx = torch.tensor(x_np, requires_grad=True)
+    ty = torch.softmax(tx * 0.3 + torch.tensor(mask_np), -1)
+    ty.backward(torch.tensor(g_np))
+    np.testing.assert_allclose(got_y, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_g, tx.grad.numpy(), rtol=1e-4, atol=1e-6)

@@ -368,3 +368,52 @@ def test_relu_kernels_reject_bad_operands():
         kernels.relu_f32(ctx, ctx.new_tensor("f16", (4, 3)))
     with pytest.raises(ShapeError, match="relu_back_f32"):
         kernels.relu_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)
+
+
+def _np_softmax(x, mask, scale):
+    v = x.astype(np.float64) * scale + (0.0 if mask is None else mask)
+    e = np.exp(v - v.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape,mask_shape", [((16, 4, 64, 64), (64, 64)), ((3, 2, 5, 37), (1, 1, 7, 37)),
+                                              ((2, 3, 130), None), ((1, 1, 3), (1, 1, 3, 3)),
+                                              ((4, 2, 6, 16), (2, 1, 6, 16))])
+def test_softmax_f32_matches_numpy(check, isa, shape, mask_shape):
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    inputs, mask = [x], None
+    if mask_shape is not None:
+        mask = rng.standard_normal(mask_shape).astype(np.float32)
+        rows, n = mask_shape[-2:]
+        mask[..., np.triu_indices(rows, 1, n)[0], np.triu_indices(rows, 1, n)[1]] = -np.inf   # causal
+        inputs.append(mask)
+    mask_rows = None
+    if mask is not None:   # GGML tiles the mask over the batch dims (index modulo its size)
+        m = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)[..., :shape[-2], :]
+        lead = (1,) * (4 - len(shape)) + shape[:-2]
+        mask_rows = np.tile(m, [a // b for a, b in zip(lead, m.shape[:2])] + [1, 1]).reshape(shape)
+
+    def build(ctx, a, *m):
+        return kernels.softmax_f32(ctx, a, m[0] if m else None, 0.7)
+    check(build, inputs, lambda *args: _np_softmax(x, mask_rows, 0.7).astype(np.float32), atol=1e-6, rtol=1e-5)
+
+
+def test_softmax_f32_nan_and_fully_masked_rows_give_nan_rows(check):
+    x = np.array([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0], [0.5, 0.5, 0.5]], np.float32)
+    mask = np.array([[0, 0, 0], [0, 0, 0], [-np.inf, -np.inf, -np.inf]], np.float32)
+    got = check(lambda ctx, a, m: kernels.softmax_f32(ctx, a, m, 1.0), [x, mask],
+                lambda a, m: np.array([[np.nan] * 3, _np_softmax(x[1], None, 1.0), [np.nan] * 3], np.float32),
+                atol=1e-6, rtol=1e-5)
+    assert np.isnan(got[0].reshape(3, 3)[[0, 2]]).all()
+
+
+def test_softmax_f32_rejects_bad_operands():
+    ctx = gg.Context(n_tensors=8)
+    a = ctx.new_tensor("f32", (8, 4))
+    with pytest.raises(ShapeError, match="softmax_f32"):
+        kernels.softmax_f32(ctx, ops.transpose(ctx, a), None, 1.0)
+    with pytest.raises(DTypeError, match="softmax_f32"):
+        kernels.softmax_f32(ctx, a, ctx.new_tensor("f16", (8, 4)), 1.0)
+    with pytest.raises(ShapeError, match="softmax_f32"):
+        kernels.softmax_f32(ctx, a, ctx.new_tensor("f32", (8, 3)), 1.0)

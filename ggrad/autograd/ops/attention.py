@@ -17,7 +17,7 @@ from .. import grad_mode
 from ..primitive import Primitive
 from .joins import cat, join_nodes
 from .linalg import MatMulNT
-from .nn import SoftmaxBack, SoftmaxExt
+from .nn import SoftmaxBack, SoftmaxExt, softmax_node
 
 
 def _forward(qkv, mask, scale, heads, op):
@@ -82,7 +82,7 @@ class _Nodes:
         return ops.permute(c, ops.out_prod(c, a, b), 0, 1, 3, 2)
 
     def softmax(self, x, mask, scale):
-        return ops.soft_max_ext(self.graph.ctx, x, mask, scale, 0.0)
+        return softmax_node(self.graph, x, mask, scale)
 
     def softmax_back(self, g, y, scale):
         return ops.soft_max_ext_back(self.graph.ctx, g, y, scale, 0.0)

@@ -24,6 +24,15 @@ from .linalg import matmul_nt
 from ..grad_api import composite_vjp
 
 
+def softmax_node(graph, x, mask, scale, max_bias=0.0):
+    """The node of softmax(x * scale + mask (+ ALiBi slopes)) over dimension 0: ggrad's CPU kernel where
+    the lowering says so (f32, no ALiBi), else GGML's soft_max_ext."""
+    if (graph.lowering.softmax == "kernel" and not max_bias and x.dtype is f32
+            and (mask is None or mask.dtype is f32)):
+        return kernels.softmax_f32(graph.ctx, x, mask, float(scale))
+    return ops.soft_max_ext(graph.ctx, x, mask, float(scale), float(max_bias))
+
+
 class SoftmaxExt(Primitive):
     """softmax(x * scale + mask (+ ALiBi slopes)) over the last dimension."""
     saves = "output"
@@ -31,7 +40,7 @@ class SoftmaxExt(Primitive):
     @staticmethod
     def build(ctx, graph, x, mask, scale, max_bias):
         ctx.scale = scale
-        return ops.soft_max_ext(graph.ctx, x, mask, float(scale), float(max_bias))
+        return softmax_node(graph, x, mask, scale, max_bias)
 
     @staticmethod
     def backward(ctx, g):

@@ -172,7 +172,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         picked = probs = onehot if weight is None else onehot * weight
         if label_smoothing:
             spread = label_smoothing / classes
-            probs = picked * (1.0 - label_smoothing) + (spread if weight is None else mv.reshape(weight, 1, -1) * spread)
+            spread = spread if weight is None else mv.reshape(weight, 1, -1) * spread
+            probs = picked * (1.0 - label_smoothing) + spread
         count = rd.sum(valid if weight is None else rd.SumRows.apply(picked))
         if weight is None and reduction != "none" and lowering_of(input.device).fused_cross_entropy:
             # every row of probs sums to 1, or is zero where ignored: GGML's fused loss and gradient

@@ -96,7 +96,7 @@ class ReluBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x):
-        if x.dtype is f32 and graph.lowering.relu == "kernel":
+        if x.dtype is f32 and g.dtype is f32 and graph.lowering.relu == "kernel":
             return kernels.relu_back_f32(graph.ctx, g, x)
         return ops.mul(graph.ctx, g, _pos_or_nan(graph.ctx, x))
 
@@ -104,6 +104,8 @@ class ReluBack(Primitive):
     def backward(ctx, gg):
         x, = ctx.saved_tensors
         return ReluBack.apply(gg, x), None
+
+
 Softplus = unary("Softplus", ops.softplus, lambda ctx, g, x: g * Sigmoid.apply(x), "input", "y = ln(1+e**x)")
 
 

@@ -337,11 +337,16 @@ def _reuse(rt, entry, pending, alive):
     placement.follow_sources(entry.proxy_views)   # views of stand-ins into this step's inputs
     blocks = {}
     buffers = entry.buffers   # each held result in its memory of the last compute where that is free again:
-    for i, node in enumerate(entry.outputs):   # the graph then reads and writes the same addresses (CUDA graphs)
+    sizes = entry.sizes       # the graph then reads and writes the same addresses (CUDA graphs)
+    if sizes is None:
+        sizes = entry.sizes = [ggml.alloc_size(rt.device.buffer_type, node) for node in entry.outputs]
+    for i, node in enumerate(entry.outputs):
         p = node.ptr
-        placement.unplace((p,))
-        buffer = buffers[i] = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node), buffers[i])
-        buffer.place(node)
+        last = buffers[i]
+        buffer = buffers[i] = rt.pool.take(sizes[i], last)
+        if buffer is not last or p.buffer != buffer.ptr:   # else it is still there, at the buffer's start
+            placement.unplace((p,))
+            buffer.place(node)
         blocks[p] = buffer
     if rt.planned_for is not entry or rt.scheduler is None or rt.resends_graphs:
         placement.unplace(entry.planned)
@@ -383,7 +388,7 @@ def _finish(rt, pending, graph, alive, blocks):
         entry = homed.get(key)
         if entry is None:
             stored = home.like(t._node)
-            blocks[key].place(stored)
+            placement.bind(stored.ptr, key)   # the node's memory, at its buffer's start: the dup fits it
             entry = homed[key] = (stored, Block(blocks[key], rt.pool))
         t._node, t._block = entry
         t._pending = None

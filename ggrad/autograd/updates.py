@@ -33,9 +33,7 @@ def _as_leaf(param):
 
 
 def _check(param, others, op):
-    shape, device = param.shape, param.device
-    if param.dtype is ggml.f32 and all(t.shape == shape and t.device is device for t in others.values()):
-        return
+    """Raise for an operand of another shape or device than the parameter's, or a parameter not float32."""
     for name, t in others.items():
         if t.shape != param.shape:
             raise ShapeError(f"{op}: {name} of shape {t.shape} does not match the parameter's {param.shape}")
@@ -81,12 +79,18 @@ def adamw_all(steps):
     them; those of one device are one event of the graph cache (an event a parameter was most of an
     optimizer step's host time)."""
     per_device = {}
+    guards = _guards.get()
     for param, grad, exp_avg, exp_avg_sq, hparams in steps:
-        _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
+        shape, device = param.shape, param.device
+        if not (param.dtype is ggml.f32 and grad.shape == shape and exp_avg.shape == shape
+                and exp_avg_sq.shape == shape and grad.device is device and exp_avg.device is device
+                and exp_avg_sq.device is device):
+            _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
         for t in (param, exp_avg, exp_avg_sq):
-            _as_leaf(t)
+            if t._pending is not None:
+                _as_leaf(t)
         grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
-        guard = _guard_of(param.device)
+        guard = None if guards is None else guards.get(device.name)
         pick = None
         if guard is not None:
             # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter

@@ -545,7 +545,7 @@ def test_vulkan_copies_strided_bfloat16_second_operands(no_graph_cache, monkeypa
     np.testing.assert_array_equal(scores[False], scores[True])
 
 
-@pytest.mark.parametrize("ignore_index", [-100, 2])
+@pytest.mark.parametrize("ignore_index", [-100, 2, 2**40])
 @pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
 def test_class_labels_by_kernel_or_ggml_ops_give_the_same_loss(no_graph_cache, loss, ignore_index):
     # the CPU's kernel (one node) and GGML's elementwise ops (the other backends) make the same labels

@@ -19,7 +19,7 @@ from . import unary as un
 from . import views as mv
 from . import nn
 from . import reduce as rd
-from .broadcast import broadcast_shapes
+from .broadcast import broadcast_shapes, row_sums_node
 from .indexing import check_labels
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -60,8 +60,10 @@ class ClassLabels(Primitive):
     def build(ctx, graph, target, classes, ignore_index):
         c = graph.ctx
         if graph.lowering.class_labels == "kernel":
-            labels = kernels.class_labels_f32(c, target, classes, ignore_index)
-            return labels, ops.sum_rows(c, labels)
+            # an ignore_index beyond int32 (PyTorch takes any int64) matches no index: -1 matches none either
+            ignore = ignore_index if -2**31 <= ignore_index < 2**31 else -1
+            labels = kernels.class_labels_f32(c, target, classes, ignore)
+            return labels, row_sums_node(graph, labels)
         rows = target.ne[0]
         t = ops.reshape_2d(c, ops.cast(c, target, f32), 1, rows)
         distance = ops.abs(c, ops.sub(c, ops.repeat_4d(c, t, classes, rows, 1, 1), ops.arange(c, 0, classes, 1)))

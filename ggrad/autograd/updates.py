@@ -81,7 +81,7 @@ def adamw_all(steps):
     per_device = {}
     guards = _guards.get()
     for param, grad, exp_avg, exp_avg_sq, hparams in steps:
-        shape, device = param.shape, param.device
+        shape, device = param.shape, param.device   # the common case checked inline; _check says what is wrong
         if not (param.dtype is ggml.f32 and grad.shape == shape and exp_avg.shape == shape
                 and exp_avg_sq.shape == shape and grad.device is device and exp_avg.device is device
                 and exp_avg_sq.device is device):

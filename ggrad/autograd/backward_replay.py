@@ -123,7 +123,7 @@ class Recorder:
         graph = self.graph = root._pending
         self.entry, self.start = trace.entry, trace.pos
         self.marks = (len(graph.uploads), len(graph.effects), len(trace.origins), len(graph.made),
-                      len(trace.proxies), execution.stats.host_reads, execution.stats.computes)
+                      trace.met, execution.stats.host_reads, execution.stats.computes)
 
     def finish(self):
         trace = self.trace
@@ -132,8 +132,8 @@ class Recorder:
         graph = self.graph
         if execution.runtime(self.root.device).graph is not graph or graph.trace is not trace:
             return
-        uploads, effects, origins, made, proxies, reads, computes = self.marks
-        if (trace.entry is not self.entry or not trace.pure or trace.depth or len(trace.proxies) != proxies
+        uploads, effects, origins, made, met, reads, computes = self.marks
+        if (trace.entry is not self.entry or not trace.pure or trace.depth or trace.met != met
                 or execution.stats.host_reads != reads or execution.stats.computes != computes):
             return
         grads = []

@@ -11,6 +11,7 @@ class Parameter(Tensor):
     """A Tensor that is a module parameter: `requires_grad=True` by default, listed by `parameters()`."""
 
     __slots__ = ()
+    _pinned = True   # the same tensor every step: a cached graph reads it as itself (trace_cache.py)
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:

@@ -109,7 +109,7 @@ class PendingGraph:
         return not self.tensors and not self.effects
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def node(self, t):
+    def node(self, t, pinned=False):
         """The GGML node of Tensor `t` as an input of a new node here (strides as they are).
 
         A computed input's memory (its Block) and metadata stay alive until this graph is computed,
@@ -122,12 +122,19 @@ class PendingGraph:
             self.keep.append((t._block, t._node))
             trace = self.trace
             if trace is not None and not t._node.is_view:
-                return trace.external(self, t)
+                return trace.external(self, t, pinned or t._pinned)
             return t._node
         g = t._node
         if self._unread and id(g) in self._unread:   # host data is read: it must be uploaded
             del self._unread[id(g)]
         return g
+
+    def target(self, t):
+        """The node of Tensor `t` as the target of an optimizer's in-place update (a parameter, its moments,
+        a momentum buffer): such state is the same tensor every step, so while the graph cache records or
+        replays it enters as itself, keyed by identity, not as a stand-in (`Trace.external`). (A KV cache
+        written in place is not: each `generate` call makes a new one of the same layout.)"""
+        return self.node(t, True)
 
     def stand_in(self, g):
         """A new leaf of `g`'s type and dimensions over `g`'s memory (for the graph cache)."""

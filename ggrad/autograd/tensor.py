@@ -43,6 +43,9 @@ class Tensor(_Methods):
     grad: Tensor | None
     grad_fn: Any   # the Node (ggrad.autograd.Node) that produced it, or None
 
+    # a Tensor that is the same from step to step (a Parameter) enters a cached graph as itself (trace_cache.py)
+    _pinned = False
+
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
 
     # ---- the one constructor and the one rebind ------------------------------------------------

@@ -86,7 +86,7 @@ class Trace:
     """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
 
     __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins", "proxies",
-                 "layouts", "proxy_of", "sources", "lowering", "backwards")
+                 "layouts", "proxy_of", "sources", "lowering", "backwards", "met")
 
     def __init__(self, cache):
         self.cache = cache        # the device's list of Entries, most recently used first
@@ -98,7 +98,9 @@ class Trace:
         self.origins = {}         # id(node) -> index of the event that made it (with the node's place among
         #                           several results), or a stand-in's mark
         self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
-        self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in; the nodes (ids stay valid)
+        self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in (or itself, pinned); the nodes
+        #                                       (ids stay valid; a pinned node is kept by the graph's `keep`)
+        self.met = 0              # computed inputs met (stand-ins and pinned nodes)
         self.lowering = None      # the device's Lowering when the first event recorded: builds depend on it
         self.backwards = None     # {event position: backward_replay.Record} of backward passes recorded here
 
@@ -145,16 +147,25 @@ class Trace:
         else:
             self.origins[id(node)] = pos
 
-    def external(self, graph, t):
+    def external(self, graph, t, pinned=False):
         """The node that stands for computed Tensor `t` in this trace: a leaf over t's memory, one for
         all uses of t. Events key it by its position (slot) among the trace's computed inputs and its
         layout, not by identity: replaying an entry whose computed input in that slot had the same dtype
         and shape points the entry's stand-ins at t's memory. So a step fed other computed tensors than
-        the last (a GradScaler's update reads fresh gradients every step) still replays."""
+        the last (a GradScaler's update reads fresh gradients every step) still replays.
+
+        A `pinned` tensor (a Parameter, or state the step updates in place: `PendingGraph.target`) is the
+        same every step: it enters as its own node, keyed by identity, with no stand-in to point at it
+        (a third of a W2 step's host time went to the stand-ins of parameters and moments). The first
+        use of a memory decides for all of the trace's uses of it: one node per memory."""
         g = t._node
         proxy = self.proxy_of.get(id(g))
         if proxy is not None:
             return proxy
+        self.met += 1
+        if pinned:
+            self.proxy_of[id(g)] = g
+            return g
         k = len(self.proxies)
         layout = (t.dtype, t.shape)
         entry = self.entry

@@ -103,9 +103,9 @@ def adamw_all(steps):
             graph = graph_of(*[t for step in group for t in step[:4]])
             items = []
             for param, grad, exp_avg, exp_avg_sq, hparams, pick in group:
-                target = graph.node(param)
+                target = graph.target(param)
                 target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
-                items.append(((target, graph.contiguous(grad), graph.node(exp_avg), graph.node(exp_avg_sq),
+                items.append(((target, graph.contiguous(grad), graph.target(exp_avg), graph.target(exp_avg_sq),
                                _hparams_node(graph, hparams)), pick))
             kernel = graph.lowering.adamw == "kernel"
             _updates(graph, _ADAMW_KERNEL if kernel else _ADAMW, items,
@@ -124,7 +124,7 @@ def sgd_(param, grad, hparams):
         hparams = guard.hyperparameters(hparams, _SGD_SKIP)
     with execution.lock_of(param.device):
         graph = graph_of(param, grad)
-        target = graph.node(param)
+        target = graph.target(param)
         target.set_param()
         _updates(graph, _SGD, [((target, graph.contiguous(grad), _hparams_node(graph, hparams)), pick)],
                  ops.opt_step_sgd)
@@ -171,7 +171,7 @@ def assign_(target, value):
     value = value.to(target.dtype)
     with execution.lock_of(target.device):
         graph = graph_of(target, value)
-        nodes = (graph.contiguous(value), graph.node(target))
+        nodes = (graph.contiguous(value), graph.target(target))
         graph.effect(graph.event(_ASSIGN, nodes, lambda: ops.cpy(graph.ctx, *nodes)))
 
 

@@ -4,6 +4,7 @@ same dtypes and shapes (held results of an earlier compute) replays the cached g
 import numpy as np
 
 import ggrad
+from ggrad.autograd import execution
 
 
 def _two_graph_steps(cached, steps=5):
@@ -47,3 +48,82 @@ def test_a_computed_input_of_another_shape_misses_and_stays_correct():
         got.append((h.t() @ h).numpy())
     for n, g in zip((3, 3, 5, 3), got):
         np.testing.assert_array_equal(g, np.full((2, 2), 4.0 * n, np.float32))
+
+
+def _adamw_steps(cached, swap_at=None, steps=5):
+    """A linear model trained by AdamW on fixed host data; at step `swap_at` its weight is replaced by a new
+    Parameter of the same shape. (losses, weights after each step)."""
+    ggrad.set_graph_cache(cached)
+    try:
+        ggrad.manual_seed(0)
+        model = ggrad.nn.Linear(4, 3)
+        opt = ggrad.optim.AdamW(model.parameters(), lr=0.1)
+        x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+        losses, weights = [], []
+        for i in range(steps):
+            if i == swap_at:
+                model.weight = ggrad.nn.Parameter(ggrad.full((3, 4), 0.25))
+                opt = ggrad.optim.AdamW(model.parameters(), lr=0.1)
+            loss = model(ggrad.tensor(x)).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            weights.append(model.weight.numpy().copy())
+        return losses, weights
+    finally:
+        ggrad.set_graph_cache(True)
+
+
+def test_parameters_and_optimizer_moments_enter_the_cached_graph_as_themselves():
+    """State that is the same every step (Parameters, AdamW's moments, updated in place) needs no stand-in
+    to be pointed at its memory on every replay: the one stand-in of the replayed step is the input batch's
+    (a computed tensor that another step may replace by one of its layout)."""
+    ggrad.manual_seed(0)
+    model = ggrad.nn.Sequential(ggrad.nn.Linear(4, 8), ggrad.nn.Tanh(), ggrad.nn.Linear(8, 2))
+    opt = ggrad.optim.AdamW(model.parameters(), lr=0.1)
+    x = ggrad.tensor(np.ones((3, 4), np.float32))
+    for _ in range(4):
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    entry = execution.runtime(x.device).cache[0]
+    assert entry.layouts == [(x.dtype, x.shape)]
+    assert ggrad.stats()["cache_hits"] >= 2
+
+
+def test_a_parameter_replaced_between_steps_misses_and_trains_the_new_one():
+    """Keyed by identity, a new Parameter object in the old one's place is another graph: the step is
+    rebuilt on it (not replayed on the old weight's memory), bitwise as the uncached path."""
+    plain, cached = _adamw_steps(False, swap_at=3), _adamw_steps(True, swap_at=3)
+    assert plain[0] == cached[0]
+    for a, b in zip(plain[1], cached[1]):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(cached[1][3], plain[1][2])
+
+
+def test_a_parameter_and_its_detached_alias_are_one_node_of_the_step():
+    """A Parameter read through a detached alias (a plain Tensor over the same memory) and updated in place
+    in the same step: every read sees the memory before the update, as without the cache."""
+    def run(cached):
+        ggrad.set_graph_cache(cached)
+        try:
+            w = ggrad.nn.Parameter(ggrad.tensor(np.arange(4, dtype=np.float32)))
+            w.numpy()
+            out = []
+            for _ in range(4):
+                a = w.detach() * 3.0
+                b = (w * 2.0).sum()
+                with ggrad.no_grad():
+                    w.add_(1.0)
+                out.append((a.numpy().copy(), b.item(), w.numpy().copy()))
+            return out
+        finally:
+            ggrad.set_graph_cache(True)
+    plain, cached = run(False), run(True)
+    for i, ((a0, b0, w0), (a1, b1, w1)) in enumerate(zip(plain, cached)):
+        np.testing.assert_array_equal(a0, a1)
+        assert b0 == b1
+        np.testing.assert_array_equal(w0, w1)
+        np.testing.assert_array_equal(a1, (np.arange(4) + i) * 3.0)

@@ -9,6 +9,7 @@ in a pooled backend buffer); everything else is scratch that the scheduler plans
 import os
 import threading
 import time
+import weakref
 
 from .. import ggml
 from ..ggml import placement
@@ -253,7 +254,7 @@ def _compute(rt, pending, alive, eval_callback):
             pending.uploads = pending.needed_uploads(alive)
             graph, sched, scratch = entry.graph, rt.scheduler, entry.scratch
             _run(rt, sched, graph, pending, scratch, eval_callback)
-            return _finish(rt, pending, graph, alive, blocks)
+            return _finish(rt, pending, graph, alive, blocks, entry.homes)
         trace.diverge(pending)   # a prefix of it, or other held results or updates
     graph, sched, scratch, blocks, planned, view_conts, moved = _plan(rt, pending, alive, trace is not None)
     _run(rt, sched, graph, pending, scratch, eval_callback)
@@ -373,23 +374,38 @@ def _run(rt, sched, graph, pending, scratch, eval_callback):
         _captured.append(Replay(sched, graph, pending, scratch))
 
 
-def _finish(rt, pending, graph, alive, blocks):
-    """Count the compute, give the held tensors their memory (re-homed), run the graph's checks."""
+def _finish(rt, pending, graph, alive, blocks, homes=None):
+    """Count the compute, give the held tensors their memory (re-homed), run the graph's checks.
+
+    `homes` (a replayed Entry's) keeps, per held result, the metadata it was re-homed onto the last time,
+    its Block (weakly) and buffer: where that Block is gone and the result is in the same buffer again,
+    no tensor uses that metadata any more and it already points at this memory, so it is used again
+    (a W2 step re-homes its 50 gradients every step)."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(blocks)
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
     # Re-home the held tensors onto metadata of their own, so the pending graph's contexts can be freed.
-    home = ggml.Context(n_tensors=len(blocks))
+    home = None
     homed = {}
     for t in alive:
         key = t._node.ptr
         entry = homed.get(key)
         if entry is None:
-            stored = home.like(t._node)
-            placement.bind(stored.ptr, key)   # the node's memory, at its buffer's start: the dup fits it
-            entry = homed[key] = (stored, Block(blocks[key], rt.pool))
+            buffer = blocks[key]
+            block = Block(buffer, rt.pool)
+            last = homes.get(key) if homes is not None else None
+            if last is not None and last[2] is buffer and last[1]() is None:
+                stored = last[0]
+            else:
+                if home is None:
+                    home = ggml.Context(n_tensors=len(blocks))
+                stored = home.like(t._node)
+                placement.bind(stored.ptr, key)   # the node's memory, at its buffer's start: the dup fits it
+            if homes is not None:
+                homes[key] = (stored, weakref.ref(block), buffer)
+            entry = homed[key] = (stored, block)
         t._node, t._block = entry
         t._pending = None
     checks = pending.checks

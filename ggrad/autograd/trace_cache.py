@@ -72,7 +72,7 @@ class Entry:
 
     __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
                  "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
-                 "proxy_views", "lowering", "buffers", "sizes", "backwards")
+                 "proxy_views", "lowering", "buffers", "sizes", "backwards", "homes")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -259,6 +259,7 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.outputs = outputs
     entry.buffers = buffers   # each output's buffer at the last compute (execution._reuse)
     entry.sizes = None        # and the bytes each needs, once _reuse asks
+    entry.homes = {}          # each output's re-homed metadata of the last replay (execution._finish)
     entry.effects = [id(e) for e in pending.effects]
     entry.view_conts = view_conts
     entry.uploads = [u[0] for u in pending.uploads]

@@ -184,3 +184,39 @@ def test_a_replayed_step_computes_at_the_same_addresses(monkeypatch):
     assert ggrad.stats()["cache_hits"] >= 5
     last = [p.grad.numpy() for p in model.parameters()]
     assert all(not np.array_equal(a.numpy(), b) for a, b in zip(kept, last) if a.numel() > 1)
+
+
+def _linear_steps(steps, keep_grads):
+    """Steps of a linear model on fixed data; the weight's gradient of every step (as held, when
+    `keep_grads`, else only its GGML node) and its values."""
+    ggrad.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = optim.SGD(model.parameters(), lr=0.5)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 6
+    kept, nodes, values = [], [], []
+    for _ in range(steps):
+        opt.zero_grad()
+        model(ggrad.tensor(x)).square().sum().backward()
+        opt.step()
+        grad = model.weight.grad
+        nodes.append(grad._node)
+        values.append(grad.numpy().copy())
+        if keep_grads:
+            kept.append(grad)
+        del grad
+    return kept, nodes, values
+
+
+def test_a_replayed_step_re_homes_its_results_onto_the_metadata_nobody_uses_any_more():
+    """Once last step's gradient is gone, its metadata (pointing at the memory the replay writes again) is
+    this step's gradient's: no new GGML tensor a held result and step."""
+    _, nodes, values = _linear_steps(6, keep_grads=False)
+    assert nodes[4] is nodes[3] and nodes[5] is nodes[4]
+    assert not np.array_equal(values[4], values[5])
+
+
+def test_a_held_result_of_the_last_replay_keeps_its_own_memory_and_values():
+    kept, nodes, values = _linear_steps(6, keep_grads=True)
+    assert len({id(n) for n in nodes}) == 6
+    for grad, value in zip(kept, values):
+        np.testing.assert_array_equal(grad.numpy(), value)

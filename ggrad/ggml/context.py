@@ -127,7 +127,7 @@ def _prod(values):
 class GTensor:
     """A `struct ggml_tensor *` together with the Context that keeps it alive."""
 
-    __slots__ = ("ptr", "ctx", "_packed", "_ne", "_nb", "_dtype")
+    __slots__ = ("ptr", "ctx", "_packed", "_ne", "_nb", "_dtype", "_view")
 
     def __init__(self, ptr, ctx):
         if ptr == ffi.NULL:
@@ -136,7 +136,7 @@ class GTensor:
         self.ctx = ctx
         # read once: a tensor's type, dimensions and strides never change (a graph's build reads them
         # dozens of times a node)
-        self._packed = self._ne = self._nb = self._dtype = None
+        self._packed = self._ne = self._nb = self._dtype = self._view = None
 
     def _checked(self):
         """The tensor pointer, or GGMLError once its Context was closed (the memory is gone)."""
@@ -228,8 +228,12 @@ class GTensor:
 
     @property
     def is_view(self):
-        """True when this tensor shares the memory of another (ggml view, reshape, permute)."""
-        return self.ptr.view_src != ffi.NULL
+        """True when this tensor shares the memory of another (ggml view, reshape, permute). Kept after the
+        first read (a tensor's view source never changes; a step asks of each input node)."""
+        view = self._view
+        if view is None:
+            view = self._view = self.ptr.view_src != ffi.NULL
+        return view
 
     @property
     def is_leaf(self):

@@ -180,8 +180,6 @@ class Runtime:
         return self.scheduler
 
 
-
-
 def runtime(device):
     rt = _runtimes.get(device.name)
     if rt is None:

@@ -1,8 +1,9 @@
 """Deferred execution: `realize()` computes a device's PendingGraph as ONE GGML graph.
 
 Every op returns a Tensor at once, backed by a node in its device's pending graph (pending.py). A read,
-an optimizer step or `realize()` computes it: the tensors Python still holds become persistent (each
-in a pooled backend buffer); everything else is scratch that the scheduler plans and reuses.
+an optimizer step or `realize()` computes it: the tensors Python still holds become persistent, placed by
+GGML's allocator in the compute buffer where the graph makes them (moved into a pooled buffer of their own
+before the next compute, if still held); everything else is scratch that the scheduler plans and reuses.
 `GGRAD_EAGER=1` computes after every op.
 """
 
@@ -113,13 +114,18 @@ class BufferPool:
 
 
 class Block:
-    """The memory of one realized tensor; returns its buffer to the pool when the last user lets go."""
+    """The memory of one realized tensor; returns its buffer to the pool when the last user lets go.
 
-    __slots__ = ("buffer", "pool", "__weakref__")
+    A result of the last compute lives in the scheduler's compute buffer, where GGML's allocator put it
+    (buffer and pool None, `node` its metadata): the next compute on the device moves it into a pooled
+    buffer first if anybody still holds it (`Runtime.evacuate`)."""
 
-    def __init__(self, buffer, pool):
+    __slots__ = ("buffer", "pool", "node", "__weakref__")
+
+    def __init__(self, buffer, pool, node=None):
         self.buffer = buffer
         self.pool = pool
+        self.node = node
 
     def __del__(self):
         pool = self.pool
@@ -157,6 +163,8 @@ class Runtime:
         self.scheduler = None
         self.pool = BufferPool(device)
         self.peak = 0              # the most device memory a compute has used (see memory())
+        self.held = []             # weak references to the Blocks of the last compute's results that live
+        #                            in the compute buffer (Block)
         # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
         # server then runs its stored copy with the tensor addresses of last time; a replayed entry's held
         # results have fresh buffers. Planning again gives the splits new uids: the graph is sent again.
@@ -167,11 +175,52 @@ class Runtime:
 
     def memory(self):
         """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
-        tensors (parameters, optimizer state, gradients, held results, cached uploads), free buffers kept
-        for reuse, and the peak of compute buffer + persistent tensors over the computes since
+        tensors (every tensor held: parameters, optimizer state, gradients, held results, cached uploads;
+        `in_compute_buffer` of them are results of the last compute still where it made them), free
+        buffers kept for reuse, and the peak of compute buffer + pooled tensors over the computes since
         `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
-        return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use,
-                "pooled": self.pool.bytes, "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
+        held = 0
+        for ref in self.held:
+            block = ref()
+            if block is not None and block.pool is None:
+                held += block.node.nbytes
+        return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use + held,
+                "in_compute_buffer": held, "pooled": self.pool.bytes,
+                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
+
+    def evacuate(self, pending):
+        """Before a compute overwrites the compute buffer: move the results of the last compute that are
+        still held (by a Tensor, or read by `pending`) into pooled buffers of their own, and point what
+        `pending` built on their old memory (views, the graph cache's stand-ins) at the new."""
+        held, self.held = self.held, []
+        moved = set()
+        home = None
+        for ref in held:
+            block = ref()
+            if block is None or block.pool is not None:
+                continue
+            node = block.node
+            buffer = self.pool.take(ggml.alloc_size(self.device.buffer_type, node))
+            if home is None:
+                home = ggml.Context(n_tensors=len(held))
+            copy = home.like(node)
+            buffer.place(copy)
+            ggml.copy_tensor(node, copy)
+            placement.bind(node.ptr, copy.ptr)
+            block.buffer, block.pool, block.node = buffer, self.pool, None
+            moved.add(node.ptr)
+        if not moved:
+            return
+        trace = pending.trace
+        if trace is not None:   # stand-ins were bound to the old memory while the step recorded
+            for g, slot in zip(trace.sources, trace.proxies):
+                if g.ptr in moved:
+                    for proxy in slot:
+                        placement.bind(proxy.ptr, g.ptr)
+                        moved.add(proxy.ptr)
+            if trace.entry is not None:
+                placement.follow_sources(placement.views_of_chain(trace.entry.contexts, moved))
+        placement.follow_sources(placement.views_of_chain(pending.contexts, moved))
 
     def scheduler_for(self, graph_size):
         if self.scheduler is None or self.scheduler.graph_size < graph_size:
@@ -243,6 +292,7 @@ def _realize(target, eval_callback):
 
 def _compute(rt, pending, alive, eval_callback):
     ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
+    rt.evacuate(pending)
     trace, pending.trace = pending.trace, None   # nodes made from here on are the compute's own
     if trace is not None and trace.entry is not None:   # replaying a cached trace
         blocks = _reuse(rt, trace.entry, pending, alive) if trace.pos == len(trace.entry.keys) else None
@@ -262,7 +312,7 @@ def _compute(rt, pending, alive, eval_callback):
         if trace.pure and not moved and sched.n_splits <= 1:
             outputs = list({id(t._node): t._node for t in alive}.values())
             rt.planned_for = trace_cache.remember(rt.cache, trace, pending, graph, outputs, view_conts, scratch,
-                                                  planned, [blocks[node.ptr] for node in outputs])
+                                                  planned, [blocks.get(node.ptr) for node in outputs])
     else:
         rt.planned_for = None
     _finish(rt, pending, graph, alive, blocks)
@@ -290,10 +340,13 @@ def _plan(rt, pending, alive, cacheable):
     for e in pending.effects:
         graph.expand(e)
 
+    # Held host data gets a pooled buffer; held results are placed by GGML's allocator in the compute
+    # buffer where the graph makes them (never freed within the graph: outputs), so a gradient takes the
+    # memory of activations the backward is done with, as PyTorch's allocator gives it (Block).
     blocks = {}
     for t in alive:
         key = t._node.ptr
-        if key not in blocks:
+        if key not in blocks and t._node.is_leaf:
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._node))
             buffer.place(t._node)
             blocks[key] = buffer
@@ -335,13 +388,15 @@ def _reuse(rt, entry, pending, alive):
             t._node = entry.view_conts[id(t._node)]
     placement.follow_sources(entry.proxy_views)   # views of stand-ins into this step's inputs
     blocks = {}
-    buffers = entry.buffers   # each held result in its memory of the last compute where that is free again:
-    sizes = entry.sizes       # the graph then reads and writes the same addresses (CUDA graphs)
-    if sizes is None:
+    buffers = entry.buffers   # each held host datum in its memory of the last compute where that is free
+    sizes = entry.sizes       # again: the graph then reads the same addresses (CUDA graphs); held results
+    if sizes is None:         # are in the compute buffer, where the entry's plan put them (None here)
         sizes = entry.sizes = [ggml.alloc_size(rt.device.buffer_type, node) for node in entry.outputs]
     for i, node in enumerate(entry.outputs):
-        p = node.ptr
         last = buffers[i]
+        if last is None:
+            continue
+        p = node.ptr
         buffer = buffers[i] = rt.pool.take(sizes[i], last)
         if buffer is not last or p.buffer != buffer.ptr:   # else it is still there, at the buffer's start
             placement.unplace((p,))
@@ -375,34 +430,40 @@ def _run(rt, sched, graph, pending, scratch, eval_callback):
 def _finish(rt, pending, graph, alive, blocks, homes=None):
     """Count the compute, give the held tensors their memory (re-homed), run the graph's checks.
 
-    `homes` (a replayed Entry's) keeps, per held result, the metadata it was re-homed onto the last time,
-    its Block (weakly) and buffer: where that Block is gone and the result is in the same buffer again,
-    no tensor uses that metadata any more and it already points at this memory, so it is used again
-    (a W2 step re-homes its 50 gradients every step)."""
+    A held result in the compute buffer gets a Block that `Runtime.evacuate` moves before the next compute;
+    held host data its pooled buffer. `homes` (a replayed Entry's) keeps, per held result, the metadata it
+    was re-homed onto the last time and its Block (weakly): where that Block is gone and the metadata still
+    points at this result's memory (the entry's plan places it at the same address), no tensor uses it
+    any more and it is used again (a W2 step re-homes its 50 gradients every step)."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
-    stats.persisted += len(blocks)
+    stats.persisted += len(alive)
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
     # Re-home the held tensors onto metadata of their own, so the pending graph's contexts can be freed.
     home = None
     homed = {}
+    held = rt.held
     for t in alive:
         key = t._node.ptr
         entry = homed.get(key)
         if entry is None:
-            buffer = blocks[key]
-            block = Block(buffer, rt.pool)
+            buffer = blocks.get(key)
             last = homes.get(key) if homes is not None else None
-            if last is not None and last[2] is buffer and last[1]() is None:
+            if last is not None and last[1]() is None and last[0].ptr.data == key.data:
                 stored = last[0]
             else:
                 if home is None:
-                    home = ggml.Context(n_tensors=len(blocks))
+                    home = ggml.Context(n_tensors=len(alive))
                 stored = home.like(t._node)
-                placement.bind(stored.ptr, key)   # the node's memory, at its buffer's start: the dup fits it
+                placement.bind(stored.ptr, key)   # the node's memory (its buffer's start, or the compute buffer)
+            if buffer is not None:
+                block = Block(buffer, rt.pool)
+            else:
+                block = Block(None, None, stored)
+                held.append(weakref.ref(block))
             if homes is not None:
-                homes[key] = (stored, weakref.ref(block), buffer)
+                homes[key] = (stored, weakref.ref(block))
             entry = homed[key] = (stored, block)
         t._node, t._block = entry
         t._pending = None

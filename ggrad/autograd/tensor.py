@@ -214,7 +214,8 @@ class Tensor(_Methods):
         """A numpy copy of the values (float32 for bf16, np.int64 for int64, np.bool_ for bool)."""
         self.realize()
         shape = self.shape
-        out = ggml.get_data(self._node, shape if shape else (1,))
+        with execution.lock_of(self.device):   # a result of the last compute moves before the next one
+            out = ggml.get_data(self._node, shape if shape else (1,))
         execution.stats.bytes_read += self._node.nbytes
         execution.stats.host_reads += 1
         return from_storage(out.reshape(shape), self.dtype)

@@ -16,7 +16,7 @@ from .buffer import Buffer, alloc_context_tensors, alloc_size
 from .sched import Scheduler
 from .build import build_info
 from . import threads
-from .data import set_data, get_data, get_raw, view, encode, decode
+from .data import set_data, get_data, get_raw, copy_tensor, view, encode, decode
 
 hooks.install()
 

@@ -167,6 +167,16 @@ def host_bytes(t):
     return np.frombuffer(ffi.buffer(ffi.cast("char *", p.data), n), dtype=np.uint8) if n else np.empty(0, np.uint8)
 
 
+def copy_tensor(src, dst):
+    """Copy tensor `src`'s bytes into `dst` (same type and dimensions, packed), whichever backends' memory
+    each is in (a device-side copy where both are on one device)."""
+    _check_allocated(src, "copy_tensor")
+    _check_allocated(dst, "copy_tensor")
+    if src.dtype is not dst.dtype or src.ne != dst.ne or not (src.is_packed and dst.is_packed):
+        raise ShapeError(f"copy_tensor: {src.dtype.name} ne={list(src.ne)} into {dst.dtype.name} ne={list(dst.ne)}")
+    lib.ggml_backend_tensor_copy(src.ptr, dst.ptr)
+
+
 def get_raw(t):
     """A copy of contiguous tensor `t`'s bytes in GGML's layout (uint8), whatever its type."""
     _check_allocated(t, "get_raw")

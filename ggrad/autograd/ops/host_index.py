@@ -58,10 +58,11 @@ def _host_indices(key):
 
 
 def _host_values(t):
-    """t's integer values read in place from its host bytes (no copy: they are only read), else None."""
+    """t's integer values copied from its host bytes, else None (a copy: a result of the last compute moves
+    before the next one)."""
     with execution.lock_of(t.device):
         raw = _host_bytes(t)
-        return None if raw is None else np.frombuffer(raw, dtype=t._node.dtype.numpy).reshape(t.shape)
+        return None if raw is None else np.frombuffer(raw, dtype=t._node.dtype.numpy).reshape(t.shape).copy()
 
 
 def _host_bytes(t):

@@ -1,0 +1,64 @@
+"""Results held across computes: a compute's held results live in its compute buffer, where GGML's allocator
+made them (a gradient takes the memory of activations the backward is done with), and the next compute
+on the device first moves those still held into pooled buffers of their own (execution.Runtime.evacuate)."""
+
+import numpy as np
+
+import ggrad
+import ggrad.nn as nn
+from ggrad import optim
+
+A = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+
+
+def _cpu():
+    return ggrad.stats()["memory"]["CPU"]
+
+
+def test_a_result_held_across_computes_keeps_its_values():
+    a = ggrad.tensor(A)
+    y = a * 2.0
+    y.numpy()
+    assert _cpu()["in_compute_buffer"] >= y.numel() * 4
+    for k in range(3):   # other graphs overwrite the compute buffer
+        (a + float(k)).exp().sum().item()
+        np.testing.assert_array_equal(y.numpy(), A * 2.0)
+    assert _cpu()["in_compute_buffer"] < y.numel() * 4   # moved into a buffer of its own
+
+
+def test_views_and_aliases_of_a_held_result_follow_it():
+    """Ops recorded on a held result before the compute that moves it read it at its new memory."""
+    a = ggrad.tensor(A)
+    y = a * 2.0
+    y.numpy()
+    alias = y.detach()
+    v = y[1:, 1:] * 3.0      # a view of y's memory, built before y moves
+    w = y.sum(0) + alias.t().sum(1)
+    np.testing.assert_array_equal(v.numpy(), A[1:, 1:] * 6.0)
+    np.testing.assert_allclose(w.numpy(), (A * 2.0).sum(0) * 2, rtol=1e-6)
+    np.testing.assert_array_equal(alias.numpy(), A * 2.0)
+
+
+def test_a_training_step_holds_its_gradients_in_memory_the_backward_freed():
+    """The peak of a step is the compute buffer and the pooled state (weights, AdamW's two moments): the
+    gradients, made at the end of the backward, take memory the activations left, as with PyTorch's
+    allocator (they took buffers of their own, a fourth copy of the weights at the peak)."""
+    ggrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 256))
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    x = ggrad.tensor(np.ones((8, 256), np.float32))
+    grads = []
+    for step in range(3):
+        if step == 2:
+            ggrad.reset_stats()
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
+    mem = _cpu()
+    weights = sum(p.numel() * 4 for p in model.parameters())
+    assert mem["peak"] - mem["compute_buffer"] < 3.5 * weights
+    assert mem["in_compute_buffer"] >= weights   # the gradients
+    assert not np.array_equal(grads[1][0], grads[2][0])

@@ -319,8 +319,8 @@ def _compute(rt, pending, alive, eval_callback):
 
 
 def _plan(rt, pending, alive, cacheable):
-    """Build the GGML graph of `pending` and place it in memory: held results in pooled buffers, host
-    data in device memory, the rest planned by the scheduler (and listed, when `cacheable`)."""
+    """Build the GGML graph of `pending` and place it in memory: held host data and uploads in pooled
+    buffers, the rest (held results included) planned by the scheduler (and listed, when `cacheable`)."""
     # A held view would point into scratch memory: give it its own contiguous copy.
     view_conts = {}
     for t in alive:
@@ -369,8 +369,9 @@ def _plan(rt, pending, alive, cacheable):
 
 
 def _reuse(rt, entry, pending, alive):
-    """Get a cached entry's graph ready to compute again (held results in fresh buffers), or None when
-    this step holds other results or schedules other updates than the entry computed."""
+    """Get a cached entry's graph ready to compute again (held host data in pooled buffers, held results
+    where the entry's plan puts them), or None when this step holds other results or schedules other
+    updates than the entry computed."""
     outputs = {}
     for t in alive:
         node = t._node

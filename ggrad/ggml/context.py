@@ -289,6 +289,11 @@ class GTensor:
         s = self.ptr.src[i]
         return None if s == ffi.NULL else GTensor(s, self.ctx)
 
+    def view_source(self):
+        """The tensor whose memory this view shares (None for a tensor that is no view)."""
+        s = self.ptr.view_src
+        return None if s == ffi.NULL else GTensor(s, self.ctx)
+
     def __repr__(self):
         return f"GTensor({self.op}, {self.dtype.name}, ne={list(self.ne)}, name={self.name!r})"
 

@@ -633,3 +633,34 @@ def test_masked_softmax_by_kernel_or_ggml_matches_torch(no_graph_cache, choices)
     ty.backward(torch.tensor(g_np))
     np.testing.assert_allclose(got_y, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_g, tx.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def _autocast_gelu_grads(route=True, dtype=ggrad.float16):
+    """Gradients of a Linear -> GELU (tanh) -> Linear model on 3-D input under autocast, CUDA's choices."""
+    ggrad.manual_seed(0)
+    model = ggrad.nn.Sequential(ggrad.nn.Linear(16, 32), ggrad.nn.GELU("tanh"), ggrad.nn.Linear(32, 8))
+    x = ggrad.tensor(np.random.default_rng(6).standard_normal((2, 5, 16)).astype(np.float32))
+    with lowering.forced(ggrad.device("cpu"), lowering.CUDA):
+        with ggrad.autocast("cpu", dtype=dtype or ggrad.float16, enabled=dtype is not None):
+            y = model(x)
+        y.float().square().sum().backward()
+        return [p.grad.numpy() for p in model.parameters()]
+
+
+def test_autocast_gelu_gradient_reads_the_product_and_a_fresh_cast_not_views(no_graph_cache, monkeypatch):
+    """Under autocast GELU keeps its input in half precision and its gradient arrives as a reshape view of
+    fc2's 2-D input-gradient product: the composed gradient is built on the product itself and the half
+    input cast anew in its shape, which GGML's allocator may overwrite (three activation-sized buffers at
+    the peak, not four). The gradients are those of the composition on the views."""
+    from ggrad.autograd.ops import unary
+    taken = []
+    unviewed = unary._unviewed
+    monkeypatch.setattr(unary, "_unviewed", lambda c, g, x: taken.append(unviewed(c, g, x)) or taken[-1])
+    routed = _autocast_gelu_grads()
+    assert taken and all(t is not None for t in taken)
+    monkeypatch.setattr(unary, "_unviewed", lambda c, g, x: None)
+    plain = _autocast_gelu_grads()
+    for a, b in zip(routed, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(routed, _autocast_gelu_grads(dtype=None)):   # float32: within half precision's rounding
+        np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2)

@@ -166,8 +166,9 @@ class Runtime:
         self.held = []             # weak references to the Blocks of the last compute's results that live
         #                            in the compute buffer (Block)
         # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
-        # server then runs its stored copy with the tensor addresses of last time; a replayed entry's held
-        # results have fresh buffers. Planning again gives the splits new uids: the graph is sent again.
+        # server then runs its stored copy with the tensor addresses of last time; a replayed entry's inputs
+        # and held host data may have other buffers. Planning again gives the splits new uids: the graph is
+        # sent again.
         self.resends_graphs = device.backend_name == "RPC"
 
     def compute_buffer_bytes(self):

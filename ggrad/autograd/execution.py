@@ -330,6 +330,8 @@ def _plan(rt, pending, alive, cacheable):
             t._node = view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view)
             view_conts[id(view)] = t._node
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
+    if pending.computed:   # computed before: its nodes hold addresses of that plan, which is not this one's
+        placement.unplace(placement.computed(pending.contexts))
     graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
     # GGML computes the nodes in the order they are added. Held results added by when their inputs were
     # made are computed as soon as the program could have: a layer's weight gradients right after its
@@ -440,6 +442,7 @@ def _finish(rt, pending, graph, alive, blocks, homes=None):
     stats.computes += 1
     stats.nodes += graph.n_nodes
     stats.persisted += len(alive)
+    pending.computed = True
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
     # Re-home the held tensors onto metadata of their own, so the pending graph's contexts can be freed.

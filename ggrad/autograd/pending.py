@@ -40,11 +40,13 @@ class PendingGraph:
     """The trace of one device not computed yet: its nodes, the Tensors made from them, host uploads,
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
-    __slots__ = ("device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread", "effects", "keep",
-                 "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering", "made")
+    __slots__ = ("computed", "device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread",
+                 "effects", "keep", "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering",
+                 "made")
 
     def __init__(self, device, cache=None):
         self.device = device
+        self.computed = False   # computed once already (an op of several results emitted under GGRAD_EAGER)
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
         self.made = {}      # node pointer -> its place in the order the program made the Tensors (`ready_at`)

@@ -20,6 +20,19 @@ def unplaced(contexts):
     return out
 
 
+def computed(contexts):
+    """Pointers of the tensors of `contexts` that an op computes into memory of their own (no leaves, no
+    views) and that have memory: a graph computed before, to be planned again."""
+    out = []
+    for c in contexts:
+        p = lib.ggml_get_first_tensor(c.ptr)
+        while p != ffi.NULL:
+            if p.data != ffi.NULL and p.op != lib.GGML_OP_NONE and p.view_src == ffi.NULL:
+                out.append(p)
+            p = lib.ggml_get_next_tensor(c.ptr, p)
+    return out
+
+
 def placed(ptrs):
     """The pointers of `ptrs` that have memory now."""
     return [p for p in ptrs if p.data != ffi.NULL]

@@ -62,3 +62,21 @@ def test_a_training_step_holds_its_gradients_in_memory_the_backward_freed():
     assert mem["peak"] - mem["compute_buffer"] < 3.5 * weights
     assert mem["in_compute_buffer"] >= weights   # the gradients
     assert not np.array_equal(grads[1][0], grads[2][0])
+
+
+def test_a_graph_computed_again_is_planned_again(monkeypatch):
+    """Under GGRAD_EAGER an op of several results computes its graph once a result: the second compute of
+    the same graph plans its nodes afresh (they held addresses of the first plan, where the first result
+    now lives until it is moved)."""
+    from ggrad.autograd import execution
+    from ggrad.autograd.ops.loss import ClassLabels
+    monkeypatch.setattr(execution, "EAGER", True)
+    labels = np.array([0, 2, 4, 1])
+    onehot, valid = ClassLabels.apply(ggrad.tensor(labels), 5, -100)
+    np.testing.assert_array_equal(valid.numpy().ravel(), np.ones(4, np.float32))
+    np.testing.assert_array_equal(onehot.numpy(), np.eye(5, dtype=np.float32)[labels])
+    logits = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    loss = ggrad.cross_entropy(ggrad.tensor(logits), ggrad.tensor(labels)).item()
+    shifted = logits - logits.max(1, keepdims=True)
+    want = -(shifted[np.arange(4), labels] - np.log(np.exp(shifted).sum(1))).mean()
+    assert abs(loss - want) < 1e-5

@@ -167,7 +167,7 @@ class Trace:
             self.proxy_of[id(g)] = g
             return g
         k = len(self.proxies)
-        layout = (t.dtype, t.shape)
+        layout = (g.dtype, t.shape)   # the stand-in's GGML type: a Tensor's label may differ (relabel)
         entry = self.entry
         mark = ("computed", k, layout)
         origins = self.origins

@@ -127,3 +127,19 @@ def test_a_parameter_and_its_detached_alias_are_one_node_of_the_step():
         assert b0 == b1
         np.testing.assert_array_equal(w0, w1)
         np.testing.assert_array_equal(a1, (np.arange(4) + i) * 3.0)
+
+
+def test_a_relabelled_input_does_not_replay_a_graph_built_for_another_storage_type():
+    """A Tensor's dtype may label storage of another GGML type (GetRows' integer rows are float32-labelled
+    int32): a cached graph whose stand-in was a float32 tensor of the same shape must not read it."""
+    from ggrad import ggml
+    from ggrad.autograd.ops.convert import relabel
+    from ggrad.autograd.ops.unary import Cast
+    real = ggrad.tensor(np.array([9.5, 2.5, 9.5], np.float32)) * 1.0
+    real.numpy()
+    for _ in range(2):   # a cached Cast of a computed float32 input of shape (3,)
+        np.testing.assert_array_equal(Cast.apply(real, ggml.i32).numpy(), [9, 2, 9])
+    ints = ggrad.tensor(np.array([7, 2, 5], np.int32)) + 0
+    ints.numpy()
+    labelled = relabel(ints, ggml.f32)
+    np.testing.assert_array_equal(Cast.apply(labelled, ggml.i32).numpy(), [7, 2, 5])

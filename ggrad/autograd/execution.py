@@ -213,14 +213,12 @@ class Runtime:
         if not moved:
             return
         trace = pending.trace
-        if trace is not None:   # stand-ins were bound to the old memory while the step recorded
-            for g, slot in zip(trace.sources, trace.proxies):
+        if trace is not None:   # stand-ins were bound to the old memory while the step recorded (views of
+            for g, slot in zip(trace.sources, trace.proxies):   # a replayed entry's follow them in _reuse)
                 if g.ptr in moved:
                     for proxy in slot:
                         placement.bind(proxy.ptr, g.ptr)
                         moved.add(proxy.ptr)
-            if trace.entry is not None:
-                placement.follow_sources(placement.views_of_chain(trace.entry.contexts, moved))
         placement.follow_sources(placement.views_of_chain(pending.contexts, moved))
 
     def scheduler_for(self, graph_size):
@@ -441,7 +439,6 @@ def _finish(rt, pending, graph, alive, blocks, homes=None):
     any more and it is used again (a W2 step re-homes its 50 gradients every step)."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
-    stats.persisted += len(alive)
     pending.computed = True
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
@@ -472,6 +469,7 @@ def _finish(rt, pending, graph, alive, blocks, homes=None):
             entry = homed[key] = (stored, block)
         t._node, t._block = entry
         t._pending = None
+    stats.persisted += len(homed)
     checks = pending.checks
     pending.tensors, pending.effects, pending.uploads, pending.keep, pending.checks = [], [], [], [], []
     for count, error in checks:

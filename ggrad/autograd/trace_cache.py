@@ -150,13 +150,13 @@ class Trace:
     def external(self, graph, t, pinned=False):
         """The node that stands for computed Tensor `t` in this trace: a leaf over t's memory, one for
         all uses of t. Events key it by its position (slot) among the trace's computed inputs and its
-        layout, not by identity: replaying an entry whose computed input in that slot had the same dtype
-        and shape points the entry's stand-ins at t's memory. So a step fed other computed tensors than
+        layout, not by identity: replaying an entry whose computed input in that slot had the same GGML
+        type and shape points the entry's stand-ins at t's memory. So a step fed other computed tensors than
         the last (a GradScaler's update reads fresh gradients every step) still replays.
 
         A `pinned` tensor (a Parameter, or state the step updates in place: `PendingGraph.target`) is the
         same every step: it enters as its own node, keyed by identity, with no stand-in to point at it
-        (a third of a W2 step's host time went to the stand-ins of parameters and moments). The first
+        on every replay (156 of them a W2 step: its parameters and AdamW's moments). The first
         use of a memory decides for all of the trace's uses of it: one node per memory."""
         g = t._node
         proxy = self.proxy_of.get(id(g))

@@ -79,7 +79,6 @@ def adamw_all(steps):
     them; those of one device are one event of the graph cache (an event a parameter was most of an
     optimizer step's host time)."""
     per_device = {}
-    guards = _guards.get()
     for param, grad, exp_avg, exp_avg_sq, hparams in steps:
         shape, device = param.shape, param.device   # the common case checked inline; _check says what is wrong
         if not (param.dtype is ggml.f32 and grad.shape == shape and exp_avg.shape == shape
@@ -87,10 +86,9 @@ def adamw_all(steps):
                 and exp_avg_sq.device is device):
             _check(param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}, "adamw_")
         for t in (param, exp_avg, exp_avg_sq):
-            if t._pending is not None:
-                _as_leaf(t)
+            _as_leaf(t)
         grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
-        guard = None if guards is None else guards.get(device.name)
+        guard = _guard_of(device)
         pick = None
         if guard is not None:
             # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter

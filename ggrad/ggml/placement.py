@@ -8,29 +8,24 @@ buffer places them, and move views after their source. They work on the `ptr` of
 from ._lib import ffi, lib
 
 
-def unplaced(contexts):
-    """Pointers of the tensors of `contexts` without memory yet, in creation order."""
-    out = []
+def _each(contexts):
+    """Pointers of every tensor of `contexts`, in creation order."""
     for c in contexts:
         p = lib.ggml_get_first_tensor(c.ptr)
         while p != ffi.NULL:
-            if p.data == ffi.NULL:
-                out.append(p)
+            yield p
             p = lib.ggml_get_next_tensor(c.ptr, p)
-    return out
+
+
+def unplaced(contexts):
+    """Pointers of the tensors of `contexts` without memory yet, in creation order."""
+    return [p for p in _each(contexts) if p.data == ffi.NULL]
 
 
 def computed(contexts):
     """Pointers of the tensors of `contexts` that an op computes into memory of their own (no leaves, no
     views) and that have memory: a graph computed before, to be planned again."""
-    out = []
-    for c in contexts:
-        p = lib.ggml_get_first_tensor(c.ptr)
-        while p != ffi.NULL:
-            if p.data != ffi.NULL and p.op != lib.GGML_OP_NONE and p.view_src == ffi.NULL:
-                out.append(p)
-            p = lib.ggml_get_next_tensor(c.ptr, p)
-    return out
+    return [p for p in _each(contexts) if p.data != ffi.NULL and p.op != lib.GGML_OP_NONE and p.view_src == ffi.NULL]
 
 
 def placed(ptrs):
@@ -70,11 +65,8 @@ def views_of_chain(contexts, sources):
     tensor in `sources` (pointers), in creation order (a view comes after what it views)."""
     seen = set(sources)
     out = []
-    for c in contexts:
-        p = lib.ggml_get_first_tensor(c.ptr)
-        while p != ffi.NULL:
-            if p.view_src != ffi.NULL and p.view_src in seen:
-                out.append(p)
-                seen.add(p)
-            p = lib.ggml_get_next_tensor(c.ptr, p)
+    for p in _each(contexts):
+        if p.view_src != ffi.NULL and p.view_src in seen:
+            out.append(p)
+            seen.add(p)
     return out

@@ -209,15 +209,21 @@ def test_gelu_tanh_f32_and_its_gradient_match_float64(check, isa, n):
           lambda gt, t: (g * _np_gelu_tanh_grad(x64)).astype(np.float32), atol=1e-6, rtol=1e-5)
 
 
-def test_gelu_kernels_reject_bad_operands():
+@pytest.mark.parametrize("name", ["gelu_tanh_f32", "relu_f32"])
+def test_elementwise_kernels_reject_bad_operands(name):
+    """An elementwise kernel and its gradient (`name` and `name` with _back_) take contiguous f32 of one
+    shape: anything else is an error naming the kernel."""
+    forward = getattr(kernels, name)
+    back_name = name.replace("_f32", "_back_f32")
+    backward = getattr(kernels, back_name)
     ctx = gg.Context(n_tensors=8)
     x = ctx.new_tensor("f32", (4, 3))
-    with pytest.raises(ShapeError, match="gelu_tanh_f32"):
-        kernels.gelu_tanh_f32(ctx, ops.transpose(ctx, x))
-    with pytest.raises(DTypeError, match="gelu_tanh_f32"):
-        kernels.gelu_tanh_f32(ctx, ctx.new_tensor("f16", (4, 3)))
-    with pytest.raises(ShapeError, match="gelu_tanh_back_f32"):
-        kernels.gelu_tanh_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)
+    with pytest.raises(ShapeError, match=name):
+        forward(ctx, ops.transpose(ctx, x))
+    with pytest.raises(DTypeError, match=name):
+        forward(ctx, ctx.new_tensor("f16", (4, 3)))
+    with pytest.raises(ShapeError, match=back_name):
+        backward(ctx, ctx.new_tensor("f32", (3, 4)), x)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, 3])
@@ -357,17 +363,6 @@ def test_relu_f32_and_its_gradient_match_numpy(check, n):
     check(lambda ctx, t: kernels.relu_f32(ctx, t), [x], lambda t: np.where(t < 0, 0, t), atol=0, rtol=0)
     check(lambda ctx, gt, t: kernels.relu_back_f32(ctx, gt, t), [g, x],
           lambda gt, t: np.where((t > 0) | np.isnan(t), gt, 0), atol=0, rtol=0)
-
-
-def test_relu_kernels_reject_bad_operands():
-    ctx = gg.Context(n_tensors=8)
-    x = ctx.new_tensor("f32", (4, 3))
-    with pytest.raises(ShapeError, match="relu_f32"):
-        kernels.relu_f32(ctx, ops.transpose(ctx, x))
-    with pytest.raises(DTypeError, match="relu_f32"):
-        kernels.relu_f32(ctx, ctx.new_tensor("f16", (4, 3)))
-    with pytest.raises(ShapeError, match="relu_back_f32"):
-        kernels.relu_back_f32(ctx, ctx.new_tensor("f32", (3, 4)), x)
 
 
 def _np_softmax(x, mask, scale):

@@ -169,17 +169,16 @@ def _gelu_tanh_grad(g, x, sqr, sigmoid, mul, affine):
     return mul(mul(g, affine(h_1_s, 1.0, 1.0)), s)
 
 
-def _gelu_tanh_grad_in_place(c, g, x):
-    """`_gelu_tanh_grad`'s value in GGML nodes ordered so that each can be written into an operand's memory:
-    g s first (into g), then (1 - s) x (into 1 - s), x^2 again as x's last reader (into x): three
-    activation-sized buffers live at once, not four. GGML's allocator writes a node into an operand only
-    where that operand is no view and has no later reader; `_unviewed` gives it such g and x."""
+def _gelu_tanh_grad_in_place(g, x, sqr, sigmoid, mul, affine):
+    """`_gelu_tanh_grad`'s value (same operations) ordered so that each node can be written into an
+    operand's memory: g s first (into g), then (1 - s) x (into 1 - s), x^2 again as x's last reader (into
+    x): three activation-sized buffers live at once, not four. GGML's allocator writes a node into an
+    operand only where that operand is no view and has no later reader; `_unviewed` gives it such g and x."""
     c2 = 2.0 * _SQRT_2_OVER_PI
-    s = ops.sigmoid(c, ops.mul(c, x, ops.scale_bias(c, ops.sqr(c, x), c2 * _GELU_A, c2)))
-    gs = ops.mul(c, g, s)
-    one_minus_s_x = ops.mul(c, ops.scale_bias(c, s, -1.0, 1.0), x)
-    h_1_s = ops.mul(c, one_minus_s_x, ops.scale_bias(c, ops.sqr(c, x), 3.0 * c2 * _GELU_A, c2))
-    return ops.mul(c, gs, ops.scale_bias(c, h_1_s, 1.0, 1.0))
+    s = sigmoid(mul(x, affine(sqr(x), c2 * _GELU_A, c2)))
+    gs = mul(g, s)
+    h_1_s = mul(mul(affine(s, -1.0, 1.0), x), affine(sqr(x), 3.0 * c2 * _GELU_A, c2))   # (1 - s) x 2c(1 + 3a x^2)
+    return mul(gs, affine(h_1_s, 1.0, 1.0))
 
 
 def _unviewed(c, g, x):
@@ -247,8 +246,8 @@ class GeluTanh(Primitive):
 
 class GeluTanhBack(Primitive):
     """g times GELU (tanh)'s derivative at x, one recorded op: ggrad's CPU kernel where the lowering says so,
-    else `_gelu_tanh_grad`'s nodes (no backward of its own: a backward that is itself differentiated takes
-    `_gelu_tanh_grad` in Tensor ops)."""
+    else `_gelu_tanh_grad`'s nodes, or `_gelu_tanh_grad_in_place`'s on `_unviewed` operands (no backward of
+    its own: a backward that is itself differentiated takes `_gelu_tanh_grad` in Tensor ops)."""
     dtypes = FLOAT
 
     @staticmethod
@@ -256,11 +255,12 @@ class GeluTanhBack(Primitive):
         c = graph.ctx
         if graph.lowering.gelu_tanh == "kernel":
             return kernels.gelu_tanh_back_f32(c, g, x)
+        nodes = (lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t), lambda a, b: ops.mul(c, a, b),
+                 lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
         unviewed = _unviewed(c, g, x)
         if unviewed is not None:
-            return ops.reshape_4d(c, _gelu_tanh_grad_in_place(c, *unviewed), *g.ne)
-        return _gelu_tanh_grad(g, x, lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t),
-                               lambda a, b: ops.mul(c, a, b), lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
+            return ops.reshape_4d(c, _gelu_tanh_grad_in_place(*unviewed, *nodes), *g.ne)
+        return _gelu_tanh_grad(g, x, *nodes)
 
 
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")

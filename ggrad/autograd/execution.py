@@ -15,7 +15,7 @@ import weakref
 from .. import ggml
 from ..ggml import placement
 from . import pending as _pending  # a module reference: pending.py imports this module
-from . import trace_cache
+from . import trace_cache, view_tracking
 
 EAGER = os.environ.get("GGRAD_EAGER", "") not in ("", "0")
 _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
@@ -278,15 +278,20 @@ def _realize(target, eval_callback):
         return
     if rt.graph is graph:
         rt.graph = _pending.PendingGraph(graph.device, rt.cache)
-    alive, seen = [], set()
+    alive, across, seen = [], [], set()
     for ref in graph.tensors:
         t = ref()
         if t is not None and t._pending is graph and id(t) not in seen:
             seen.add(id(t))
-            alive.append(t)
-    if not alive and not graph.effects:
-        return
-    _compute(rt, graph, alive, eval_callback)
+            (across if view_tracking.blocks_across(t) else alive).append(t)
+    if alive or graph.effects:
+        _compute(rt, graph, alive, eval_callback)
+    for t in across:   # not held as a copy: derived again from its base, which its view record holds
+        record = t._view_of
+        value = view_tracking.derive(record.base, record.steps)
+        t._node, t._block, t._pending = value._node, value._block, value._pending
+        if value._pending is not None:
+            value._pending.track(t)
 
 
 def _compute(rt, pending, alive, eval_callback):

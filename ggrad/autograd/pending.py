@@ -190,8 +190,8 @@ class PendingGraph:
         made = self.made
         made.setdefault(node.ptr, len(made))
         t = _tensor.Tensor._make(node, shape, dtype, self.device, self)
-        if execution.EAGER:
-            execution.realize(self)
+        if execution.EAGER and not (dtype.is_quantized and node.is_view):   # w.T is held as a view of w, which
+            execution.realize(self)                                        # it can be only once it is tracked
         return t
 
     def ready_at(self, node):

@@ -7,13 +7,17 @@ weights need the stored bits themselves, so that a save and load round trip is e
 import numpy as np
 
 from .. import ggml
-from . import execution
+from . import execution, view_tracking
 from .pending import leaf_bytes
 
 
 def to_raw(t):
     """A uint8 numpy copy of `t`'s GGML-layout bytes (computing `t` first); strided views are copied."""
     t = t.detach()
+    if view_tracking.blocks_across(t):
+        raise ggml.ShapeError(f"to_raw: a {t.dtype.name} view of shape {t.shape} whose blocks run along another "
+                              "dimension (a transposed quantized weight) has no GGML bytes of its own: take its "
+                              "base's, or dequantize it")
     if not t.dtype.is_quantized and t.numel() and not t._node.is_contiguous:
         t = t.contiguous()
     t.realize()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
 import numpy as np
 
 from .. import ggml
-from . import engine, execution, grad_api, hooks
+from . import engine, execution, grad_api, hooks, view_tracking
 from .torch_dtypes import from_storage
 
 if TYPE_CHECKING:   # the methods methods.py installs, declared for type checkers (tensor_methods.pyi)
@@ -212,6 +212,9 @@ class Tensor(_Methods):
 
     def numpy(self) -> np.ndarray:
         """A numpy copy of the values (float32 for bf16, np.int64 for int64, np.bool_ for bool)."""
+        if view_tracking.blocks_across(self):
+            from .ops.quant import dequantize   # the ops build on this module
+            return dequantize(self).numpy()
         self.realize()
         shape = self.shape
         with execution.lock_of(self.device):   # a result of the last compute moves before the next one

@@ -135,6 +135,14 @@ def viewable(x, shape):
     return view_strides(sizes, strides, shape) is not None
 
 
+def blocks_across(t):
+    """Whether `t` is a view of quantized blocks that do not run along its dimension 0 (a transposed
+    quantized weight, `w.T`). GGML reads such a view only as a product's operand and cannot copy it apart
+    from its blocks: it is never held as a copy (execution derives it again from its base after a
+    compute), and its values are its base's, dequantized, then viewed."""
+    return t._view_of is not None and t.dtype.is_quantized and t._node.nb[0] != t.dtype.type_size
+
+
 def derive(base, steps):
     """The value of the view given by `steps` of `base`, as view nodes of base's current value."""
     for step in steps:

@@ -97,6 +97,8 @@ CASES = [
     ("cast: unknown dtype", DTypeError, "cast", lambda: ops.cast(ctx, a, "f8")),
     ("cast: i32 to f16", DTypeError, "cast", lambda: ops.cast(ctx, T(4, 3, t="i32"), "f16")),
     ("cast: q4_0 with rows not a block multiple", ShapeError, "cast", lambda: ops.cast(ctx, a, "q4_0")),
+    ("cast: transposed q4_0 blocks", ShapeError, "cast", lambda: ops.cast(ctx, ops.transpose(ctx, T(64, 3, t="q4_0")), "f32")),
+    ("cont: transposed q4_0 blocks", ShapeError, "cont", lambda: ops.cont(ctx, ops.transpose(ctx, T(64, 3, t="q4_0")))),
     ("cpy: element counts differ", ShapeError, "cpy", lambda: ops.cpy(ctx, a, b)),
     ("acc: view past the end", ShapeError, "acc", lambda: ops.acc(ctx, a, T(3, 3), 16, 48, 48, 16)),
     ("set_1d: past the end", ShapeError, "set_1d", lambda: ops.set_1d(ctx, a, v3, 40)),

@@ -12,6 +12,7 @@ import numpy as np
 from ... import ggml
 from ...ggml import f32, ops
 from ...ggml.errors import DTypeError, ShapeError
+from .. import view_tracking
 from ..primitive import Primitive
 from ..raw import from_raw
 from . import views as mv
@@ -64,6 +65,9 @@ def dequantize(t):
     """A float32 copy of quantized `t` (any other tensor: `t.float()`)."""
     if not t.dtype.is_quantized:
         return t.to(f32)
+    if view_tracking.blocks_across(t):   # w.T: w dequantized, then viewed
+        record = t._view_of
+        return view_tracking.derive(Dequantize.apply(record.base), record.steps)
     return Dequantize.apply(t)
 
 

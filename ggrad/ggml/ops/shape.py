@@ -215,6 +215,10 @@ _NO_FROM_FLOAT = frozenset(getattr(lib, "GGML_TYPE_" + n) for n in
 def _copy_types(op, pa, td, pd):
     """The CPU copies (dup) between these types only; pd is the destination tensor, if it exists."""
     ts = pa.type
+    if C.is_quantized(ts) and pa.nb[0] != C.TYPE_SIZE[ts]:   # GGML would size rows of ne[0] / block values
+        C.fail(op, f"a is a {C.tname(ts)} view (ne={C.ne(pa)}, nb={list(pa.nb)}) whose blocks do not run along "
+                   "its dimension 0 (transposed or permuted): its values cannot be copied apart from its blocks; "
+                   "dequantize it first")
     if ts == td:
         return
     ok = False

@@ -333,8 +333,9 @@ def _plan(rt, pending, alive, cacheable):
             t._node = view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view)
             view_conts[id(view)] = t._node
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
-    if pending.computed:   # computed before: its nodes hold addresses of that plan, which is not this one's
-        placement.unplace(placement.computed(pending.contexts))
+    if pending.computed:   # computed before: its nodes (and views of them) hold addresses of that plan
+        done = placement.computed(pending.contexts)
+        placement.unplace(done + placement.views_of_chain(pending.contexts, done))
     graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
     # GGML computes the nodes in the order they are added. Held results added by when their inputs were
     # made are computed as soon as the program could have: a layer's weight gradients right after its

@@ -162,6 +162,7 @@ assert np.array_equal(first, again)
 assert np.abs(first - x @ wd.T).max() < 0.05 * np.abs(x @ wd.T).max()
 assert np.array_equal(wt.numpy(), wd.T) and np.array_equal(wt.dequantize().numpy(), wd.T)
 assert np.array_equal(ggrad.dequantize(wt.T).numpy(), wd) and wt.shape == (256, 48)
+assert np.array_equal(wt.float().numpy(), wd.T) and np.array_equal(wt.to(ggrad.float16).numpy(), wd.T.astype(np.float16))
 for attempt in (wt.contiguous, lambda: to_raw(wt)):
     try:
         attempt().numpy()

@@ -3,10 +3,10 @@
 int16 a value outside their range wraps modulo 2**bits (floats truncated first), as PyTorch's."""
 
 from ... import ggml
-from .. import execution, grad_mode
+from .. import execution, grad_mode, view_tracking
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL, SMALL_INTS, integer_range, is_integer, refuse_float64, resolve
-from . import unary as un
+from . import quant, unary as un
 
 
 def relabel(t, dtype):
@@ -26,6 +26,8 @@ def convert(x, dtype):
     dtype = refuse_float64(resolve(dtype), "to()")
     if x.dtype is dtype:
         return x
+    if x._view_of is not None and view_tracking.blocks_across(x):   # w.T of quantized w: dequantized w, viewed
+        x = quant.dequantize(x)
     if dtype is BOOL:
         from .logical import ne
         return ne(x, 0)

@@ -283,15 +283,14 @@ def _realize(target, eval_callback):
         t = ref()
         if t is not None and t._pending is graph and id(t) not in seen:
             seen.add(id(t))
-            (across if view_tracking.blocks_across(t) else alive).append(t)
+            if t._view_of is not None and view_tracking.blocks_across(t):
+                across.append(t)
+            else:
+                alive.append(t)
     if alive or graph.effects:
         _compute(rt, graph, alive, eval_callback)
     for t in across:   # not held as a copy: derived again from its base, which its view record holds
-        record = t._view_of
-        value = view_tracking.derive(record.base, record.steps)
-        t._node, t._block, t._pending = value._node, value._block, value._pending
-        if value._pending is not None:
-            value._pending.track(t)
+        view_tracking.rederive(t)
 
 
 def _compute(rt, pending, alive, eval_callback):
@@ -333,9 +332,8 @@ def _plan(rt, pending, alive, cacheable):
             t._node = view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view)
             view_conts[id(view)] = t._node
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
-    if pending.computed:   # computed before: its nodes (and views of them) hold addresses of that plan
-        done = placement.computed(pending.contexts)
-        placement.unplace(done + placement.views_of_chain(pending.contexts, done))
+    if pending.computed:   # computed before: its nodes hold addresses of that plan, which is not this one's
+        placement.unplace(placement.computed(pending.contexts))
     graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
     # GGML computes the nodes in the order they are added. Held results added by when their inputs were
     # made are computed as soon as the program could have: a layer's weight gradients right after its

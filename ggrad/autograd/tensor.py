@@ -67,15 +67,17 @@ class Tensor(_Methods):
             pending.track(t)
         return t
 
-    def _rebind(self, src):
+    def _rebind(self, src, write=True):
         """Point this Tensor at the value of `src` (its node, memory, shape, dtype, device), keeping the
-        object: in-place ops, Parameters and `Module.to` go through here. Bumps the version counter."""
+        object: in-place ops, Parameters and `Module.to` go through here. Bumps the version counter unless
+        nothing was written (`write=False`: the same values over new nodes)."""
         with execution.lock_of(src.device):   # src's node and graph must not change under a compute of another thread
             self._node, self._block, self._pending = src._node, src._block, src._pending
             self.shape, self.dtype, self.device = src.shape, src.dtype, src.device
             if src._pending is not None:
                 src._pending.track(self)
-        self._version += 1
+        if write:
+            self._version += 1
         return self
 
     # ---- state -------------------------------------------------------------------------------

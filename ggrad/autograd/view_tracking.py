@@ -150,6 +150,13 @@ def derive(base, steps):
     return base
 
 
+def rederive(view):
+    """Point `view` at view nodes of its base's current value (its base was computed: nothing was written,
+    so its version stays)."""
+    record = view._view_of
+    view._rebind(derive(record.base, record.steps), write=False)
+
+
 def write_back(base, steps, value):
     """`base` with `value` written where the view given by `steps` reads it: the inverse of each step,
     innermost first. Only steps that keep part of their input (slices) need the input's old value."""

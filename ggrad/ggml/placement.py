@@ -23,9 +23,9 @@ def unplaced(contexts):
 
 
 def computed(contexts):
-    """Pointers of the tensors of `contexts` that an op computes into memory of their own (no leaves, no
-    views) and that have memory: a graph computed before, to be planned again."""
-    return [p for p in _each(contexts) if p.data != ffi.NULL and p.op != lib.GGML_OP_NONE and p.view_src == ffi.NULL]
+    """Pointers of the tensors of `contexts` that an op made (no leaves; views too) and that have memory: a
+    graph computed before, to be planned again (views are placed again after their sources)."""
+    return [p for p in _each(contexts) if p.data != ffi.NULL and p.op != lib.GGML_OP_NONE]
 
 
 def placed(ptrs):

@@ -241,3 +241,16 @@ def test_non_contiguous_tensor():
     with pytest.raises(gg.ShapeError, match="not contiguous"):
         gg.get_data(tr, (6, 4))
     del buf
+
+
+def test_copy_tensor_copies_bytes_and_refuses_other_layouts(cpu_tensor, rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    src, _ = cpu_tensor("f32", (3, 4))
+    dst, _ = cpu_tensor("f32", (3, 4))
+    gg.set_data(src, x)
+    gg.copy_tensor(src, dst)
+    np.testing.assert_array_equal(gg.get_data(dst, (3, 4)), x)
+    for dtype, shape in (("f16", (3, 4)), ("f32", (4, 3))):
+        other, _ = cpu_tensor(dtype, shape)
+        with pytest.raises(gg.ShapeError, match="copy_tensor"):
+            gg.copy_tensor(src, other)

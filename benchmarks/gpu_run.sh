@@ -20,6 +20,8 @@
 #   f16 bf16  the big GPT under autocast against PyTorch's
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
+#   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
+#             which carries ggrad's hook: scripts/patch_ggml_cuda.py, scripts/build_cuda_twins.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SDIST=libggml_python-0.20.2.post1
@@ -44,6 +46,7 @@ fi
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/*.whl || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 tar xzf .gpu/$SDIST.tar.gz -C /tmp
+python3 scripts/patch_ggml_cuda.py /tmp/$SDIST/ggml || exit 1   # ggrad's hook: its CUDA twins run in GGML
 common="-DGGML_RPC=ON -DGGML_NATIVE=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release"
 vulkan_env() {
     export LD_LIBRARY_PATH=/opt/vk13/usr/lib/x86_64-linux-gnu
@@ -65,6 +68,7 @@ build() {   # build BACKEND into /tmp/ggml-BACKEND, unless an earlier call on th
     cmake -S /tmp/$SDIST/ggml -B /tmp/ggml-$1 -G Ninja $common $flags >/tmp/cmake-$1.log 2>&1 \
         && ninja -C /tmp/ggml-$1 -j16 >/tmp/ninja-$1.log 2>&1 \
         || { tail -30 /tmp/cmake-$1.log /tmp/ninja-$1.log; rm -rf /tmp/ggml-$1; return 1; }
+    [ $1 = cuda ] && { GGML_INCLUDE=/tmp/$SDIST/ggml/include PYTHON=python3 scripts/build_cuda_twins.sh || return 1; }
     echo "GGML build ($1): $(( $(date +%s) - start )) s"
 }
 use() {   # run the verbs that follow on BACKEND's first device
@@ -88,6 +92,8 @@ for verb in "$@"; do
     echo "=== $verb"
     case $verb in
         cuda|vulkan) use $verb ;;
+        twins-off) export GGRAD_CUDA_TWINS=/nonexistent ;;   # the verbs after it run GGML's own ops
+        twins-on) unset GGRAD_CUDA_TWINS ;;
         tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 ;;
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;

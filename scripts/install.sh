@@ -8,7 +8,9 @@
 #    matmul kernels, OpenMP threads and RPC (the W2 step 1.2-1.8x faster than on the wheel; see
 #    benchmarks/README.md), plus whatever CMAKE_ARGS adds (e.g. -DGGML_CUDA=ON, which brings
 #    -DGGML_CUDA_GRAPHS=ON unless CMAKE_ARGS names it). Not GGML's BLAS backend: OpenBLAS threads spin
-#    against GGML's (a 4-10x slowdown seen).
+#    against GGML's (a 4-10x slowdown seen). With CUDA, the sdist (its hash checked) first gets ggrad's
+#    hook in its CUDA backend (scripts/patch_ggml_cuda.py), and nvcc then builds ggrad's CUDA twins
+#    (scripts/build_cuda_twins.sh; CUDA_ARCHS, default 90): GGML runs ggrad's kernels on the GPU.
 # 3. scripts/check_ggml.py in fresh interpreters, PyTorch imported first and last where it is installed.
 # 4. Where 2 or 3 fails (no CMake or compiler for the sdist, a build that crashes): the wheel, reinstalled.
 #
@@ -19,6 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python}
 GGML_PIN="libggml-python==0.20.2.post1"
+SDIST=libggml_python-0.20.2.post1
+SDIST_SHA256=e47ff53506342959ffb3ce15380b82828fea10ec5f208f9ef6915895f1a7a176
 CPU_FLAGS="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON -DGGML_OPENMP=ON -DGGML_RPC=ON"
 MODE=${GGRAD_GGML:-build}
 
@@ -55,16 +59,28 @@ if [[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* && " ${CMAKE_ARGS} " != *"GGML_C
     # a training step replays its cached graph at the same addresses: CUDA graphs launch it as one
     CMAKE_ARGS="${CMAKE_ARGS} -DGGML_CUDA_GRAPHS=ON"
 fi
+source=(--no-binary libggml-python "${GGML_PIN}")
+if [[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* ]]; then
+    # the exact pinned sdist, with ggrad's hook in its CUDA backend (GGML runs ggrad's CUDA twins)
+    sdist_dir=$(mktemp -d)
+    pip download --no-deps --no-binary :all: -d "${sdist_dir}" "${GGML_PIN}"
+    echo "${SDIST_SHA256}  ${sdist_dir}/${SDIST}.tar.gz" | sha256sum -c -
+    tar xzf "${sdist_dir}/${SDIST}.tar.gz" -C "${sdist_dir}"
+    "${PYTHON}" scripts/patch_ggml_cuda.py "${sdist_dir}/${SDIST}/ggml"
+    source=("${sdist_dir}/${SDIST}")
+fi
 echo "install.sh: building ${GGML_PIN} from source with ${CPU_FLAGS} ${CMAKE_ARGS:-} (a minute or two)"
 # --force-reinstall: the wheel is installed already; --no-cache-dir: never reuse a wheel pip cached from a
 # build with other flags (or for another machine's CPU). ggrad itself needs no rebuild.
-if ! CMAKE_ARGS="${CPU_FLAGS} ${CMAKE_ARGS:-}" pip install --force-reinstall --no-deps --no-cache-dir \
-        --no-binary libggml-python "${GGML_PIN}"; then
+if ! CMAKE_ARGS="${CPU_FLAGS} ${CMAKE_ARGS:-}" pip install --force-reinstall --no-deps --no-cache-dir "${source[@]}"; then
     use_wheel "the source build of GGML failed (see pip's output above)"
     exit 0
 fi
 if ! check; then
     use_wheel "the GGML built here does not run (see above)"
     exit 0
+fi
+if [ -n "${sdist_dir:-}" ] && ! PYTHON="${PYTHON}" scripts/build_cuda_twins.sh; then
+    echo "install.sh: ggrad's CUDA twins did not build (see nvcc's output above); GGML's own ops serve" >&2
 fi
 echo "install.sh: done"

@@ -19,12 +19,13 @@ value instead of casting back.
 from ..autograd import autocast_hook
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
+from ..autograd.ops.broadcast import reduce_to
 from ..autograd.ops.linalg import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
 from ..autograd.pending import lowering_of
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
-from ..ggml import f32
+from ..ggml import bf16, f16, f32
 
 
 class LowPrecisionProduct(Function):
@@ -53,6 +54,14 @@ class LowPrecisionProduct(Function):
         x_rows, w_low = ctx.saved_tensors
         x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
+        if _by_half_kernel(x_rows, w_low):
+            # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products
+            # then read half operands in place and sum in float32 (the bias's sum reads float32 g)
+            gx, gw, _ = linear_grads(g.to(x_rows.dtype), x_rows, w_low, w_shape, None, (need_x, need_w, False),
+                                     w_transposed)
+            gb = reduce_to(g, ctx.bias[0]) if need_bias else None
+            return (None if gx is None else _as(gx, x_dtype), None if gw is None else _as(gw, w_dtype),
+                    None if gb is None else _as(gb, ctx.bias[1]), None, None, None)
         if need_w and x_rows.dtype is not f32 and lowering_of(g.device).weight_grad == "out_prod":
             # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved rows
             # instead of transposed copies of x and of g, and of a float32 x held from forward
@@ -73,8 +82,15 @@ def _master_rows(x, w):
     g's transposed view reads both in place: no transposed copy of the low precision weight, no float16
     copy of g made inside GGML's float16 product (which accumulates in float16 on CUDA), and the low
     precision weight is scratch after the forward."""
+    choices = lowering_of(w.device)
     return (w.dtype is f32 and w.ndim == 2 and w.is_contiguous() and x.dtype.is_float
-            and lowering_of(w.device).weight_grad == "out_prod")
+            and choices.weight_grad == "out_prod" and choices.half_matmul != "kernel")
+
+
+def _by_half_kernel(x_rows, w_low):
+    """Whether the backward's products take the half operands saved (lowering.half_matmul: ggrad's kernel)."""
+    return (x_rows.dtype is w_low.dtype and x_rows.dtype in (f16, bf16)
+            and lowering_of(x_rows.device).half_matmul == "kernel")
 
 
 def _as(g, dtype):

@@ -46,12 +46,19 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - softmax with a scale and a mask (attention's probabilities): the CPU's soft_max_ext makes six passes
   over each row, the mask's addition and the maximum scalar (~2.3 ns an element on 64-wide rows, 13% of
   the W2 step at two threads); ggrad's kernel (csrc/softmax.c) three vector passes.
+- float16 and bfloat16 products on CUDA: GGML's product of float16 sums in float16 unless told to sum in
+  float32, which converts both operands to float32 and runs TF32; its out_prod takes float32 only, so an
+  autocast weight gradient casts its half rows up. ggrad's twin (kernels.matmul_half on cuBLAS, summing in
+  float32) reads half operands, transposed ones in place: chosen where the CUDA backend runs ggrad's twins
+  (gpu_twins.py), which then also run the GELU kernels.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
 
 import contextlib
 import dataclasses
+
+from ..ggml import gpu_twins
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +82,9 @@ class Lowering:
         gelu_tanh: GELU's tanh form on f32 by GGML's "gelu", by a composition around "silu", or by ggrad's
             "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU only).
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
+        half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
+            (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
+            takes the weight gradients of autocast's products.
         concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU only).
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
@@ -97,6 +107,7 @@ class Lowering:
     column_broadcast: str = "repeat"
     gelu_tanh: str = "gelu"
     matmul: str = "mul_mat"
+    half_matmul: str = "mul_mat"
     concat: str = "concat"
     layer_norm: str = "norm"
     adamw: str = "opt_step_adamw"
@@ -115,6 +126,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
                           fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
+CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel")   # ggrad's twins registered
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
@@ -125,6 +137,8 @@ def for_device(device):
     forced = _forced.get(device.name)
     if forced is not None:
         return forced
+    if device.backend_name == "CUDA" and gpu_twins.registered("CUDA"):
+        return CUDA_TWINS
     return _BY_BACKEND.get(device.backend_name, RPC)
 
 

@@ -8,6 +8,7 @@ set of the machine it was built on; the PyPI wheel is built for generic x86-64 w
 
 from ._lib import LIB_DIR, ffi, lib
 from .backend import backend_proc
+from .gpu_twins import registered
 
 _FEATURES_SIGNATURE = "struct ggml_backend_feature * (*)(ggml_backend_reg_t)"
 
@@ -35,7 +36,8 @@ def registered_backends():
 def build_info():
     """The loaded GGML build: version, library directory, backends, CPU features, and a one-line summary.
 
-    `llamafile` and `openmp` say whether the CPU backend has the llamafile matmul kernels and OpenMP threads.
+    `llamafile` and `openmp` say whether the CPU backend has the llamafile matmul kernels and OpenMP threads;
+    `cuda_twins` lists ggrad's kernels that run on CUDA devices (gpu_twins.py; none without the patched build).
     """
     cpu = backend_features("CPU")
     backends = registered_backends()
@@ -48,5 +50,6 @@ def build_info():
         "cpu_features": cpu,
         "llamafile": "LLAMAFILE" in cpu,
         "openmp": "OPENMP" in cpu,
+        "cuda_twins": sorted(registered("CUDA")),
         "summary": f"GGML {version}; backends {', '.join(backends)}; CPU {' '.join(flags)}",
     }

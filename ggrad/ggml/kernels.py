@@ -1,6 +1,7 @@
 """Nodes computed by ggrad's own CPU kernels (C in ggrad/ggml/csrc, compiled into the cffi module), built
-as GGML custom ops: the CPU backend runs them on its threads like any node. Other backends cannot run them
-(an RPC server has no such function), so only graphs on the CPU backend may hold them.
+as GGML custom ops: the CPU backend runs them on its threads like any node. A CUDA backend runs those that
+have a CUDA twin registered with it (gpu_twins.py); other backends cannot run them (an RPC server has no
+such function), so only graphs on the CPU backend, or on CUDA for registered twins, may hold them.
 """
 
 import struct
@@ -12,13 +13,15 @@ from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
-           "kernel_name", "isa"]
+           "matmul_half", "cpu_function", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
-    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32")}
+    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half")}
+_HALF = frozenset({C.F16, C.BF16})
+_INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
@@ -40,6 +43,40 @@ def matmul_f32(ctx, a, b):
     if na[0] != nb[0] or 0 in (na[2], na[3]) or nb[2] % na[2] or nb[3] % na[3]:
         C.fail(op, f"a ne={na} and b ne={nb} don't match (equal ne[0], b's batch dims multiples of a's)")
     return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
+
+
+def matmul_half(ctx, a, b):
+    """`b @ a.T` in float32 for float16 (or bfloat16) operands, sums in float32, batched over dims 2 and 3.
+
+    a [k, m, q, r] and b [k, n, q*x, r*y] (a broadcast over b's batch dims) give f32 [m, n, q*x, r*y], as
+    ops.mul_mat; unlike it, every product sums in float32 (GGML's CUDA product of float16 sums in float16, or
+    converts both operands to float32 first) and transposed views are read in place. On CUDA the node runs
+    cuBLAS (its twin, ggrad/ggml/cuda/twins.cu); on the CPU a plain loop that defines the result.
+
+    Args:
+        ctx: the Context the result is made in.
+        a: f16 or bf16 [k, m, q, r] whose rows (along k) or columns (along m) are contiguous.
+        b: b's dtype, [k, n, q*x, r*y], likewise.
+    """
+    op = "matmul_half"
+    pa, pb = tensor(op, "a", a), tensor(op, "b", b)
+    if pa.type not in _HALF or pb.type != pa.type:
+        raise C.DTypeError(f"{op}: a ({C.tname(pa)}) and b ({C.tname(pb)}) must both be f16 or both bf16")
+    na, nb = C.ne(pa), C.ne(pb)
+    if na[0] != nb[0] or 0 in (na[2], na[3]) or nb[2] % na[2] or nb[3] % na[3]:
+        C.fail(op, f"a ne={na} and b ne={nb} don't match (equal ne[0], b's batch dims multiples of a's)")
+    for name, p in (("a", pa), ("b", pb)):
+        strides = list(p.nb)
+        if 2 not in strides[:2] or any(s % 2 for s in strides) or max(C.ne(p)) > _INT_MAX \
+                or max(strides) // 2 > _INT_MAX:
+            C.fail(op, f"{name} ne={C.ne(p)} nb={strides}: needs contiguous rows or columns (nb[0] or nb[1] "
+                       "of one element) and sizes and strides below 2**31 elements")
+    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
+
+
+def cpu_function(name):
+    """The CPU function of kernel `name` (`"matmul_half"`, ...): what its custom nodes name."""
+    return _FUNCTIONS[name]
 
 
 def gelu_tanh_f32(ctx, x):

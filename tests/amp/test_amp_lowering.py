@@ -24,11 +24,16 @@ def _gradients(dtype):
     return [loss.item()] + [p.grad.numpy() for p in model.parameters()]
 
 
-@pytest.mark.parametrize("backend", ["CUDA", "VULKAN"])
+@pytest.mark.parametrize("backend", ["CUDA", "CUDA_TWINS", "VULKAN"])
 @pytest.mark.parametrize("name", sorted(DTYPES))
 def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
     built = []
-    real_out_prod, real_ce = ggml.ops.out_prod, ggml.ops.cross_entropy_loss
+    real_out_prod, real_ce, real_half = ggml.ops.out_prod, ggml.ops.cross_entropy_loss, ggml.kernels.matmul_half
+
+    def matmul_half(ctx, a, b):
+        built.append(("matmul_half", a.dtype.name, b.dtype.name))
+        return real_half(ctx, a, b)
+    monkeypatch.setattr(ggml.kernels, "matmul_half", matmul_half)
 
     def out_prod(ctx, a, b):
         built.append(("out_prod", a.dtype.name, b.dtype.name))
@@ -44,6 +49,9 @@ def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
     with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
         got = _gradients(DTYPES[name])
     assert all(op[1:] == ("f32", "f32") for op in built if op[0] == "out_prod"), built
+    # CUDA's twins take every product of the blocks' half operands, forward and both gradients (6 a block)
+    halves = [op for op in built if op[0] == "matmul_half"]
+    assert len(halves) >= (12 if backend == "CUDA_TWINS" else 0) and (halves == [] or backend == "CUDA_TWINS")
     if backend == "VULKAN":
         assert ("cross_entropy_loss",) not in built
     for i, (g, w) in enumerate(zip(got, want)):
@@ -51,7 +59,7 @@ def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
                                    err_msg=f"item {i}")
 
 
-@pytest.mark.parametrize("backend", ["CPU", "CUDA", "VULKAN"])
+@pytest.mark.parametrize("backend", ["CPU", "CUDA", "CUDA_TWINS", "VULKAN"])
 def test_products_keep_their_low_precision_rows(backend):
     """A product of a float32 activation keeps the float16 rows it multiplied (for the weight gradient), as
     PyTorch does, not their float32 source: half the bytes held from forward to backward under every
@@ -66,7 +74,8 @@ def test_products_keep_their_low_precision_rows(backend):
         assert product.name.startswith("LowPrecisionProduct")
         rows, weight = product.ctx.saved_tensors
         assert rows.dtype is ggrad.float16
-        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_rows)
+        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_rows); with ggrad's
+        # twins it multiplies the low precision weight
         assert weight.dtype is (ggrad.float32 if backend == "CUDA" else ggrad.float16)
         y.float().sum().backward()
     assert x.grad.dtype is ggrad.float32 and w.grad.dtype is ggrad.float32
@@ -106,7 +115,36 @@ def test_cuda_input_gradient_reads_the_master_weight_in_place(name):
     np.testing.assert_allclose(gw, gw_cpu, rtol=tol, atol=tol * np.abs(gw_cpu).max())
 
 
-@pytest.mark.parametrize("backend", ["CPU", "CUDA"])
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_cuda_twins_take_both_gradients_from_half_operands(name):
+    """Under CUDA's choices with ggrad's twins, an autocast linear is three half products summing in float32
+    (kernels.matmul_half): the forward, g @ w_low and g^T @ x_low, with g rounded once to the operands'
+    dtype (as PyTorch's gradient of a half result); no out_prod, no mul_mat, no transposed copy."""
+    rng = np.random.default_rng(0)
+    w_np = rng.standard_normal((24, 40)).astype(np.float32)
+    x_np = rng.standard_normal((6, 40)).astype(np.float32)
+    g_np = rng.standard_normal((6, 24)).astype(np.float32)
+    dtype = DTYPES[name]
+    w = ggrad.nn.Parameter(ggrad.tensor(w_np))
+    x = ggrad.tensor(x_np, requires_grad=True)
+    with lowering.forced(ggrad.device("cpu"), lowering.CUDA_TWINS):
+        with ggrad.autocast("cpu", dtype=dtype):
+            y = ggrad.linear(x * 1.0, w)
+        with ggrad.profile() as prof:
+            (y.float() * ggrad.tensor(g_np)).sum().backward()
+            ggrad.realize()
+    ops_run = {op: n for op, (n, _) in prof.by_op().items()}
+    assert ops_run.get("MATMUL_HALF", 0) == 3, ops_run
+    assert not {"OUT_PROD", "MUL_MAT", "CONT"} & set(ops_run), ops_run
+
+    def low(a):
+        return ggrad.tensor(a).to(dtype).float().numpy().astype(np.float64)
+    np.testing.assert_allclose(x.grad.numpy(), low(g_np) @ low(w_np), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(w.grad.numpy(), low(g_np).T @ low(x_np), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(y.float().numpy(), low(low(x_np) @ low(w_np).T), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["CPU", "CUDA", "CUDA_TWINS"])
 def test_autocast_products_have_second_derivatives_as_torch(backend):
     """A gradient penalty recorded with create_graph through an autocast linear gives PyTorch's second
     derivatives (float32 reference, float16 tolerances). The saved low precision copies keep their history

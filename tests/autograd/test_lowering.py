@@ -34,6 +34,9 @@ def test_backends_get_their_choices():
     assert lowering.VULKAN.reduce_leading == "sum_rows"
     assert not lowering.VULKAN.fused_cross_entropy   # no Vulkan kernel in GGML 0.20.2
     assert lowering.VULKAN.weight_grad == "mul_mat"   # Vulkan's out_prod kernel is slow
+    # ggrad's CUDA twins, where the CUDA backend runs them: half products and GELU
+    assert (lowering.CUDA_TWINS.half_matmul, lowering.CUDA_TWINS.gelu_tanh) == ("kernel", "kernel")
+    assert lowering.CUDA.half_matmul == "mul_mat" and lowering.CPU.half_matmul == "mul_mat"
 
 
 @pytest.mark.parametrize("choices", [lowering.CUDA, lowering.VULKAN], ids=["out_prod", "sum_rows"])
@@ -160,7 +163,7 @@ def test_composed_cross_entropy_where_a_backend_may_lack_the_fused_one(choices):
     assert "CROSS_ENTROPY_LOSS" not in ops
 
 
-@pytest.mark.parametrize("choices", [lowering.CUDA, lowering.VULKAN])
+@pytest.mark.parametrize("choices", [lowering.CUDA, lowering.CUDA_TWINS, lowering.VULKAN])
 def test_gpt_training_is_the_same_under_gpu_choices(choices):
     from ggrad import optim
     from ggrad.examples.char_gpt import CharGPT
@@ -339,7 +342,7 @@ def test_layer_norm_backward_by_the_cpu_choices_matches_torch(no_graph_cache, ch
     assert "SUM_ROWS" not in ops_run and ops_wanted <= ops_run
 
 
-@pytest.mark.parametrize("choices,op", [("CPU", "GELU_TANH_F32"), ("RPC", "SILU")])
+@pytest.mark.parametrize("choices,op", [("CPU", "GELU_TANH_F32"), ("CUDA_TWINS", "GELU_TANH_F32"), ("RPC", "SILU")])
 def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch(no_graph_cache, choices, op):
     # the CPU's kernel and the composition RPC servers take; GGML's own gelu reads an f16 table (errors
     # near 4e-3 here)

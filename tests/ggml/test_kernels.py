@@ -412,3 +412,54 @@ def test_softmax_f32_rejects_bad_operands():
         kernels.softmax_f32(ctx, a, ctx.new_tensor("f16", (8, 4)), 1.0)
     with pytest.raises(ShapeError, match="softmax_f32"):
         kernels.softmax_f32(ctx, a, ctx.new_tensor("f32", (8, 3)), 1.0)
+
+
+def _halves(*shape, seed=0):
+    """Values that float16 and bfloat16 hold exactly (quarters up to +-2), so products are exact in float32."""
+    return (np.random.default_rng(seed).integers(-8, 9, shape) / 4).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (64, 33, 130)])
+def test_matmul_half_sums_in_float32(check, dtype, m, n, k):
+    a, b = _halves(m, k), _halves(n, k, seed=1)
+    check(lambda ctx, x, y: kernels.matmul_half(ctx, x, y), [(a, dtype), (b, dtype)], lambda x, y: y @ x.T)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("transpose_a,transpose_b", [(True, False), (False, True), (True, True)])
+def test_matmul_half_reads_transposed_views_in_place(check, dtype, transpose_a, transpose_b):
+    a, b = _halves(20, 30), _halves(12, 30, seed=1)
+    a_in = a.T.copy() if transpose_a else a
+    b_in = b.T.copy() if transpose_b else b
+
+    def build(ctx, x, y):
+        return kernels.matmul_half(ctx, ops.transpose(ctx, x) if transpose_a else x,
+                                   ops.transpose(ctx, y) if transpose_b else y)
+    check(build, [(a_in, dtype), (b_in, dtype)], lambda x, y: b @ a.T)
+
+
+@pytest.mark.parametrize("a_batch", [(1, 1), (2, 1), (4, 3)])
+def test_matmul_half_broadcasts_a_over_b_batches(check, a_batch):
+    """a's batch dims divide b's: a batch of one for all (one strided batch on CUDA), or a repeated
+    group as grouped-query attention has (one product per batch there)."""
+    a, b = _halves(a_batch[1], a_batch[0], 6, 10), _halves(3, 4, 5, 10, seed=1)
+
+    def ref(x, y):
+        reps = (3 // a_batch[1], 4 // a_batch[0])
+        return y @ np.repeat(np.repeat(x, reps[0], axis=0), reps[1], axis=1).swapaxes(-1, -2)
+    check(lambda ctx, x, y: kernels.matmul_half(ctx, x, y), [(a, "f16"), (b, "f16")], ref)
+
+
+def test_matmul_half_refuses_what_it_cannot_read():
+    ctx = gg.Context(n_tensors=16)
+    h = ctx.new_tensor("f16", (8, 4))
+    with pytest.raises(DTypeError, match="matmul_half"):
+        kernels.matmul_half(ctx, h, ctx.new_tensor("f32", (8, 4)))
+    with pytest.raises(DTypeError, match="matmul_half"):
+        kernels.matmul_half(ctx, ctx.new_tensor("bf16", (8, 4)), h)
+    with pytest.raises(ShapeError, match="ne\\[0\\]"):
+        kernels.matmul_half(ctx, h, ctx.new_tensor("f16", (9, 4)))
+    permuted = ops.permute(ctx, ctx.new_tensor("f16", (8, 4, 3)), 2, 0, 1, 3)   # no contiguous rows or columns
+    with pytest.raises(ShapeError, match="contiguous rows or columns"):
+        kernels.matmul_half(ctx, permuted, ctx.new_tensor("f16", (4, 5, 8)))

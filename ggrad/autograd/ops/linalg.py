@@ -264,7 +264,9 @@ def _product(graph, a, b):
         if a.ne[2:] == b.ne[2:]:
             return ops.cont(gctx, ops.transpose(gctx, _product(graph, b, a)))
         a = ops.cast(gctx, a, f32)
-    if not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
+    if _by_half_kernel(lowered, a, b):
+        a, b = _half_operand(graph, a), _half_operand(graph, b)
+    elif not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
         strided = lowered.strided_matmul
         b = _rows(graph, b, strided in ("both", "first"), True)
         a = _rows(graph, a, strided == "both" and (a.dtype is not bf16 or lowered.strided_bf16_second), False)
@@ -278,11 +280,25 @@ def _one_product(graph, a, b):
     """The node of a @ b^T as one GGML node: ggrad's kernel or mul_mat, as the lowering says."""
     if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
         return kernels.matmul_f32(graph.ctx, b, a)   # any strides: no copies
+    if _by_half_kernel(graph.lowering, a, b):
+        return kernels.matmul_half(graph.ctx, b, a)   # sums in float32; transposed operands read in place
     out = ops.mul_mat(graph.ctx, b, a)
     # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
     # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for its
     # TF32 product, whose 10-bit mantissa holds float16's values exactly
     return out.set_prec("f32") if b.dtype is f16 else out
+
+
+def _by_half_kernel(lowered, a, b):
+    """Whether the product of nodes a and b runs on ggrad's half kernel (lowering.half_matmul)."""
+    return lowered.half_matmul == "kernel" and a.dtype is b.dtype and (a.dtype is f16 or a.dtype is bf16)
+
+
+def _half_operand(graph, g):
+    """`g` as kernels.matmul_half reads it: itself where its rows or its columns are contiguous, else a
+    contiguous copy."""
+    size = g.dtype.type_size
+    return g if g.nb[0] == size or g.nb[1] == size else contiguous_node(graph.ctx, g)
 
 
 def _rows_follow(g):

@@ -1,0 +1,130 @@
+// CUDA twins of ggrad's custom ops: what a GGML_OP_CUSTOM node computes on the CPU (ggrad/ggml/csrc),
+// computed on CUDA's stream instead. The pinned GGML's CUDA backend, patched by scripts/patch_ggml_cuda.py,
+// runs a custom node on the GPU when ggrad registered a twin for its CPU function (ggrad/ggml/gpu_twins.py);
+// CUDA graphs then capture the twin with the rest of the step.
+//
+// Every twin has the signature ggrad_cuda_twin_t: the node (its sources and its own data are device memory
+// of the CUDA backend), the backend's stream and its cuBLAS handle. Operands were checked by the node's
+// builder (ggrad/ggml/kernels.py) before the node was made.
+
+#include <cstdint>
+#include <cstdio>
+
+#include <cuda_runtime.h>
+
+#include "ggml.h"
+
+typedef int (*gemm_half_t)(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n, int k,
+                           const void * a, int lda, long long stride_a, const void * b, int ldb, long long stride_b,
+                           float * c, int ldc, long long stride_c, int batch);
+
+static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_gemm_half
+
+// Called once, before any twin runs, with what the patched backend exports.
+extern "C" void ggrad_cuda_twins_init(void * gemm) {
+    gemm_half = (gemm_half_t) gemm;
+}
+
+// One operand of dst = b @ a^T as cuBLAS takes it: rows of `t` (ne[1]) by k (ne[0]) read as a column-major
+// matrix, transposed or not, with its leading dimension. Its rows or its k run contiguously (the builder
+// checked it); where both do (one row, or k of 1) the other stride is free, so the smallest valid one is used.
+struct operand {
+    bool along_k;   // elements along k are contiguous (a row-major row)
+    int ld;
+};
+
+static operand operand_of(const ggml_tensor * t) {
+    const int64_t el = 2;
+    if (t->nb[0] == el) {
+        int64_t ld = t->ne[1] > 1 ? t->nb[1] / el : t->ne[0];
+        return {true, (int) (ld < t->ne[0] ? t->ne[0] : ld)};
+    }
+    int64_t ld = t->ne[0] > 1 ? t->nb[0] / el : t->ne[1];
+    return {false, (int) (ld < t->ne[1] ? t->ne[1] : ld)};
+}
+
+// dst [m, n, q*x, r*y] f32 = b @ a^T for half a [k, m, q, r] and b [k, n, q*x, r*y] (ggrad_matmul_half's
+// CPU twin defines it): cuBLAS computes column-major C (m x n) = op(A) op(B), A holding a's rows, B b's.
+extern "C" void ggrad_cuda_matmul_half(ggml_tensor * dst, void * stream, void * cublas) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    const int bf16 = a->type == GGML_TYPE_BF16;
+    const int m = (int) a->ne[1], n = (int) b->ne[1], k = (int) a->ne[0];
+    const operand oa = operand_of(a), ob = operand_of(b);
+    const int64_t el = 2, r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+    const long long mn = (long long) m * n;
+    for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
+        const char * a3 = (const char *) a->data + (i3 / r3) * a->nb[3];
+        const char * b3 = (const char *) b->data + i3 * b->nb[3];
+        float * c3 = (float *) ((char *) dst->data + i3 * dst->nb[3]);
+        // one strided batch over dimension 2 where a's batches step evenly with b's, else one product each
+        const bool strided = r2 == 1 || a->ne[2] == 1;
+        const int64_t products = strided ? 1 : b->ne[2];
+        for (int64_t i2 = 0; i2 < products; i2++) {
+            int status = gemm_half(cublas, stream, bf16, oa.along_k, !ob.along_k, m, n, k,
+                                   a3 + (i2 / r2) * a->nb[2], oa.ld, a->ne[2] == 1 ? 0 : a->nb[2] / el,
+                                   b3 + i2 * b->nb[2], ob.ld, b->nb[2] / el,
+                                   c3 + i2 * mn, m, mn, strided ? (int) b->ne[2] : 1);
+            if (status != 0) {
+                fprintf(stderr, "ggrad: cuBLAS half product %s failed (status %d)\n", dst->name, status);
+            }
+        }
+    }
+}
+
+// GELU's tanh form as ggrad's CPU kernel computes it (csrc/gelu.c): x sigmoid(2c (x + a x^3)), x clamped
+// to [-GELU_FLAT, GELU_FLAT] inside and what lies beyond added back where positive (inf and nan as PyTorch).
+#define SQRT_2_OVER_PI 0.7978845608028654f
+#define GELU_A 0.044715f
+#define GELU_FLAT 20.0f
+
+__device__ static float gelu_tanh(float x) {
+    const float c2 = 2.0f * SQRT_2_OVER_PI;
+    // comparisons, not fminf/fmaxf, so that a nan stays nan; beyond * step gives nan at -inf as the CPU's
+    const float inside = x < -GELU_FLAT ? -GELU_FLAT : (x > GELU_FLAT ? GELU_FLAT : x);
+    const float z = inside * (inside * inside * (c2 * GELU_A) + c2);
+    const float beyond = x - inside;
+    return inside / (1.0f + expf(-z)) + beyond * (beyond > 0.0f ? 1.0f : 0.0f);
+}
+
+__device__ static float gelu_tanh_back(float g, float x) {
+    const float c2 = 2.0f * SQRT_2_OVER_PI;
+    const float x2 = x * x;
+    const float s = 1.0f / (1.0f + expf(-x * (x2 * (c2 * GELU_A) + c2)));
+    const float h = x * (x2 * (3.0f * c2 * GELU_A) + c2);
+    return g * (s * (h * (1.0f - s) + 1.0f));
+}
+
+__global__ static void gelu_tanh_kernel(const float * x, float * y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
+        y[i] = gelu_tanh(x[i]);
+    }
+}
+
+__global__ static void gelu_tanh_back_kernel(const float * g, const float * x, float * y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
+        y[i] = gelu_tanh_back(g[i], x[i]);
+    }
+}
+
+static int64_t elements(const ggml_tensor * t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static unsigned int blocks_for(int64_t n) {
+    const int64_t most = 65535 * 8;
+    const int64_t blocks = (n + 255) / 256;
+    return (unsigned int) (blocks < most ? (blocks > 0 ? blocks : 1) : most);
+}
+
+extern "C" void ggrad_cuda_gelu_tanh_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = elements(dst);
+    gelu_tanh_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>((const float *) dst->src[0]->data,
+                                                                       (float *) dst->data, n);
+}
+
+extern "C" void ggrad_cuda_gelu_tanh_back_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = elements(dst);
+    gelu_tanh_back_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
+        (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (float *) dst->data, n);
+}

@@ -1,0 +1,47 @@
+"""ggrad's CUDA twins of its kernels (ggrad/ggml/cuda/twins.cu), registered with GGML's CUDA backend.
+
+A twin computes on CUDA's stream what a kernel's custom node computes on the CPU. The pinned GGML runs
+custom nodes on the CPU only; scripts/patch_ggml_cuda.py inserts a small hook into its CUDA backend that runs
+a node whose CPU function has a registered twin, and scripts/build_cuda_twins.sh builds the twins with nvcc
+(`scripts/install.sh` does both where it builds GGML with CUDA). Without either, nothing is registered and the
+lowering keeps GGML's own ops: the wheel and CPU builds run as before.
+"""
+
+import ctypes
+import functools
+import os
+import pathlib
+
+from ._lib import ffi
+from .backend import backend_proc
+from . import kernels
+
+__all__ = ["TWINS", "library_path", "registered"]
+
+TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32")   # kernels with a CUDA twin
+_REGISTER = "int (*)(void *, void *)"
+
+
+def library_path():
+    """Where the twins' shared library is looked for: $GGRAD_CUDA_TWINS, else beside this module."""
+    return pathlib.Path(os.environ.get("GGRAD_CUDA_TWINS") or pathlib.Path(__file__).with_name("_cuda_twins.so"))
+
+
+@functools.lru_cache(maxsize=None)
+def registered(backend_name="CUDA"):
+    """The kernels whose twins run on `backend_name`'s devices (registered on first call): all of TWINS
+    where GGML's CUDA backend has ggrad's hook and the library is built, else none."""
+    if backend_name != "CUDA":
+        return frozenset()
+    register = backend_proc("CUDA", "ggrad_cuda_register_custom", _REGISTER)
+    gemm = backend_proc("CUDA", "ggrad_cuda_gemm_half", "void *")
+    path = library_path()
+    if register is None or gemm is None or not path.is_file():
+        return frozenset()
+    twins = ctypes.CDLL(str(path))
+    twins.ggrad_cuda_twins_init(ctypes.c_void_p(int(ffi.cast("uintptr_t", gemm))))
+    for name in TWINS:
+        address = ctypes.cast(getattr(twins, f"ggrad_cuda_{name}"), ctypes.c_void_p).value
+        if register(ffi.cast("void *", kernels.cpu_function(name)), ffi.cast("void *", address)) != 0:
+            raise RuntimeError(f"GGML's CUDA backend refused ggrad's twin of {name}: its table is full")
+    return frozenset(TWINS)   # ctypes never unloads the library: GGML may call into it until exit

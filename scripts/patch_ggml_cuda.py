@@ -1,0 +1,149 @@
+"""Insert ggrad's hook into the pinned GGML's CUDA backend: GGML_OP_CUSTOM nodes with a registered CUDA twin.
+
+    python scripts/patch_ggml_cuda.py GGML_SOURCE_DIR     # the sdist's ggml/ folder, patched in place
+
+GGML 0.20.2's CUDA backend runs custom ops (ggml_custom_4d) on the CPU only. These insertions, and nothing
+else, let ggrad register a CUDA function for a custom op's CPU function (through the CUDA registry's proc
+address `ggrad_cuda_register_custom`): `supports_op` accepts a node that has one, and the compute dispatch
+launches it on the backend's stream with GGML's cuBLAS handle, so CUDA graphs capture it with the rest.
+A second address, `ggrad_cuda_gemm_half`, gives the twins cuBLAS's half-precision product with float32
+accumulation (GGML's own half products accumulate in float16 or convert both operands to float32 first).
+Each insertion is placed by an anchor line (none of GGML's lines is written here) in a file whose hash is
+checked first: another GGML is refused rather than patched blindly. Applying it twice is refused too.
+"""
+
+import hashlib
+import pathlib
+import sys
+
+TARGET = "src/ggml-cuda/ggml-cuda.cu"
+PINNED_SHA256 = "dd92e1d184604bd3fe11efda208ee1023918c3efe7c40158003f2aeea49241a7"
+MARK = "ggrad: CUDA twins of custom ops"
+
+REGISTRY = f"""\
+// {MARK} (inserted by ggrad's scripts/patch_ggml_cuda.py). A GGML_OP_CUSTOM node names a CPU
+// function; ggrad registers a CUDA function for it, called with the node, the stream and the cuBLAS handle.
+typedef void (*ggrad_cuda_custom_t)(struct ggml_tensor * dst, void * stream, void * cublas);
+static struct {{ ggml_custom_op_t cpu; ggrad_cuda_custom_t cuda; }} ggrad_cuda_customs[64];
+static std::atomic<int> ggrad_cuda_n_customs{{0}};
+static std::mutex ggrad_cuda_customs_mutex;
+
+static ggrad_cuda_custom_t ggrad_cuda_custom_of(const struct ggml_tensor * node) {{
+    struct ggml_custom_op_params params;
+    memcpy(&params, node->op_params, sizeof(params));
+    const int n = ggrad_cuda_n_customs.load(std::memory_order_acquire);
+    for (int i = 0; i < n; i++) {{
+        if (ggrad_cuda_customs[i].cpu == params.fun) {{
+            return ggrad_cuda_customs[i].cuda;
+        }}
+    }}
+    return nullptr;
+}}
+
+// 0 once `cuda` runs the nodes of `cpu` (again: the last registration counts), -1 when the table is full
+static int ggrad_cuda_register_custom(ggml_custom_op_t cpu, ggrad_cuda_custom_t cuda) {{
+    std::lock_guard<std::mutex> lock(ggrad_cuda_customs_mutex);
+    const int n = ggrad_cuda_n_customs.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; i++) {{
+        if (ggrad_cuda_customs[i].cpu == cpu) {{
+            ggrad_cuda_customs[i].cuda = cuda;
+            return 0;
+        }}
+    }}
+    if (n == (int) (sizeof(ggrad_cuda_customs) / sizeof(ggrad_cuda_customs[0]))) {{
+        return -1;
+    }}
+    ggrad_cuda_customs[n].cpu = cpu;
+    ggrad_cuda_customs[n].cuda = cuda;
+    ggrad_cuda_n_customs.store(n + 1, std::memory_order_release);
+    return 0;
+}}
+
+// C = op(A) op(B) for batches of float16 (or bfloat16) matrices, summed and written in float32 (cuBLAS,
+// column-major, as cublasGemmStridedBatchedEx takes them): the product ggrad's twins build on. 0 on success.
+static int ggrad_cuda_gemm_half(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n,
+        int k, const void * a, int lda, long long stride_a, const void * b, int ldb, long long stride_b,
+        float * c, int ldc, long long stride_c, int batch) {{
+    cublasHandle_t handle = (cublasHandle_t) cublas;
+    if (cublasSetStream(handle, (cudaStream_t) stream) != CUBLAS_STATUS_SUCCESS) {{
+        return -1;
+    }}
+    const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    return (int) cublasGemmStridedBatchedEx(handle, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, a, type, lda, stride_a, b, type, ldb, stride_b,
+        &beta, c, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}}
+
+"""
+COMPUTE = """\
+        case GGML_OP_CUSTOM: // ggrad
+            ggrad_cuda_custom_of(dst)(dst, ctx.stream(), ctx.cublas_handle());
+            break;
+"""
+SUPPORTS = """\
+        case GGML_OP_CUSTOM: // ggrad
+            return ggrad_cuda_custom_of(op) != nullptr;
+"""
+PROC = """\
+    if (strcmp(name, "ggrad_cuda_register_custom") == 0) { // ggrad
+        return (void *)ggrad_cuda_register_custom;
+    }
+    if (strcmp(name, "ggrad_cuda_gemm_half") == 0) { // ggrad
+        return (void *)ggrad_cuda_gemm_half;
+    }
+"""
+
+# (text, the line it goes before, the line after which that anchor is searched for)
+INSERTIONS = [
+    (REGISTRY, "static bool ggml_cuda_compute_forward(", None),
+    (COMPUTE, "case GGML_OP_OUT_PROD:", "static bool ggml_cuda_compute_forward("),
+    (SUPPORTS, "case GGML_OP_OUT_PROD:", "static bool ggml_backend_cuda_device_supports_op("),
+    (PROC, 'if (strcmp(name, "ggml_backend_get_features") == 0) {',
+     "static void * ggml_backend_cuda_reg_get_proc_address("),
+]
+
+
+class PatchError(Exception):
+    """The file is not the pinned GGML's, or an anchor is missing."""
+
+
+def _line_starting(lines, text, start):
+    for i in range(start, len(lines)):
+        if lines[i].lstrip().startswith(text):
+            return i
+    raise PatchError(f"anchor not found: {text!r}")
+
+
+def patched(source):
+    """The text of ggml-cuda.cu with ggrad's insertions."""
+    if MARK in source:
+        raise PatchError("already patched")
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    if digest != PINNED_SHA256:
+        raise PatchError(f"{TARGET} is not the pinned GGML's (sha256 {digest})")
+    lines = source.splitlines(keepends=True)
+    # insert from the bottom up, so earlier line numbers stay valid
+    places = []
+    for text, anchor, after in INSERTIONS:
+        start = 0 if after is None else _line_starting(lines, after, 0) + 1
+        places.append((_line_starting(lines, anchor, start), text))
+    for index, text in sorted(places, reverse=True):
+        lines.insert(index, text)
+    return "".join(lines)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__)
+    path = pathlib.Path(argv[1]) / TARGET
+    try:
+        path.write_text(patched(path.read_text()))
+    except (OSError, PatchError) as e:
+        sys.exit(f"patch_ggml_cuda.py: {path}: {e}")
+    print(f"patch_ggml_cuda.py: {path}: ggrad's custom-op hook inserted")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -50,7 +50,7 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   float32, which converts both operands to float32 and runs TF32; its out_prod takes float32 only, so an
   autocast weight gradient casts its half rows up. ggrad's twin (kernels.matmul_half on cuBLAS, summing in
   float32) reads half operands, transposed ones in place: chosen where the CUDA backend runs ggrad's twins
-  (gpu_twins.py), which then also run the GELU kernels.
+  (gpu_twins.py), which then also run the GELU and layer norm kernels.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
@@ -126,7 +126,8 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
                           fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
-CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel")   # ggrad's twins registered
+CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
+                                 layer_norm="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)

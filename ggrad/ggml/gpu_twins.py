@@ -18,7 +18,8 @@ from . import kernels
 
 __all__ = ["TWINS", "library_path", "registered"]
 
-TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32")   # kernels with a CUDA twin
+TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32", "layer_norm_f32",   # kernels with a CUDA twin
+         "layer_norm_back_f32")
 _REGISTER = "int (*)(void *, void *)"
 
 

@@ -34,8 +34,9 @@ def test_backends_get_their_choices():
     assert lowering.VULKAN.reduce_leading == "sum_rows"
     assert not lowering.VULKAN.fused_cross_entropy   # no Vulkan kernel in GGML 0.20.2
     assert lowering.VULKAN.weight_grad == "mul_mat"   # Vulkan's out_prod kernel is slow
-    # ggrad's CUDA twins, where the CUDA backend runs them: half products and GELU
-    assert (lowering.CUDA_TWINS.half_matmul, lowering.CUDA_TWINS.gelu_tanh) == ("kernel", "kernel")
+    # ggrad's CUDA twins, where the CUDA backend runs them: half products, GELU and layer norm
+    twins = lowering.CUDA_TWINS
+    assert (twins.half_matmul, twins.gelu_tanh, twins.layer_norm) == ("kernel", "kernel", "kernel")
     assert lowering.CUDA.half_matmul == "mul_mat" and lowering.CPU.half_matmul == "mul_mat"
 
 
@@ -321,6 +322,7 @@ def test_row_sums_by_mul_mat_match_sum_rows(shape, no_graph_cache):
 
 
 @pytest.mark.parametrize("choices,ops_wanted", [("CPU", {"LAYER_NORM_BACK_F32"}),
+                                                ("CUDA_TWINS", {"LAYER_NORM_BACK_F32"}),
                                                 ("RPC", {"MUL_MAT", "OUT_PROD", "RMS_NORM_BACK"})])
 def test_layer_norm_backward_by_the_cpu_choices_matches_torch(no_graph_cache, choices, ops_wanted):
     # the CPU's kernel; RPC's composition: row sums by mul_mat, the row means written out by out_prod

@@ -1,6 +1,6 @@
 """ggrad's CUDA twins (ggrad/ggml/cuda/twins.cu) on CUDA devices: registered wherever their library was
 built, each computing what its CPU kernel defines, and chosen by the lowering, so that half products (forward
-and both gradients) and GELU run as ggrad's kernels inside the step's one split.
+and both gradients), GELU and layer norm run as ggrad's kernels inside the step's one split.
 
 Skipped without a CUDA device, or where the twins were not built (benchmarks/gpu_run.sh builds GGML with
 ggrad's hook and the twins; scripts/install.sh does where CMAKE_ARGS has -DGGML_CUDA=ON).
@@ -102,6 +102,24 @@ def test_gelu_twins_are_float32_exact_as_torch(cuda):
     xt = torch.tensor(finite, requires_grad=True)
     torch.nn.functional.gelu(xt, approximate="tanh").sum().backward()
     np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_twins_match_torch(cuda):
+    """Layer norm forward and gradient (rows of 512 and of 7: whole warps and a partial one) by the twins."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    for width in (512, 7):
+        x_np = rng.standard_normal((6, 10, width)).astype(np.float32) * 3 + 1
+        g_np = rng.standard_normal((6, 10, width)).astype(np.float32)
+        x = ggrad.tensor(x_np, device=cuda, requires_grad=True)
+        y = ggrad.nn.functional.layer_norm(x, (width,))
+        ran = _ops(lambda: (y * ggrad.tensor(g_np, device=cuda)).sum().backward())
+        assert {"LAYER_NORM_F32", "LAYER_NORM_BACK_F32"} <= set(ran), ran
+        xt = torch.tensor(x_np, requires_grad=True)
+        yt = torch.nn.functional.layer_norm(xt, (width,))
+        (yt * torch.tensor(g_np)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["f32"] + sorted(DTYPES))

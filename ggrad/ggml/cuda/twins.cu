@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include <cuda_runtime.h>
 
@@ -127,4 +128,95 @@ extern "C" void ggrad_cuda_gelu_tanh_back_f32(ggml_tensor * dst, void * stream, 
     const int64_t n = elements(dst);
     gelu_tanh_back_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
         (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (float *) dst->data, n);
+}
+
+// The userdata of a custom node (ggml_custom_4d keeps its function, task count and userdata in op_params,
+// in this layout in the pinned GGML): ggrad's kernels pass a float there as its bits (kernels._float_bits).
+static float float_of_userdata(const ggml_tensor * dst) {
+    struct { void * fun; int n_tasks; void * userdata; } params;
+    memcpy(&params, dst->op_params, sizeof(params));
+    const uint32_t bits = (uint32_t) (uintptr_t) params.userdata;
+    float value;
+    memcpy(&value, &bits, sizeof(value));
+    return value;
+}
+
+// Layer normalisation's core on rows of n floats as ggrad's CPU kernel (csrc/norm.c): y = (x - mean) r with
+// r = 1 / sqrt(var + eps), and its gradient dx = r (g - mean(g) - y mean(g y)). One warp a row; the
+// moments in two passes over the row (the mean first), as the CPU's.
+__device__ static float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    }
+    return v;
+}
+
+__device__ static void row_moments(const float * x, int64_t n, float eps, float * mean, float * r) {
+    float s = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        s += x[i];
+    }
+    const float m = warp_sum(s) / (float) n;
+    float q = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        const float d = x[i] - m;
+        q += d * d;
+    }
+    *mean = m;
+    *r = 1.0f / sqrtf(warp_sum(q) / (float) n + eps);
+}
+
+__global__ static void layer_norm_kernel(const float * x, float * y, int64_t n, int64_t rows, float eps) {
+    const int64_t row = blockIdx.x * (int64_t) blockDim.y + threadIdx.y;
+    if (row >= rows) {
+        return;
+    }
+    x += row * n;
+    y += row * n;
+    float m, r;
+    row_moments(x, n, eps, &m, &r);
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        y[i] = (x[i] - m) * r;
+    }
+}
+
+__global__ static void layer_norm_back_kernel(const float * g, const float * x, float * dx, int64_t n,
+                                              int64_t rows, float eps) {
+    const int64_t row = blockIdx.x * (int64_t) blockDim.y + threadIdx.y;
+    if (row >= rows) {
+        return;
+    }
+    g += row * n;
+    x += row * n;
+    dx += row * n;
+    float m, r;
+    row_moments(x, n, eps, &m, &r);
+    float sg = 0.0f, sgy = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        sg += g[i];
+        sgy += g[i] * ((x[i] - m) * r);
+    }
+    const float mg = warp_sum(sg) / (float) n, mgy = warp_sum(sgy) / (float) n;
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        dx[i] = (g[i] - mg - (x[i] - m) * r * mgy) * r;
+    }
+}
+
+static const int ROWS_PER_BLOCK = 8;   // warps of a block, a row each
+
+static dim3 row_blocks(int64_t rows) {
+    return dim3((unsigned int) ((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK));
+}
+
+extern "C" void ggrad_cuda_layer_norm_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = dst->ne[0], rows = elements(dst) / n;
+    layer_norm_kernel<<<row_blocks(rows), dim3(32, ROWS_PER_BLOCK), 0, (cudaStream_t) stream>>>(
+        (const float *) dst->src[0]->data, (float *) dst->data, n, rows, float_of_userdata(dst));
+}
+
+extern "C" void ggrad_cuda_layer_norm_back_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = dst->ne[0], rows = elements(dst) / n;
+    layer_norm_back_kernel<<<row_blocks(rows), dim3(32, ROWS_PER_BLOCK), 0, (cudaStream_t) stream>>>(
+        (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (float *) dst->data, n, rows,
+        float_of_userdata(dst));
 }

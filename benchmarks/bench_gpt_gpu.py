@@ -10,7 +10,8 @@ process holds there, GGML's and CUDA's own included) and as `ggrad.stats()`'s pe
 buffer and persistent tensors, the measure PyTorch's allocation compares with), PyTorch's as
 its allocator's peak reservation (`torch.cuda.max_memory_reserved`) and peak allocation
 (`max_memory_allocated`). GGML's cuBLAS calls compute f32 products in TF32; `--tf32` times PyTorch that way
-too, beside its default. `--autocast f16|bf16` runs both
+too, beside its default. `--torch-variants sdpa compile` adds PyTorch with F.scaled_dot_product_attention
+(flash attention) and that under torch.compile (TF32 where --tf32). `--autocast f16|bf16` runs both
 under autocast (ggrad.autocast / torch.autocast; f16 with each one's GradScaler). With `--device cpu`
 PyTorch runs on the CPU too (a check of the script; no memory figures). PyTorch runs in a subprocess that
 loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in one process abort it
@@ -40,11 +41,12 @@ def ggrad_step_fn(cfg, device, autocast=None):
     return bench_gpt.ggrad_step_fn(device, cfg, autocast), ggrad.device(device)
 
 
-def torch_run(config, steps, autocast, device, tf32=False):
+def torch_run(config, steps, autocast, device, tf32=False, variant="eager"):
     """PyTorch's median step time, peak reserved and peak allocated MiB, measured in a subprocess (nan without
     torch or CUDA)."""
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
-            f"import bench_gpt_gpu_torch as b; b.main({config!r}, {steps}, {autocast!r}, {device!r}, {tf32})")
+            f"import bench_gpt_gpu_torch as b; "
+            f"b.main({config!r}, {steps}, {autocast!r}, {device!r}, {tf32}, {variant!r})")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
@@ -72,6 +74,9 @@ def main():
     parser.add_argument("--configs", nargs="+", default=["w2"], choices=sorted(CONFIGS))
     parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--torch-variants", nargs="*", default=[], choices=["sdpa", "compile"],
+                        help="also time PyTorch with F.scaled_dot_product_attention (is_causal), and that under "
+                             "torch.compile (gpt_torch.VARIANTS), each beside the eager step")
     parser.add_argument("--tf32", action="store_true",
                         help="also time PyTorch with TF32 products, as GGML's CUDA backend always computes f32 ones")
     args = parser.parse_args()
@@ -101,6 +106,10 @@ def main():
         if args.tf32:
             tf32_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device, True)[0]
             row.update({"torch TF32 ms": f"{tf32_ms:.1f}", "ratio TF32": f"{tf32_ms / g_ms:.2f}"})
+        for variant in args.torch_variants:
+            v_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device,
+                                                          args.tf32, variant)[0]
+            row.update({f"torch {variant} ms": f"{v_ms:.1f}", f"ratio {variant}": f"{v_ms / g_ms:.2f}"})
         stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
         row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "ggrad stats peak MiB": f"{stats_peak:,.1f}",
                     "torch peak MiB": f"{t_peak:,.0f}",

@@ -59,7 +59,7 @@ def main():
     parser.add_argument("--autocast", choices=["f16", "bf16", "none"], default="f16")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--lowering", choices=["CPU", "CUDA", "VULKAN"],
+    parser.add_argument("--lowering", choices=["CPU", "CUDA", "CUDA_TWINS", "VULKAN"],
                         help="build the step with this backend's lowering (default: the CPU's own)")
     args = parser.parse_args()
     ggrad.set_num_threads(args.threads)

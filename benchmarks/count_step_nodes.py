@@ -139,7 +139,7 @@ def count(config, lowering_name, autocast, batch, threads=2, traffic=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="w2", choices=sorted(CONFIGS))
-    parser.add_argument("--lowering", default="CPU", choices=["CPU", "CUDA", "VULKAN"])
+    parser.add_argument("--lowering", default="CPU", choices=["CPU", "CUDA", "CUDA_TWINS", "VULKAN"])
     parser.add_argument("--autocast", default="none", choices=["none", "f16", "bf16"])
     parser.add_argument("--batch", type=int, help="batch size (default the config's; counts do not depend on it)")
     parser.add_argument("--all-ops", action="store_true", help="list every op, not only copies and matmuls")

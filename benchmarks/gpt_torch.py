@@ -19,22 +19,45 @@ def batch_data(cfg=W2, seed=0):
     return x, y
 
 
-def torch_step_fn(cfg=W2, device="cpu", autocast=None):
-    """The same step in PyTorch (eager); `autocast` "f16"/"bf16": the forward under torch.autocast (f16
-    with torch.amp.GradScaler)."""
+VARIANTS = ("eager", "sdpa", "compile")
+
+
+def torch_step_fn(cfg=W2, device="cpu", autocast=None, variant="eager"):
+    """The same step in PyTorch; `autocast` "f16"/"bf16": the forward under torch.autocast (f16 with
+    torch.amp.GradScaler). `variant`: "eager" (nn.MultiheadAttention with the causal mask, as ggrad's model),
+    "sdpa" (the same parameters, attention by F.scaled_dot_product_attention with is_causal: flash attention
+    on CUDA), "compile" (sdpa's model under torch.compile)."""
     import torch
     from torch import nn
+
+    class CausalSelfAttention(nn.Module):
+        """MultiheadAttention's parameters (one input projection of q, k, v, one output projection)."""
+        def __init__(self, d, h):
+            super().__init__()
+            self.heads = h
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = (part.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                       for part in self.qkv(x).split(c, dim=2))
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
     class Block(nn.Module):
         def __init__(self, d, h):
             super().__init__()
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, h, batch_first=True)
+            self.attn = (nn.MultiheadAttention(d, h, batch_first=True) if variant == "eager"
+                         else CausalSelfAttention(d, h))
             self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
 
         def forward(self, x, mask):
             a = self.ln1(x)
-            x = x + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+            if variant == "eager":
+                x = x + self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+            else:
+                x = x + self.attn(a)
             return x + self.mlp(self.ln2(x))
 
     class GPT(nn.Module):
@@ -56,6 +79,7 @@ def torch_step_fn(cfg=W2, device="cpu", autocast=None):
     torch.manual_seed(0)
     model = GPT().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
+    forward = torch.compile(model) if variant == "compile" else model
     x_np, y_np = batch_data(cfg)
     x = torch.from_numpy(x_np).long().to(device)
     y = torch.from_numpy(y_np.reshape(-1)).long().to(device)
@@ -65,7 +89,7 @@ def torch_step_fn(cfg=W2, device="cpu", autocast=None):
 
     def step():
         with torch.autocast(device, dtype=dtype, enabled=autocast is not None):
-            loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, cfg["vocab"]), y)
+            loss = torch.nn.functional.cross_entropy(forward(x).reshape(-1, cfg["vocab"]), y)
         opt.zero_grad()
         scaler.scale(loss).backward()
         scaler.step(opt)

@@ -17,7 +17,8 @@
 #   tests     tests/gpu                      amp200   tests/gpu's autocast GPT at 200 steps
 #   gpu       W2 and big f32 against PyTorch, TF32 off and on
 #   alone     the same, ggrad only          nographs  the same, GGML_CUDA_DISABLE_GRAPHS=1
-#   f16 bf16  the big GPT under autocast against PyTorch's
+#   f16 bf16  the big GPT under autocast against PyTorch's, eager and with $TORCH_VARIANTS (default sdpa;
+#             "sdpa compile" adds torch.compile)
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
 #   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
@@ -100,7 +101,7 @@ for verb in "$@"; do
         gpu) $bench --configs w2 big --tf32 ;;
         alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;
-        f16|bf16) $bench --configs big --autocast "$verb" ;;
+        f16|bf16) $bench --configs big --autocast "$verb" --torch-variants ${TORCH_VARIANTS-sdpa} ;;
         profile) $profile ;;
         profile16) $profile --autocast f16 ;;
         ab) for tree in .gpu/trees/*; do cp ggrad/ggml/_ffi.abi3.so "$tree/ggrad/ggml/"; done

@@ -11,6 +11,7 @@ import ctypes
 import functools
 import os
 import pathlib
+import warnings
 
 from ._lib import ffi
 from .backend import backend_proc
@@ -40,7 +41,11 @@ def registered(backend_name="CUDA"):
     if register is None or gemm is None or not path.is_file():
         return frozenset()
     twins = ctypes.CDLL(str(path))
-    twins.ggrad_cuda_twins_init(ctypes.c_void_p(int(ffi.cast("uintptr_t", gemm))))
+    error = twins.ggrad_cuda_twins_init(ctypes.c_void_p(int(ffi.cast("uintptr_t", gemm))))
+    if error:   # built for another GPU architecture: a launch would fail inside GGML's compute, which aborts
+        warnings.warn(f"ggrad's CUDA twins ({path}) have no code for this GPU (CUDA error {error}); GGML's own "
+                      "ops serve. Rebuild them with CUDA_ARCHS set to its architecture (scripts/build_cuda_twins.sh)")
+        return frozenset()
     for name in TWINS:
         address = ctypes.cast(getattr(twins, f"ggrad_cuda_{name}"), ctypes.c_void_p).value
         if register(ffi.cast("void *", kernels.cpu_function(name)), ffi.cast("void *", address)) != 0:

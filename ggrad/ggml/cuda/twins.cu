@@ -21,9 +21,14 @@ typedef int (*gemm_half_t)(void * cublas, void * stream, int bf16, int trans_a, 
 
 static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_gemm_half
 
-// Called once, before any twin runs, with what the patched backend exports.
-extern "C" void ggrad_cuda_twins_init(void * gemm) {
+// Called once, before any twin runs, with what the patched backend exports. 0 when every kernel has code for
+// the current device (this library was built for its architecture), else the CUDA error: then ggrad registers
+// no twin, since a launch without code would fail inside GGML's compute, which aborts on it.
+static int kernels_load();
+
+extern "C" int ggrad_cuda_twins_init(void * gemm) {
     gemm_half = (gemm_half_t) gemm;
+    return kernels_load();
 }
 
 // One operand of dst = b @ a^T as cuBLAS takes it: rows of `t` (ne[1]) by k (ne[0]) read as a column-major
@@ -219,4 +224,17 @@ extern "C" void ggrad_cuda_layer_norm_back_f32(ggml_tensor * dst, void * stream,
     layer_norm_back_kernel<<<row_blocks(rows), dim3(32, ROWS_PER_BLOCK), 0, (cudaStream_t) stream>>>(
         (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (float *) dst->data, n, rows,
         float_of_userdata(dst));
+}
+
+static int kernels_load() {
+    const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
+                              (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel};
+    for (const void * kernel : kernels) {
+        cudaFuncAttributes attributes;
+        const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
+        if (err != cudaSuccess) {
+            return (int) err;
+        }
+    }
+    return 0;
 }

@@ -1,7 +1,7 @@
 /* The CPU twin of ggrad's half-precision product (kernels.matmul_half): dst = b @ a^T in float32 for
    float16 or bfloat16 operands, batched over dims 2 and 3 with a broadcast over b's, as GGML's mul_mat.
 
-   On CUDA the same node runs cuBLAS with float32 accumulation (ggrad/ggml/cuda/matmul_half.cu); this one
+   On CUDA the same node runs cuBLAS with float32 accumulation (ggrad/ggml/cuda/twins.cu); this one
    defines what the node computes, so that the CPU runs a graph lowered for CUDA and tests can check it.
    It is plain: each output is one thread's float32 sum over k in order, operands read with any strides. */
 

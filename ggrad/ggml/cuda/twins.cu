@@ -4,8 +4,8 @@
 // CUDA graphs then capture the twin with the rest of the step.
 //
 // Every twin takes what the hook passes (scripts/patch_ggml_cuda.py): the node (its sources and its own data
-// are device memory of the CUDA backend), the backend's stream and its cuBLAS handle. Operands were checked by the node's
-// builder (ggrad/ggml/kernels.py) before the node was made.
+// are device memory of the CUDA backend), the backend's stream and its cuBLAS handle. Operands were checked
+// by the node's builder (ggrad/ggml/kernels.py) before the node was made.
 
 #include <cstdint>
 #include <cstdio>

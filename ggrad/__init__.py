@@ -36,6 +36,8 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 from .autograd.type_info import finfo, iinfo
+from .autograd.legacy import (FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor,
+                              ShortTensor, CharTensor, ByteTensor, BoolTensor)
 
 from .autograd import ops as _ops
 from .autograd.boundary import guard as _guard

@@ -4,7 +4,7 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, inplace_views, ops, random_fill, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
 from .boundary import typed
 from .factory import tensor
 from .function import Function
@@ -153,7 +153,9 @@ def _type(self, dtype=None):
         names = {"f32": "Float", "f16": "Half", "bf16": "BFloat16", "i32": "Int", "i64": "Long", "bool": "Bool",
                  "i8": "Char", "u8": "Byte", "i16": "Short"}
         return f"ggrad.{names.get(self.dtype.name, self.dtype.name)}Tensor"
-    return to(self, dtype)
+    if isinstance(dtype, str) and dtype in legacy.BY_NAME:   # .type("torch.LongTensor")
+        dtype = legacy.BY_NAME[dtype]
+    return to(self, dtype.dtype if isinstance(dtype, legacy.LegacyTensorType) else dtype)
 
 
 def _max(self, dim=None, keepdim=False):
@@ -306,3 +308,4 @@ for _name, _fn in _METHODS.items():
         _fn = typed(_fn, _name, method=True)   # bad arguments raise as the functions do (boundary.py)
     setattr(Tensor, _name, _fn)
 Tensor.__hash__ = object.__hash__
+Tensor.__new__ = staticmethod(legacy.tensor_new)   # PyTorch's legacy constructor: Tensor(2, 3), Tensor(data)

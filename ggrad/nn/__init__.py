@@ -35,7 +35,4 @@ from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)
 from .dropout_channels import Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: E402
 from .pooling3d import MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d  # noqa: E402
 from .unpool import MaxUnpool1d, MaxUnpool2d  # noqa: E402
-from . import utils_rnn as _utils_rnn  # noqa: E402  (torch.nn.utils.rnn's path: ggrad.nn.utils.rnn)
-utils.rnn = _utils_rnn
-import sys as _sys  # noqa: E402
-_sys.modules[__name__ + ".utils.rnn"] = _utils_rnn
+from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)

@@ -6,9 +6,9 @@ the backward pass and the optimizer step, and read only when you read it.
 
 import math
 
-from .. import ggml
-from ..autograd import Tensor, grad_mode
-from ..autograd.ops import clamp, maximum
+from ... import ggml
+from ...autograd import Tensor, grad_mode
+from ...autograd.ops import clamp, maximum
 
 
 def _grads(parameters):

@@ -158,6 +158,21 @@ def _type(self, dtype=None):
     return to(self, dtype.dtype if isinstance(dtype, legacy.LegacyTensorType) else dtype)
 
 
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """`x.cuda()`: x on a CUDA device (`device` an index, a name or a Device; default the first)."""
+    return to(self, _cuda_name(device))
+
+
+def _cuda_name(device):
+    return "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+
+
+def _pin_memory(self, device=None):
+    """x itself: GGML uploads from host memory on its own, so there is nothing to pin (PyTorch copies x into
+    page-locked memory)."""
+    return self
+
+
 def _max(self, dim=None, keepdim=False):
     return ops.max(self, dim, keepdim)
 
@@ -262,7 +277,8 @@ _METHODS = {
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
     "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8), "byte": _type_method(UINT8), "short": _type_method(INT16),
-    "cpu": lambda self: to(self, "cpu"),
+    "cpu": lambda self: to(self, "cpu"), "cuda": _cuda, "pin_memory": _pin_memory,
+    "is_pinned": lambda self, device=None: False,
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
     "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,

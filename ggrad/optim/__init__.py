@@ -1,5 +1,5 @@
-"""ggrad.optim: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop),
-learning-rate schedulers.
+"""ggrad.optim: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop,
+LBFGS), learning-rate schedulers.
 
 Gradient clipping is in ggrad.nn.utils.
 """
@@ -16,7 +16,8 @@ from .nadam import NAdam
 from .radam import RAdam
 from .asgd import ASGD
 from .rprop import Rprop
+from .lbfgs import LBFGS
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-           "Rprop", "sgd", "adamw", "rmsprop", "adagrad", "lr_scheduler"]
+           "Rprop", "LBFGS", "sgd", "adamw", "rmsprop", "adagrad", "lr_scheduler"]

@@ -1,4 +1,4 @@
-"""Random sampling from tensors: bernoulli and multinomial, on the device of their input.
+"""Random sampling from tensors: bernoulli, multinomial and normal, on the device of their input.
 
 Uniform numbers come from the seeded host generator (factory.py); the comparisons that turn them into
 samples run on the device, so sampling in a generation loop adds no round trip. Invalid probabilities
@@ -21,6 +21,22 @@ from . import unary as un
 from .indexing import count_outside, known_values
 from .scan import cumsum
 from .sorting import topk
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Samples of N(mean, std): mean and/or std Tensors (their broadcast shape, on their device) or, both
+    numbers, `size` samples. As PyTorch's, no gradient flows to mean or std."""
+    from_tensors = [t for t in (mean, std) if hasattr(t, "shape")]
+    if not from_tensors:
+        if size is None:
+            raise TypeError("normal(): with float mean and std, size is required (normal(mean, std, size))")
+        noise = _host_generator(generator).standard_normal(tuple(size))
+        out = tensor(noise * float(std) + float(mean), dtype=dtype, device=device)
+        return out.requires_grad_(True) if requires_grad else out
+    with no_grad():
+        shape = np.broadcast_shapes(*[tuple(t.shape) for t in from_tensors])
+        noise = tensor(_host_generator(generator).standard_normal(shape), device=from_tensors[0].device)
+        return noise * std + mean
 
 
 def _uniform(shape, device, generator, open_at_zero=False):

@@ -106,3 +106,14 @@ def test_sdpa_kernel_sets_the_backend_flags_for_its_block_as_pytorch():
     with pytest.raises(TypeError, match="SDPBackend"):
         with sdpa_kernel("math"):
             pass
+
+
+def test_erfinv_values_edges_and_gradient_as_pytorch():
+    x = np.concatenate([np.linspace(-1, 1, 4001), [0.9999, -0.99999, 1e-7, 1.5, -2.0, np.nan]]).astype(np.float32)
+    ours, theirs = ggrad.erfinv(ggrad.tensor(x)).numpy(), torch.erfinv(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=5e-7, atol=1e-30)       # inf, -inf and nan where PyTorch's are
+    t, u = ggrad.tensor([0.3, -0.7, 0.95], requires_grad=True), torch.tensor([0.3, -0.7, 0.95], requires_grad=True)
+    t.erfinv().sum().backward()
+    torch.erfinv(u).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), u.grad.numpy(), rtol=1e-5)
+    assert ggrad.erfinv(ggrad.tensor([0, 1])).dtype == ggrad.float32     # integers give float32, as PyTorch

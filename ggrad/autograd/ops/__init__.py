@@ -35,6 +35,7 @@ from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tr
 from .scatter_ops import scatter, scatter_add, index_add
 from .sampling import bernoulli, multinomial, normal
 from .membership import isin
+from .inverse_erf import erfinv
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
@@ -48,5 +49,5 @@ concat = concatenate = cat   # PyTorch's aliases
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
+            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership", "inverse_erf",
             "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

@@ -43,6 +43,12 @@ from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
 from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa: F401
+from .resampling import pixel_shuffle, pixel_unshuffle, channel_shuffle, upsample  # noqa: F401
+from .bilinear import bilinear  # noqa: F401
+from .rrelu import rrelu  # noqa: F401
+from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embedding_loss,  # noqa: F401
+                            cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
+                            poisson_nll_loss, gaussian_nll_loss)
 from ..ggml.errors import ArgumentError, ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
@@ -55,6 +61,10 @@ __all__ += [name for name in _inplace.NAMES if name not in __all__]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
             "max_unpool1d", "max_unpool2d", "hardshrink", "softshrink", "softmin", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample", "bilinear", "rrelu",
+            "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+            "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
+            "gaussian_nll_loss"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30

@@ -1,0 +1,150 @@
+"""The padding layers, Upsample, PixelShuffle/Unshuffle, ChannelShuffle, Bilinear, RReLU and the margin and
+likelihood losses, against PyTorch: values and gradients from the same inputs and weights."""
+
+import numpy as np
+import pytest
+
+import ggrad
+import ggrad.nn as nn
+import ggrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def _both(shape, seed=0, positive=False):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    x = np.abs(x) + 0.1 if positive else x
+    return ggrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+
+
+def _compare(ours, theirs, inputs, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=rtol, atol=atol)
+    weights = np.random.default_rng(9).standard_normal(tuple(theirs.shape)).astype(np.float32)
+    (ours * ggrad.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    for g, t in inputs:
+        if t.grad is not None:
+            np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=atol)
+
+
+PADS = [("ZeroPad1d", (2, 1), (2, 3, 5)), ("ZeroPad2d", 1, (2, 3, 4, 5)), ("ZeroPad3d", (1, 0, 2, 1, 0, 1), (1, 2, 3, 4, 5)),
+        ("ConstantPad1d", 2, (2, 3, 5)), ("ConstantPad2d", (1, 2, 0, 1), (2, 3, 4, 5)),
+        ("ConstantPad3d", 1, (1, 2, 3, 4, 5)), ("ReflectionPad1d", (2, 1), (2, 3, 5)),
+        ("ReflectionPad2d", (1, 2, 2, 1), (2, 3, 4, 5)), ("ReflectionPad3d", 1, (1, 2, 3, 4, 5)),
+        ("ReplicationPad1d", 3, (2, 3, 5)), ("ReplicationPad2d", (0, 2, 1, 0), (2, 3, 4, 5)),
+        ("ReplicationPad3d", 1, (1, 2, 3, 4, 5)), ("CircularPad1d", 2, (2, 3, 5)),
+        ("CircularPad2d", (1, 1, 2, 0), (2, 3, 4, 5)), ("CircularPad3d", 1, (1, 2, 3, 4, 5))]
+
+
+@pytest.mark.parametrize("name, padding, shape", PADS, ids=[p[0] for p in PADS])
+def test_padding_layers(name, padding, shape):
+    g, t = _both(shape)
+    extra = (2.5,) if name.startswith("Constant") else ()
+    ours, theirs = getattr(nn, name)(padding, *extra), getattr(torch.nn, name)(padding, *extra)
+    _compare(ours(g), theirs(t), [(g, t)])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("kwargs, shape", [(dict(scale_factor=2), (1, 2, 3, 4)), (dict(size=(5, 7)), (1, 2, 3, 4)),
+                                           (dict(scale_factor=2, mode="bilinear", align_corners=False), (1, 2, 3, 4)),
+                                           (dict(scale_factor=2, mode="linear"), (2, 3, 5))])
+def test_upsample(kwargs, shape):
+    g, t = _both(shape)
+    _compare(nn.Upsample(**kwargs)(g), torch.nn.Upsample(**kwargs)(t), [(g, t)])
+    g2, t2 = _both((1, 2, 3, 3))
+    _compare(nn.UpsamplingBilinear2d(scale_factor=2)(g2), torch.nn.UpsamplingBilinear2d(scale_factor=2)(t2),
+             [(g2, t2)])
+    assert repr(nn.Upsample(scale_factor=2)) == repr(torch.nn.Upsample(scale_factor=2))
+
+
+def test_pixel_and_channel_shuffles():
+    g, t = _both((2, 8, 3, 5))
+    _compare(nn.PixelShuffle(2)(g), torch.nn.PixelShuffle(2)(t), [(g, t)])
+    g, t = _both((2, 3, 4, 6))
+    _compare(nn.PixelUnshuffle(2)(g), torch.nn.PixelUnshuffle(2)(t), [(g, t)])
+    g, t = _both((2, 6, 3, 2))
+    _compare(nn.ChannelShuffle(3)(g), torch.nn.ChannelShuffle(3)(t), [(g, t)])
+    g, t = _both((3, 9, 2, 2))
+    _compare(F.pixel_shuffle(g, 3), torch.nn.functional.pixel_shuffle(t, 3), [(g, t)])
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.pixel_shuffle(torch.ones(1, 3, 2, 2), 2)
+    with pytest.raises(RuntimeError, match="divisible"):
+        F.pixel_shuffle(ggrad.ones(1, 3, 2, 2), 2)
+
+
+def test_bilinear_layer():
+    torch.manual_seed(0)
+    theirs = torch.nn.Bilinear(3, 4, 5)
+    ours = nn.Bilinear(3, 4, 5)
+    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    a, ta = _both((2, 6, 3))
+    b, tb = _both((2, 6, 4), seed=1)
+    _compare(ours(a, b), theirs(ta, tb), [(a, ta), (b, tb)], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert repr(ours) == repr(theirs) and nn.Bilinear(2, 2, 1, bias=False).bias is None
+
+
+def test_rrelu_training_and_eval():
+    g, t = _both((4, 50))
+    _compare(nn.RReLU().eval()(g), torch.nn.RReLU().eval()(t), [(g, t)])
+    y = nn.RReLU(0.1, 0.3)(g).detach().numpy()                     # training: a random slope per element
+    x = g.detach().numpy()
+    slopes = y[x < 0] / x[x < 0]
+    assert np.all((slopes >= 0.1 - 1e-6) & (slopes <= 0.3 + 1e-6)) and len(np.unique(slopes.round(5))) > 10
+    np.testing.assert_array_equal(y[x >= 0], x[x >= 0])
+
+
+def _labels(shape, seed=3):
+    return np.where(np.random.default_rng(seed).random(shape) > 0.5, 1.0, -1.0).astype(np.float32)
+
+
+LOSSES = [
+    ("margin_ranking_loss", lambda lib, ins: (ins[0], ins[1], lib.tensor(_labels(6))), dict(margin=0.3), [(6,), (6,)]),
+    ("soft_margin_loss", lambda lib, ins: (ins[0], lib.tensor(_labels((3, 4)))), {}, [(3, 4)]),
+    ("hinge_embedding_loss", lambda lib, ins: (ins[0], lib.tensor(_labels((3, 4)))), dict(margin=0.5), [(3, 4)]),
+    ("cosine_embedding_loss", lambda lib, ins: (ins[0], ins[1], lib.tensor(_labels(5))), dict(margin=0.2),
+     [(5, 4), (5, 4)]),
+    ("triplet_margin_loss", lambda lib, ins: tuple(ins), dict(margin=0.5, swap=True), [(4, 3), (4, 3), (4, 3)]),
+    ("triplet_margin_loss", lambda lib, ins: tuple(ins), dict(p=1.0), [(4, 3), (4, 3), (4, 3)]),
+    ("multilabel_soft_margin_loss", lambda lib, ins: (ins[0], lib.tensor((_labels((3, 5)) > 0).astype(np.float32))),
+     {}, [(3, 5)]),
+    ("multi_margin_loss", lambda lib, ins: (ins[0], lib.tensor([0, 2, 1, 3])), dict(margin=0.7), [(4, 4)]),
+    ("multi_margin_loss", lambda lib, ins: (ins[0], lib.tensor([0, 2, 1, 3])),
+     dict(p=2, weight="w"), [(4, 4)]),
+    ("poisson_nll_loss", lambda lib, ins: (ins[0], lib.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))),
+     dict(full=True), [(3, 4)]),
+    ("poisson_nll_loss", lambda lib, ins: (ins[0], lib.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))),
+     dict(log_input=False), [(3, 4)], True),
+    ("gaussian_nll_loss", lambda lib, ins: (ins[0], ins[1], ins[2]), dict(full=True), [(3, 4), (3, 4), (3, 4)], True),
+    ("gaussian_nll_loss", lambda lib, ins: (ins[0], ins[1], ins[2]), {}, [(3, 4), (3, 4), (3,)], True),
+]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("case", LOSSES, ids=[f"{c[0]}-{i}" for i, c in enumerate(LOSSES)])
+def test_losses_as_pytorch(case, reduction):
+    name, make, kwargs, shapes, *positive = case
+    pairs = [_both(s, seed=i, positive=bool(positive)) for i, s in enumerate(shapes)]
+    ours_kwargs, theirs_kwargs = dict(kwargs, reduction=reduction), dict(kwargs, reduction=reduction)
+    if kwargs.get("weight") == "w":
+        ours_kwargs["weight"], theirs_kwargs["weight"] = ggrad.tensor([1.0, 2.0, 0.5, 1.5]), torch.tensor(
+            [1.0, 2.0, 0.5, 1.5])
+    ours = getattr(F, name)(*make(ggrad, [g for g, _ in pairs]), **ours_kwargs)
+    theirs = getattr(torch.nn.functional, name)(*make(torch, [t for _, t in pairs]), **theirs_kwargs)
+    _compare(ours, theirs, pairs, rtol=1e-4, atol=1e-5)
+
+
+def test_loss_modules_and_bad_reduction():
+    g, t = _both((4, 3))
+    ours = nn.TripletMarginLoss(margin=0.5)(g, g * 2, g * 0.5)
+    theirs = torch.nn.TripletMarginLoss(margin=0.5)(t, t * 2, t * 0.5)
+    np.testing.assert_allclose(ours.item(), theirs.item(), rtol=1e-5)
+    for cls in ("MarginRankingLoss", "SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
+                "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"):
+        assert repr(getattr(nn, cls)()) == repr(getattr(torch.nn, cls)())
+    with pytest.raises(ValueError):
+        torch.nn.functional.soft_margin_loss(torch.ones(2), torch.ones(2), reduction="bad")
+    with pytest.raises(ValueError, match="not a valid value for reduction"):
+        F.soft_margin_loss(ggrad.ones(2), ggrad.ones(2), reduction="bad")
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(ggrad.ones(2), ggrad.ones(2), -ggrad.ones(2))

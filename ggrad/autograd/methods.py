@@ -313,6 +313,9 @@ _METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)
+for _name in ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount", "unique",
+              "unique_consecutive", "kron", "rot90", "copysign", "frexp"):
+    _METHODS[_name] = getattr(ops, _name)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
     _METHODS[_name] = getattr(factory, _name)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",

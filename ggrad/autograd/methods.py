@@ -278,7 +278,6 @@ _METHODS = {
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
     "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8), "byte": _type_method(UINT8), "short": _type_method(INT16),
     "cpu": lambda self: to(self, "cpu"), "cuda": _cuda, "pin_memory": _pin_memory,
-    "is_pinned": lambda self, device=None: False,
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
     "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..autograd import grad_mode
+from ..autograd.arguments import FLAG, TENSOR, require
 from ..autograd.ops import clamp, logsigmoid, minimum, softplus, where
 from ..ggml.errors import ShapeError
 from .similarity import pairwise_distance
@@ -15,6 +16,12 @@ from .similarity import pairwise_distance
 __all__ = ["margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
            "gaussian_nll_loss"]
+
+
+def _tensors(op, **named):
+    """PyTorch's parse of a loss: these arguments are Tensors."""
+    for name, value in named.items():
+        require(op, name, value, TENSOR)
 
 
 def _reduce(loss, reduction):
@@ -29,22 +36,29 @@ def _reduce(loss, reduction):
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """max(0, -y (x1 - x2) + margin): x1 should rank above x2 where y = 1, below where y = -1."""
+    _tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
     return _reduce(clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
 def soft_margin_loss(input, target, reduction="mean"):  # noqa: A002 (PyTorch's names)
     """log(1 + exp(-y x)), for labels y in {1, -1}."""
+    _tensors("soft_margin_loss", input=input, target=target)
     return _reduce(softplus(-target * input), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):  # noqa: A002
     """x where y = 1, max(0, margin - x) where y = -1 (both terms where y is neither)."""
+    _tensors("hinge_embedding_loss", input=input, target=target)
+    if not input.dtype.is_float:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {input.type()[6:-6]}")
     beyond = where(target != 1, clamp(margin - input, min=0.0), 0.0)
     return _reduce(beyond + where(target != -1, input, 0.0), reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1 (cosine over the last dim)."""
+    _tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
     eps = 1e-12
     dot = (input1 * input2).sum(-1)
     cos = dot / (((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)).sqrt()
@@ -66,6 +80,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 
 def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):  # noqa: A002
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over the classes (last dim)."""
+    _tensors("multilabel_soft_margin_loss", input=input, target=target)
     loss = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -74,9 +89,18 @@ def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):  
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction="mean"):  # noqa: A002
     """Per sample: sum over classes i != y of max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
+    _tensors("multi_margin_loss", input=input, target=target)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     x = input if input.ndim == 2 else input.reshape(1, -1)
+    if target.ndim > 1 or target.numel() != x.shape[0] or x.shape[0] == 0:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size), got target of shape {tuple(target.shape)} for input of shape "
+                           f"{tuple(input.shape)}")
+    if target.dtype.is_float:
+        raise RuntimeError(f"multi_margin_loss: expected target of an integer dtype, got {target.dtype!r}")
+    if target.numel() and (int(target.min().item()) < 0 or int(target.max().item()) >= x.shape[1]):
+        raise RuntimeError("target out of range")
     y = target.reshape(-1, 1)
     picked = x.gather(1, y)
     terms = clamp(margin - picked + x, min=0.0)
@@ -94,6 +118,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """exp(x) - y x (log_input), else x - y log(x + eps); `full` adds Stirling's y log y - y + log(2 pi y) / 2
     where y > 1."""
+    _tensors("poisson_nll_loss", input=input, target=target)
+    require("poisson_nll_loss", "log_input", log_input, FLAG)
+    require("poisson_nll_loss", "full", full, FLAG)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         safe = clamp(target, min=1.0)
@@ -105,6 +132,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
     """(log(max(var, eps)) + (x - y)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2 with `full`); the clamp of var
     passes no gradient, as PyTorch's. `var` has input's shape, or one dim less, or a last dim of 1."""
+    _tensors("gaussian_nll_loss", input=input, target=target)
     if hasattr(var, "shape") and var.shape != input.shape:
         if var.shape == input.shape[:-1]:
             var = var.unsqueeze(-1)

@@ -7,6 +7,8 @@ Upsample is `F.interpolate` with fixed arguments.
 
 from __future__ import annotations
 
+from ..autograd.arguments import TENSOR, ArgumentTypeError, as_int, require
+from ..autograd.tensor import Tensor
 from ..autograd.ops import interpolate
 from ..ggml.errors import ShapeError
 from .module import Module
@@ -15,23 +17,39 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuf
            "ChannelShuffle", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample"]
 
 
+def _no_tensor(value, name, op):
+    if isinstance(value, Tensor):
+        raise ArgumentTypeError(f"{op}(): argument '{name}' must be int, not Tensor")
+    return value
+
+
+def _rank_3(op, input):
+    if input.ndim < 3:
+        raise ShapeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.ndim} "
+                         "dimension(s)")
+
+
 def pixel_shuffle(input, upscale_factor):  # noqa: A002 (PyTorch's names)
     """(*, C r^2, H, W) -> (*, C, H r, W r): each group of r^2 channels becomes an r x r block of pixels."""
-    r = int(upscale_factor)
+    require("pixel_shuffle", "input", input, TENSOR)
+    r = as_int(_no_tensor(upscale_factor, "upscale_factor", "pixel_shuffle"), "upscale_factor", "pixel_shuffle")
+    _rank_3("pixel_shuffle", input)
     *lead, c, h, w = input.shape
-    if input.ndim < 3 or c % (r * r):
+    if c % (r * r):
         raise ShapeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
-                         f"upscale_factor, but input.size(-3)={c if input.ndim >= 3 else None} is not divisible by "
-                         f"{r * r}")
+                         f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     x = input.reshape(-1, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
     return x.reshape(*lead, c // (r * r), h * r, w * r)
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
     """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of pixel_shuffle."""
-    r = int(downscale_factor)
+    require("pixel_unshuffle", "input", input, TENSOR)
+    r = as_int(_no_tensor(downscale_factor, "downscale_factor", "pixel_unshuffle"), "downscale_factor",
+               "pixel_unshuffle")
+    _rank_3("pixel_unshuffle", input)
     *lead, c, h, w = input.shape
-    if input.ndim < 3 or h % r or w % r:
+    if h % r or w % r:
         raise ShapeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but input "
                          f"has shape {tuple(input.shape)} and downscale_factor={r}")
     x = input.reshape(-1, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)

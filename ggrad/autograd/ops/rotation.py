@@ -1,11 +1,13 @@
 """PyTorch's rot90: a quarter turn of the plane of two dims, from flip and transpose."""
 
+from ..arguments import as_int
 from ..tensor import _axis
 from .shape_ops import flip
 
 
 def rot90(input, k=1, dims=(0, 1)):  # noqa: A002 (PyTorch's names)
     """Rotate by 90 degrees k times, from the first of `dims` towards the second."""
+    k = as_int(k, "k", "rot90")
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.ndim < 2:

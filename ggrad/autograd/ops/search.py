@@ -4,9 +4,10 @@ values back too)."""
 
 import numpy as np
 
+from ..arguments import FLAG, INT, TENSOR, require
 from ..factory import tensor
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..tensor import Tensor, _axis
 from ..torch_dtypes import INT64
 from ...ggml import i32
 
@@ -22,7 +23,8 @@ def _count_below(values, boundaries, right):
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002 (PyTorch's names)
     """The index of the bucket of each element among the sorted 1-D `boundaries`: i with
     boundaries[i-1] < x <= boundaries[i] (right=False) or boundaries[i-1] <= x < boundaries[i] (right=True)."""
-    if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
+    require("bucketize", "boundaries", boundaries, TENSOR)
+    if boundaries.ndim != 1:
         raise RuntimeError("boundaries tensor must be 1 dimension, but got dim(" +
                            str(getattr(boundaries, "ndim", "?")) + ")")
     scalar = not isinstance(input, Tensor)
@@ -44,6 +46,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
     values = input if isinstance(input, Tensor) else tensor(input, device=sorted_sequence.device)
+    if not isinstance(input, Tensor) and sorted_sequence.ndim > 1:
+        raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+                           f"is 1, but we got boundaries tensor dim({sorted_sequence.ndim})")
     if sorted_sequence.ndim > 1 and tuple(sorted_sequence.shape[:-1]) != tuple(values.shape[:-1]):
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                            f"dimensions of boundaries tensor and input value tensor must match, but we got "
@@ -62,9 +67,24 @@ def _results(values, inverse, counts, like, return_inverse, return_counts, inver
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _check_flags(op, input, dim, **flags):
+    """PyTorch's parse: input a Tensor, the flags bools, dim an int in range."""
+    require(op, "input", input, TENSOR)
+    for value in flags.values():
+        if isinstance(value, Tensor):
+            bool(value)   # PyTorch's Python layer reads a flag Tensor's truth first: RuntimeError beyond one element
+    for name, value in flags.items():
+        if not isinstance(value, Tensor):
+            require(op, name, value, FLAG)
+    if dim is not None:
+        require(op, "dim", dim, INT)
+        _axis(dim, input.ndim)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted), with the index of each element's value (`return_inverse`) and how often
     each occurs (`return_counts`); with `dim`, the distinct slices along it."""
+    _check_flags("unique", input, dim, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
     host = input.detach().numpy()
     if dim is None:
         values, inverse, counts = np.unique(host, return_inverse=True, return_counts=True)
@@ -76,6 +96,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Each run of equal consecutive values (or slices along `dim`) kept once."""
+    _check_flags("unique_consecutive", input, dim, return_inverse=return_inverse, return_counts=return_counts)
     host = input.detach().numpy()
     d = 0 if dim is None else dim % max(host.ndim, 1)
     flat = host.reshape(-1) if dim is None else np.moveaxis(host, d, 0)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ...ggml.errors import ShapeError
+from ..arguments import FLAG, INT, NUMBER, TENSOR, ArgumentTypeError, require
 from ..factory import arange, tensor, zeros
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _axis
@@ -25,6 +26,12 @@ from .scatter_ops import scatter_add
 from .sorting import sort
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+_WHOLE = object()   # median's "no dim given" (PyTorch refuses an explicit None)
+
+
+def _scalar_name(t):
+    """PyTorch's scalar-type name of t's dtype ("Float", "Long"), as its kernels' messages use it."""
+    return t.type().removeprefix("ggrad.").removesuffix("Tensor")
 
 
 def var_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002 (PyTorch's names)
@@ -53,8 +60,13 @@ def _restore(t, d, input, keepdim):
 
 
 def _median(input, dim, keepdim, ignore_nan, op):
-    if isinstance(dim, (list, tuple)):
-        raise TypeError(f"{op}(): dim must be an int, not {type(dim).__name__}")
+    require(op, "keepdim", keepdim, FLAG)
+    if dim is _WHOLE:
+        if keepdim:
+            raise ArgumentTypeError(f'{op}() missing 1 required positional arguments: "dim"')
+        dim = None
+    else:
+        require(op, "dim", dim, INT)
     x, d = _along(input, dim)
     if x.shape[-1] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
@@ -72,17 +84,22 @@ def _median(input, dim, keepdim, ignore_nan, op):
     return _restore(picked.squeeze(-1), d, input, keepdim), _restore(index.squeeze(-1), d, input, keepdim)
 
 
-def median(input, dim=None, keepdim=False):  # noqa: A002
+def median(input, dim=_WHOLE, keepdim=False):  # noqa: A002
     """The lower median (of the whole tensor, or (values, indices) along `dim`); nan if a nan is among them."""
     return _median(input, dim, keepdim, False, "median")
 
 
-def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+def nanmedian(input, dim=_WHOLE, keepdim=False):  # noqa: A002
     """median ignoring nan (nan only where every element is nan)."""
     return _median(input, dim, keepdim, True, "nanmedian")
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
+    if not isinstance(q, Tensor) and not (NUMBER.fits(q) or (isinstance(q, (list, tuple)) and all(
+            NUMBER.fits(v) for v in q))):
+        raise ArgumentTypeError(f"{op}(): argument 'q' must be float or Tensor, not {type(q).__name__}")
+    if dim is not None:
+        require(op, "dim", dim, INT)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
@@ -176,6 +193,12 @@ def cummin(input, dim):  # noqa: A002
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """Counts of the elements in `bins` equal-width bins over [min, max] (the data's own range when both are
     0); elements outside are left out, max falls in the last bin. Float result, as PyTorch's."""
+    require("histc", "bins", bins, INT)
+    for name, value in (("min", min), ("max", max)):
+        if isinstance(value, Tensor) or not NUMBER.fits(value):
+            raise ArgumentTypeError(f"histc(): argument '{name}' must be Number, not {type(value).__name__}")
+    if not input.dtype.is_float:
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{_scalar_name(input)}\'')
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
@@ -197,7 +220,12 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     """How often each value 0, 1, ... occurs in the 1-D non-negative integer `input` (its weights summed with
     `weights`); length max(input) + 1, at least `minlength`. Reads the largest value back (the length
     depends on it), as PyTorch does."""
-    if input.ndim != 1 or input.dtype.is_float:
+    if weights is not None:
+        require("bincount", "weights", weights, TENSOR)
+    require("bincount", "minlength", minlength, INT)
+    if input.dtype.is_float:
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{_scalar_name(input)}\'')
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")

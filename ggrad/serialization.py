@@ -116,7 +116,8 @@ class _Pickler(pickle.Pickler):
         if not isinstance(obj, (Tensor, np.ndarray, np.generic)):
             return None
         if id(obj) not in self.nodes:
-            self.nodes[id(obj)] = (obj, self.encoder.encode(obj, type(obj).__name__))   # obj kept alive: ids stay unique
+            # obj is kept alive with its node, so no later object gets its id
+            self.nodes[id(obj)] = (obj, self.encoder.encode(obj, type(obj).__name__))
         return self.nodes[id(obj)][1]
 
 

@@ -82,7 +82,8 @@ def _refuse(what, name):
 
 def unsafe_globals(data: bytes) -> list[str]:
     """The `module.qualname` of every global the pickle `data` names that weights-only loading would refuse,
-    in order of appearance (read with genops, nothing run: the strings STACK_GLOBAL takes are followed through the memo)."""
+    in order of appearance (read with genops, nothing run: the strings STACK_GLOBAL takes are followed through
+    the memo)."""
     allowed = _allowed()
     pushed, memo, names = [None], {}, {}
     for op, arg, _ in pickletools.genops(data):

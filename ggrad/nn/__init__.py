@@ -42,7 +42,7 @@ from .resampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, Pi
                          PixelUnshuffle, ChannelShuffle)
 from .bilinear import Bilinear  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
-from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss, CosineEmbeddingLoss,  # noqa: E402
-                                  TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
-                                  GaussianNLLLoss)
+from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
+                                  CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
+                                  PoissonNLLLoss, GaussianNLLLoss)
 from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)

@@ -10,7 +10,7 @@ from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
-from .optimizer import ParamsT, Optimizer, check_betas, check_flags, check_non_negative
+from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags
 
 
 class Adam(Optimizer):
@@ -55,9 +55,7 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        check_non_negative(group, ("lr", "eps"))
-        check_betas(group)
-        check_non_negative(group, ("weight_decay",))
+        check_adam_like(group)
 
     def _update_group(self, group):
         params = self._stepped(group, lambda p: {"exp_avg": zeros_like(p, dtype=ggml.f32),

@@ -6,7 +6,7 @@ from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
-from .optimizer import ParamsT, Optimizer, check_betas, check_flags, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, l2_gradient
 
 
 class Adamax(Optimizer):
@@ -39,9 +39,7 @@ class Adamax(Optimizer):
                                       maximize=maximize))
 
     def _check_group(self, group):
-        check_non_negative(group, ("lr", "eps"))
-        check_betas(group)
-        check_non_negative(group, ("weight_decay",))
+        check_adam_like(group)
 
     def _update_group(self, group):
         params = self._stepped(group, lambda p: {"exp_avg": zeros_like(p, dtype=ggml.f32),

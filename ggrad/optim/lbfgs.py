@@ -97,7 +97,8 @@ class LBFGS(Optimizer):
             return orig_loss
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs", []), state.get("old_stps", []), state.get("ro", [])
-        h_diag, prev_flat_grad, prev_loss = state.get("H_diag", 1.0), state.get("prev_flat_grad"), state.get("prev_loss")
+        h_diag, prev_flat_grad = state.get("H_diag", 1.0), state.get("prev_flat_grad")
+        prev_loss = state.get("prev_loss")
         n_iter = 0
         while n_iter < group["max_iter"]:
             n_iter += 1

@@ -7,13 +7,14 @@ ReduceLROnPlateau, and gathers the rest under PyTorch's path: the multiplicative
 import math
 import numbers
 
-from .lr_scheduler_base import LRScheduler, check_optimizer as _check_optimizer, per_group as _per_group
+from .lr_scheduler_base import LambdaScheduler, LRScheduler
+from .lr_scheduler_base import check_optimizer as _check_optimizer, per_group as _per_group
 from .lr_schedules import (ConstantLR, CosineAnnealingWarmRestarts, CyclicLR, ExponentialLR, LinearLR,
                            MultiplicativeLR, MultiStepLR, PolynomialLR)
 from .lr_scheduler_chains import ChainedScheduler, SequentialLR
 
 
-class LambdaLR(LRScheduler):
+class LambdaLR(LambdaScheduler):
     """lr = initial_lr * lr_lambda(epoch).
 
     Args:
@@ -22,16 +23,8 @@ class LambdaLR(LRScheduler):
         last_epoch (int): Default: -1.
     """
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        _check_optimizer(optimizer)
-        self.lr_lambdas = _per_group("lr_lambda", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
     def get_lr(self):
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
 class StepLR(LRScheduler):

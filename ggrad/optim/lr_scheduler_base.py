@@ -6,7 +6,7 @@ as a small input tensor, so a new learning rate never changes the step's graph.
 
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "check_optimizer", "per_group"]
+__all__ = ["LRScheduler", "LambdaScheduler", "check_optimizer", "per_group"]
 
 
 def check_optimizer(optimizer):
@@ -87,3 +87,14 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+class LambdaScheduler(LRScheduler):
+    """A scheduler driven by `lr_lambda`, one function or one per param group (LambdaLR, MultiplicativeLR);
+    the functions stay out of state dicts (they are often lambdas, which cannot be saved)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        check_optimizer(optimizer)
+        self.lr_lambdas = per_group("lr_lambda", optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}

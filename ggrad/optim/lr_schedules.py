@@ -13,7 +13,7 @@ import collections
 import math
 import numbers
 
-from .lr_scheduler_base import LRScheduler, check_optimizer, per_group
+from .lr_scheduler_base import LambdaScheduler, LRScheduler, check_optimizer, per_group
 
 __all__ = ["MultiStepLR", "ExponentialLR", "MultiplicativeLR", "ConstantLR", "LinearLR", "PolynomialLR",
            "CosineAnnealingWarmRestarts", "CyclicLR"]
@@ -70,7 +70,7 @@ class ExponentialLR(LRScheduler):
         return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(LambdaScheduler):
     """Multiply the learning rate by `lr_lambda(epoch)` every epoch after the first.
 
     Args:
@@ -79,18 +79,10 @@ class MultiplicativeLR(LRScheduler):
         last_epoch (int): Default: -1.
     """
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        check_optimizer(optimizer)
-        self.lr_lambdas = per_group("lr_lambda", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
     def get_lr(self):
         if self._initial:
             return _lrs(self)
         return [lr * fn(self.last_epoch) for lr, fn in zip(_lrs(self), self.lr_lambdas)]
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
 class ConstantLR(LRScheduler):

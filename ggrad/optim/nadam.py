@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
-from .optimizer import ParamsT, Optimizer, check_betas, check_flags, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, decayed_gradient
 
 
 class NAdam(Optimizer):
@@ -44,21 +44,16 @@ class NAdam(Optimizer):
                                       maximize=maximize))
 
     def _check_group(self, group):
-        check_non_negative(group, ("lr", "eps"))
-        check_betas(group)
-        check_non_negative(group, ("weight_decay", "momentum_decay"))
+        check_adam_like(group, ("momentum_decay",))
 
     def _update_group(self, group):
         params = self._stepped(group, lambda p: {"mu_product": 1.0, "exp_avg": zeros_like(p, dtype=ggml.f32),
                                                  "exp_avg_sq": zeros_like(p, dtype=ggml.f32)})
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        decoupled = group["decoupled_weight_decay"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         for p in params:
             state = self.state[p]
             t = state["step"]
-            p32, g = l2_gradient(p, p.grad, 0.0 if decoupled else wd, group["maximize"])
-            if decoupled and wd != 0:
-                p32 = p32 * tensor(1.0 - lr * wd, device=p.device)
+            p32, g = decayed_gradient(p, group)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * group["momentum_decay"]))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * group["momentum_decay"]))
             state["mu_product"] *= mu

@@ -7,7 +7,7 @@ import math
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
-from .optimizer import ParamsT, Optimizer, check_betas, check_flags, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, decayed_gradient
 
 
 class RAdam(Optimizer):
@@ -45,22 +45,17 @@ class RAdam(Optimizer):
                                       decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
 
     def _check_group(self, group):
-        check_non_negative(group, ("lr", "eps"))
-        check_betas(group)
-        check_non_negative(group, ("weight_decay",))
+        check_adam_like(group)
 
     def _update_group(self, group):
         params = self._stepped(group, lambda p: {"exp_avg": zeros_like(p, dtype=ggml.f32),
                                                  "exp_avg_sq": zeros_like(p, dtype=ggml.f32)})
-        lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        decoupled = group["decoupled_weight_decay"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         rho_inf = 2.0 / (1.0 - beta2) - 1.0
         for p in params:
             state = self.state[p]
             t = state["step"]
-            p32, g = l2_gradient(p, p.grad, 0.0 if decoupled else wd, group["maximize"])
-            if decoupled and wd != 0:
-                p32 = p32 * tensor(1.0 - lr * wd, device=p.device)
+            p32, g = decayed_gradient(p, group)
             exp_avg = state["exp_avg"] * beta1 + g * (1.0 - beta1)
             exp_avg_sq = state["exp_avg_sq"] * beta2 + (g * g) * (1.0 - beta2)
             updates.assign_(state["exp_avg"], exp_avg)

@@ -23,7 +23,8 @@ def test_constants():
 ])
 def test_isin_as_pytorch(elements, test, kwargs):
     theirs = torch.isin(torch.tensor(elements), torch.tensor(test, dtype=torch.tensor(elements).dtype), **kwargs)
-    ours = ggrad.isin(ggrad.tensor(elements), ggrad.tensor(np.asarray(test, dtype=np.asarray(elements).dtype)), **kwargs)
+    test_array = np.asarray(test, dtype=np.asarray(elements).dtype)
+    ours = ggrad.isin(ggrad.tensor(elements), ggrad.tensor(test_array), **kwargs)
     assert ours.dtype == ggrad.bool and ours.tolist() == theirs.tolist()
     assert ggrad.isin(ggrad.tensor([1, 2, 3]), 2).tolist() == torch.isin(torch.tensor([1, 2, 3]), 2).tolist()
     assert ggrad.isin(2, ggrad.tensor([1, 2])).tolist() == torch.isin(2, torch.tensor([1, 2])).tolist()

@@ -27,7 +27,8 @@ def _compare(ours, theirs, inputs, rtol=1e-5, atol=1e-6):
             np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=rtol, atol=atol)
 
 
-PADS = [("ZeroPad1d", (2, 1), (2, 3, 5)), ("ZeroPad2d", 1, (2, 3, 4, 5)), ("ZeroPad3d", (1, 0, 2, 1, 0, 1), (1, 2, 3, 4, 5)),
+PADS = [("ZeroPad1d", (2, 1), (2, 3, 5)), ("ZeroPad2d", 1, (2, 3, 4, 5)),
+        ("ZeroPad3d", (1, 0, 2, 1, 0, 1), (1, 2, 3, 4, 5)),
         ("ConstantPad1d", 2, (2, 3, 5)), ("ConstantPad2d", (1, 2, 0, 1), (2, 3, 4, 5)),
         ("ConstantPad3d", 1, (1, 2, 3, 4, 5)), ("ReflectionPad1d", (2, 1), (2, 3, 5)),
         ("ReflectionPad2d", (1, 2, 2, 1), (2, 3, 4, 5)), ("ReflectionPad3d", 1, (1, 2, 3, 4, 5)),

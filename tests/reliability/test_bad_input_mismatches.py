@@ -21,7 +21,8 @@ import bad_input_mismatches as measure  # noqa: E402
 KNOWN = {
     "nn.functional.soft_margin_loss": (('float_index',),
                                        "torch reads the Tensor in its deprecated size_average slot as a flag "
-                                       "(RuntimeError) before the int target; ggrad refuses the int target (TypeError)"),
+                                       "(RuntimeError) before the int target; ggrad refuses the int target "
+                                       "(TypeError)"),
     "nn.functional.multilabel_soft_margin_loss": (('float_index',), "the same"),
     "nn.functional.multi_margin_loss": (('float_index',), "the same"),
     "Tensor.add": (('float_index',),

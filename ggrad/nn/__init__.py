@@ -41,6 +41,7 @@ from .padding import (ZeroPad1d, ZeroPad2d, ZeroPad3d, ConstantPad1d, ConstantPa
 from .resampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle,  # noqa: E402
                          PixelUnshuffle, ChannelShuffle)
 from .bilinear import Bilinear  # noqa: E402
+from .fold import Fold, Unfold  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,

@@ -149,3 +149,28 @@ def test_loss_modules_and_bad_reduction():
         F.soft_margin_loss(ggrad.ones(2), ggrad.ones(2), reduction="bad")
     with pytest.raises(ValueError, match="negative"):
         F.gaussian_nll_loss(ggrad.ones(2), ggrad.ones(2), -ggrad.ones(2))
+
+
+@pytest.mark.parametrize("dim, size, step", [(0, 2, 1), (1, 3, 2), (-1, 2, 2), (2, 4, 1)])
+def test_tensor_unfold(dim, size, step):
+    g, t = _both((3, 4, 5))
+    _compare(g.unfold(dim, size, step), t.unfold(dim, size, step), [(g, t)])
+    with pytest.raises(RuntimeError):
+        t.unfold(0, 9, 1)
+    with pytest.raises(RuntimeError, match="maximum size"):
+        g.unfold(0, 9, 1)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=(2, 3), dilation=(1, 2), padding=1,
+                                                               stride=(2, 1)), dict(kernel_size=3, padding=1)])
+def test_unfold_and_fold(kwargs):
+    g, t = _both((2, 3, 5, 6))
+    _compare(F.unfold(g, **kwargs), torch.nn.functional.unfold(t, **kwargs), [(g, t)])
+    cols = torch.nn.functional.unfold(torch.ones(2, 3, 5, 6), **kwargs).shape
+    gc, tc = _both(tuple(cols), seed=4)
+    _compare(nn.Fold((5, 6), **kwargs)(gc), torch.nn.Fold((5, 6), **kwargs)(tc), [(gc, tc)])
+    assert repr(nn.Unfold(**kwargs)) == repr(torch.nn.Unfold(**kwargs))
+    g3, t3 = _both((3, 5, 6))
+    _compare(nn.Unfold(**kwargs)(g3), torch.nn.Unfold(**kwargs)(t3), [(g3, t3)])
+    with pytest.raises(RuntimeError, match="sliding blocks"):
+        F.fold(gc[..., :-1], (5, 6), **kwargs)

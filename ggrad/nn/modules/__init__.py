@@ -11,6 +11,7 @@ from .container import Sequential, ModuleList, ModuleDict, ParameterList, Parame
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import PairwiseDistance, CosineSimilarity
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
+from .fold import Fold, Unfold
 from .flatten import Flatten, Unflatten
 from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Bilinear, Identity, Linear
@@ -32,12 +33,12 @@ from .transformer import (Transformer, TransformerEncoder, TransformerDecoder, T
                           TransformerDecoderLayer)
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 
-__all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish",
-           "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus",
-           "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "LogSoftmax",
-           "BatchNorm1d", "BatchNorm2d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "PairwiseDistance",
-           "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+__all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
+           "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
+           "Softplus", "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
+           "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "PairwiseDistance", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout", "Flatten", "Unflatten", "InstanceNorm1d", "InstanceNorm2d", "Bilinear", "Identity",
            "Linear", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss",

@@ -133,7 +133,7 @@ OP_KINDS = {
     ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
     ("view", "shape"): Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v)),
     ("searchsorted", "input"): None,   # a scalar value is taken (torch: RuntimeError for >1-D boundaries)
-    ("tensordot", "b"): TENSOR, ("upsample", "size"): None,
+    ("tensordot", "b"): TENSOR, ("upsample", "size"): None, ("unfold", "kernel_size"): None,
 }
 OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
 # The parameter names PyTorch's messages use where ggrad's differ.

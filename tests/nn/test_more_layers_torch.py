@@ -174,3 +174,39 @@ def test_unfold_and_fold(kwargs):
     _compare(nn.Unfold(**kwargs)(g3), torch.nn.Unfold(**kwargs)(t3), [(g3, t3)])
     with pytest.raises(RuntimeError, match="sliding blocks"):
         F.fold(gc[..., :-1], (5, 6), **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("layout", ["2d", "offsets", "last_offset"])
+def test_embedding_bag(mode, layout):
+    torch.manual_seed(0)
+    theirs = torch.nn.EmbeddingBag(10, 4, mode=mode, padding_idx=2, include_last_offset=layout == "last_offset")
+    ours = nn.EmbeddingBag(10, 4, mode=mode, padding_idx=2, include_last_offset=layout == "last_offset")
+    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    if layout == "2d":
+        idx, offs = np.array([[1, 2, 4], [4, 3, 2], [2, 2, 2]]), None
+    else:
+        idx = np.array([1, 2, 4, 5, 4, 3, 9, 2])
+        offs = np.array([0, 3, 3, 6] + ([8] if layout == "last_offset" else []))   # an empty bag, a padding-only run
+    args_ours = (ggrad.tensor(idx),) + ((ggrad.tensor(offs),) if offs is not None else ())
+    args_theirs = (torch.tensor(idx),) + ((torch.tensor(offs),) if offs is not None else ())
+    _compare(ours(*args_ours), theirs(*args_theirs), [])                  # values, then a weighted backward
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert repr(ours) == repr(theirs)
+
+
+def test_embedding_bag_per_sample_weights_and_errors():
+    weight = np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32)
+    idx, offs, psw = np.array([0, 2, 5, 1]), np.array([0, 2]), np.array([0.5, 2.0, -1.0, 3.0], np.float32)
+    ours = F.embedding_bag(ggrad.tensor(idx), ggrad.tensor(weight), ggrad.tensor(offs), mode="sum",
+                           per_sample_weights=ggrad.tensor(psw))
+    theirs = torch.nn.functional.embedding_bag(torch.tensor(idx), torch.tensor(weight), torch.tensor(offs),
+                                               mode="sum", per_sample_weights=torch.tensor(psw))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    for fn, lib in ((F.embedding_bag, ggrad), (torch.nn.functional.embedding_bag, torch)):
+        with pytest.raises(NotImplementedError):
+            fn(lib.tensor(idx), lib.tensor(weight), lib.tensor(offs), mode="mean", per_sample_weights=lib.tensor(psw))
+        with pytest.raises(ValueError):
+            fn(lib.tensor(idx), lib.tensor(weight))                   # a 1-D input needs offsets
+        with pytest.raises(ValueError):
+            fn(lib.tensor(idx.reshape(2, 2)), lib.tensor(weight), lib.tensor(offs))

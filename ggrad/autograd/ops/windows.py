@@ -7,9 +7,9 @@ the index_add that sums overlapping windows back; F.fold is that index_add itsel
 import numpy as np
 
 from ...ggml.errors import ShapeError
-from ..arguments import TENSOR, as_int, require
+from ..arguments import TENSOR, ArgumentTypeError, as_int, require
 from ..factory import tensor, zeros
-from ..tensor import _axis
+from ..tensor import Tensor, _axis
 from .indexing import index_select
 from .scatter_ops import index_add
 from .shape_ops import pad
@@ -56,10 +56,27 @@ def _patch_index(channels, height, width, kernel, dilation, padding, stride):
     return (c.reshape(-1, 1) * hp * wp + rows * wp + cols), (oh, ow), (hp, wp)
 
 
+def _check_kernel(kernel_size):
+    """PyTorch's parse of unfold's kernel_size, before the input's rank: ints (TypeError else; an empty Tensor
+    is its RuntimeError), all positive (RuntimeError)."""
+    if isinstance(kernel_size, Tensor) and kernel_size.numel() == 0:
+        raise RuntimeError("unfold(): kernel_size is an empty Tensor")
+    sizes = (kernel_size,) if not isinstance(kernel_size, (tuple, list)) else tuple(kernel_size)
+    if not all(isinstance(k, int) and not isinstance(k, bool) for k in sizes):
+        raise ArgumentTypeError(f"unfold(): argument 'kernel_size' must be tuple of ints, not "
+                                f"{type(kernel_size).__name__}")
+    if any(k <= 0 for k in sizes):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size: {kernel_size}")
+
+
 def im2col(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     """(N, C, H, W) -> (N, C kh kw, L): every sliding kernel_size patch as a column (PyTorch's F.unfold)."""
     require("unfold", "input", input, TENSOR)
-    if input.ndim not in (3, 4):
+    _check_kernel(kernel_size)
+    if input.ndim < 3:   # PyTorch reads the channel dim (-3) first
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
+                         f"but got -3)")
+    if input.ndim > 4:
         raise ShapeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
     x = input if input.ndim == 4 else input.unsqueeze(0)
     n, c, h, w = x.shape

@@ -28,7 +28,7 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, AvgPool1d, AvgPool2d, AvgPool3d,
                       AdaptiveMaxPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d)
 from .rnn import RNN, LSTM, GRU, RNNCell, LSTMCell, GRUCell
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .transformer import (Transformer, TransformerEncoder, TransformerDecoder, TransformerEncoderLayer,
                           TransformerDecoderLayer)
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
@@ -49,6 +49,6 @@ __all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", 
            "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "MaxPool1d",
            "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "AdaptiveMaxPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "RNN", "LSTM", "GRU",
-           "RNNCell", "LSTMCell", "GRUCell", "Embedding", "Transformer", "TransformerEncoder", "TransformerDecoder",
-           "TransformerEncoderLayer", "TransformerDecoderLayer", "Upsample", "UpsamplingNearest2d",
-           "UpsamplingBilinear2d"]
+           "RNNCell", "LSTMCell", "GRUCell", "Embedding", "EmbeddingBag", "Transformer", "TransformerEncoder",
+           "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d"]

@@ -182,3 +182,42 @@ def test_trapezoid_rot90_copysign_frexp():
     _same(ggrad.frexp(ggrad.tensor(f)), torch.frexp(torch.tensor(f)))
     with pytest.raises(RuntimeError, match="rotation dims"):
         ggrad.rot90(gy, 1, (0, 0))
+
+
+@pytest.mark.parametrize("how", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(how, include_self):
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    src = RNG.standard_normal((2, 4)).astype(np.float32)
+    idx = np.array([[0, 1, 0, 2], [2, 2, 1, 0]])
+    for dim, index in ((0, idx), (1, np.array([[3, 0, 3, 1], [1, 1, 0, 0]]))):
+        (gx, tx), (gs, ts) = _pair(x, grad=True), _pair(src, grad=True)
+        ours = ggrad.scatter_reduce(gx, dim, ggrad.tensor(index), gs, how, include_self=include_self)
+        theirs = torch.scatter_reduce(tx, dim, torch.tensor(index), ts, how, include_self=include_self)
+        _same(ours, theirs)
+        w = RNG.standard_normal(x.shape).astype(np.float32)
+        (ours * ggrad.tensor(w)).sum().backward()
+        (theirs * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gs.grad.numpy(), ts.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ints = np.array([[4, 7, 1], [2, 9, 3]])
+    gi, ti = _pair(ints)
+    _same(gi.scatter_reduce(1, ggrad.tensor([[0, 0, 2], [1, 1, 1]]), gi, how),
+          ti.scatter_reduce(1, torch.tensor([[0, 0, 2], [1, 1, 1]]), ti, how))
+
+
+def test_scatter_reduce_multiply_and_errors():
+    g, t = _pair(np.ones(4, np.float32))
+    _same(g.scatter(0, ggrad.tensor([0, 0, 3]), ggrad.tensor([2.0, 3.0, 4.0]), reduce="multiply"),
+          t.scatter(0, torch.tensor([0, 0, 3]), torch.tensor([2.0, 3.0, 4.0]), reduce="multiply"))
+    _same(g.scatter(0, ggrad.tensor([1]), 5.0, reduce="multiply"), t.scatter(0, torch.tensor([1]), 5.0,
+                                                                             reduce="multiply"))
+    with pytest.raises(RuntimeError):
+        torch.scatter_reduce(t, 0, torch.tensor([0]), t, "median")
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        ggrad.scatter_reduce(g, 0, ggrad.tensor([0]), g, "median")
+    wide = ggrad.scatter_reduce(ggrad.zeros(2, 3), 1, ggrad.tensor([[2]]), ggrad.ones(1, 4), "sum")
+    assert wide.tolist() == torch.scatter_reduce(torch.zeros(2, 3), 1, torch.tensor([[2]]), torch.ones(1, 4),
+                                                 "sum").tolist()      # only index's extent of src is read
+    with pytest.raises(RuntimeError):
+        g.scatter(0, ggrad.tensor([0]), ggrad.tensor([2.0]), reduce="divide")

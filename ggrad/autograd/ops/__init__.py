@@ -43,6 +43,7 @@ from .tensor_products import tensordot, kron, cdist
 from .calculus import trapezoid, trapz, cumulative_trapezoid
 from .float_parts import copysign, frexp
 from .rotation import rot90
+from .reduce_into import scatter_reduce
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
@@ -57,5 +58,5 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
             "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
-            "inverse_erf", "statistics", "search", "tensor_products", "windows", "calculus", "float_parts", "rotation",
+            "inverse_erf", "statistics", "search", "tensor_products", "windows", "reduce_into", "calculus", "float_parts", "rotation",
             "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

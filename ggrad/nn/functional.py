@@ -221,7 +221,7 @@ def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_ro
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | ArrayLike | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(query @ key^T * scale + mask) @ value, as PyTorch's F.scaled_dot_product_attention.
 
     Args:
@@ -234,6 +234,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         dropout_p (float, default 0.0): dropout on the attention weights (applied whenever > 0, as in PyTorch).
         is_causal (bool, default False): query i attends keys j <= i; cannot be combined with attn_mask.
         scale (float, optional): defaults to 1 / sqrt(E).
+        enable_gqa (bool, default False): grouped-query attention: key and value with fewer heads (dim -3)
+            than query, each serving query.shape[-3] // key.shape[-3] query heads.
 
     Returns:
         Tensor of shape (..., L, Ev).
@@ -245,6 +247,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise ShapeError(f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value "
                          f"{value.shape} don't fit (need key.shape[-1] == query.shape[-1] == E and "
                          f"key.shape[-2] == value.shape[-2] == S)")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if heads % kv_heads or value.shape[-3] != kv_heads:
+            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa, query's {heads} heads must be a "
+                               f"multiple of key's and value's ({kv_heads}, {value.shape[-3]})")
+        key = key.repeat_interleave(heads // kv_heads, dim=-3)
+        value = value.repeat_interleave(heads // kv_heads, dim=-3)
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:

@@ -118,3 +118,21 @@ def test_erfinv_values_edges_and_gradient_as_pytorch():
     torch.erfinv(u).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), u.grad.numpy(), rtol=1e-5)
     assert ggrad.erfinv(ggrad.tensor([0, 1])).dtype == ggrad.float32     # integers give float32, as PyTorch
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_enable_gqa_as_pytorch(is_causal):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 6, 5, 4), (2, 2, 5, 4), (2, 2, 5, 3)))
+    gq, gk, gv = (ggrad.tensor(a, requires_grad=True) for a in (q, k, v))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    ours = ggrad.nn.functional.scaled_dot_product_attention(gq, gk, gv, is_causal=is_causal, enable_gqa=True)
+    theirs = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=is_causal, enable_gqa=True)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-4, atol=1e-5)
+    ours.sum().backward()
+    theirs.sum().backward()
+    for g, t in ((gq, tq), (gk, tk), (gv, tv)):
+        np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(RuntimeError):
+        ggrad.nn.functional.scaled_dot_product_attention(gq, gk[:, :1].repeat(1, 4, 1, 1), gv[:, :1].repeat(1, 4, 1, 1),
+                                                         enable_gqa=True)

@@ -210,3 +210,22 @@ def test_embedding_bag_per_sample_weights_and_errors():
             fn(lib.tensor(idx), lib.tensor(weight))                   # a 1-D input needs offsets
         with pytest.raises(ValueError):
             fn(lib.tensor(idx.reshape(2, 2)), lib.tensor(weight), lib.tensor(offs))
+
+
+@pytest.mark.parametrize("shape, size", [((2, 3, 7, 9), (3, 4)), ((3, 5, 5), 2), ((1, 2, 6, 4), (None, 3))])
+def test_adaptive_max_pool2d(shape, size):
+    g, t = _both(shape)
+    (ov, oi), (tv, ti) = (F.adaptive_max_pool2d(g, size, return_indices=True),
+                          torch.nn.functional.adaptive_max_pool2d(t, size, return_indices=True))
+    np.testing.assert_array_equal(oi.numpy(), ti.numpy())
+    _compare(ov, tv, [(g, t)])
+    assert repr(nn.AdaptiveMaxPool2d(size)) == repr(torch.nn.AdaptiveMaxPool2d(size))
+
+
+@pytest.mark.parametrize("shape, size", [((2, 3, 10), 4), ((3, 7), 7)])
+def test_adaptive_max_pool1d(shape, size):
+    g, t = _both(shape)
+    _compare(nn.AdaptiveMaxPool1d(size)(g), torch.nn.AdaptiveMaxPool1d(size)(t), [(g, t)])
+    _, oi = F.adaptive_max_pool1d(ggrad.tensor(g.detach().numpy()), size, return_indices=True)
+    _, ti = torch.nn.functional.adaptive_max_pool1d(t.detach(), size, return_indices=True)
+    np.testing.assert_array_equal(oi.numpy(), ti.numpy())

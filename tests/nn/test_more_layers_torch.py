@@ -229,3 +229,20 @@ def test_adaptive_max_pool1d(shape, size):
     _, oi = F.adaptive_max_pool1d(ggrad.tensor(g.detach().numpy()), size, return_indices=True)
     _, ti = torch.nn.functional.adaptive_max_pool1d(t.detach(), size, return_indices=True)
     np.testing.assert_array_equal(oi.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(stride=(2, 1, 2), padding=1, dilation=(1, 2, 1)),
+                                    dict(padding="same", groups=2, bias=False), dict(padding=1, padding_mode="circular")])
+def test_conv3d(kwargs):
+    torch.manual_seed(0)
+    theirs = torch.nn.Conv3d(4, 6, (3, 2, 3), **kwargs)
+    ours = nn.Conv3d(4, 6, (3, 2, 3), **kwargs)
+    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    g, t = _both((2, 4, 6, 5, 7))
+    _compare(ours(g), theirs(t), [(g, t)], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert repr(ours) == repr(theirs)
+    g1, t1 = _both((4, 6, 5, 7))                                      # unbatched
+    groups = kwargs.get("groups", 1)
+    _compare(F.conv3d(g1, ours.weight.detach(), groups=groups),
+             torch.nn.functional.conv3d(t1, theirs.weight.detach(), groups=groups), [(g1, t1)], rtol=1e-4, atol=1e-5)

@@ -8,7 +8,7 @@ from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hards
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .channelshuffle import ChannelShuffle
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .distance import PairwiseDistance, CosineSimilarity
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
 from .fold import Fold, Unfold
@@ -38,7 +38,7 @@ __all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", 
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
            "Softplus", "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
            "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict",
-           "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "PairwiseDistance", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout", "Flatten", "Unflatten", "InstanceNorm1d", "InstanceNorm2d", "Bilinear", "Identity",
            "Linear", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",

@@ -232,7 +232,8 @@ def test_adaptive_max_pool1d(shape, size):
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(stride=(2, 1, 2), padding=1, dilation=(1, 2, 1)),
-                                    dict(padding="same", groups=2, bias=False), dict(padding=1, padding_mode="circular")])
+                                    dict(padding="same", groups=2, bias=False),
+                                    dict(padding=1, padding_mode="circular")])
 def test_conv3d(kwargs):
     torch.manual_seed(0)
     theirs = torch.nn.Conv3d(4, 6, (3, 2, 3), **kwargs)

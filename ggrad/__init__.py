@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
 from typing import Any as _Any
 
 from . import ggml
@@ -23,7 +24,7 @@ from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the bui
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
                                zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
                                initial_seed, default_generator,
-                               linspace, logspace, randperm)
+                               linspace, logspace, randperm, as_tensor, seed, get_rng_state, set_rng_state)
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
 from .autograd.torch_dtypes import INT8 as int8, UINT8 as uint8, INT16 as int16
 from .autograd.dtype_rules import result_type, promote_types
@@ -36,6 +37,8 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 from .autograd.type_info import finfo, iinfo
+from .autograd.legacy import (FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor,
+                              ShortTensor, CharTensor, ByteTensor, BoolTensor)
 
 from .autograd import ops as _ops
 from .autograd.boundary import guard as _guard
@@ -50,6 +53,10 @@ from . import linalg  # noqa: E402  (torch.linalg's norms and products)
 from . import func  # noqa: E402  (torch.func's transforms: jvp)
 from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
+from . import cuda, backends, compiler, distributions  # noqa: E402  (torch.cuda, .backends, .compiler, .distributions)
+from .compiler import compile  # noqa: E402,A001  (torch.compile: returns the model, ggrad compiles each step)
+from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
+from .settings import *  # noqa: E402,F401,F403  (default dtype, deterministic algorithms, inter-op threads)
 
 float = float32  # noqa: A001  (torch.float)
 half = float16
@@ -57,6 +64,8 @@ int = int32  # noqa: A001
 long = int64
 short = int16
 float64 = double = ggml.dtypes.from_name("f64")   # named so PyTorch code reads; creating one raises (no f64 compute)
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan   # torch.pi, torch.e, torch.inf, torch.nan
+newaxis = None
 
 
 def is_floating_point(t: Tensor) -> _builtins.bool:

@@ -1,9 +1,14 @@
-"""`ggrad.save(obj, path)` / `ggrad.load(path)`: checkpoints without pickle.
+"""`ggrad.save(obj, path)` / `ggrad.load(path)`: checkpoints of state dicts without pickle, and of whole
+objects (modules) with PyTorch's safety model.
 
 A path ending in `.gguf` is a GGUF file (GGML's format; see `serialization_gguf`). Otherwise a
 checkpoint is a numpy `.npz` archive: every Tensor and numpy array is one member (`a0`, `a1`, ...),
 and the structure around them (nested dicts, lists, tuples, numbers, strings, None) is JSON in the
-member `__ggrad__`. Loading never unpickles (`allow_pickle=False`), so a file cannot run code.
+member `__ggrad__`. Such a file holds no pickle at all. An object beyond that (a Module, any class
+instance) is pickled into the member `__pickle__`, its tensors still members of their own (a tensor
+held twice, as tied weights, is stored once and loads as one tensor). Loading reads that pickle
+weights-only by default (`serialization_unpickler`: only allowed classes are built, nothing is
+imported); Python's unpickler runs only with `weights_only=False`, the explicit opt-in for trusted files.
 Saving writes a temporary file in the same directory, fsyncs it and renames it over the target
 (`ggml.files.atomic_write`): an interrupted save leaves the previous file intact.
 Before numpy reads a member, its .npy header is checked against the archive's own sizes (`_check_members`),
@@ -12,9 +17,11 @@ so a small hostile file cannot make load allocate or inflate far more than the f
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import pickle
 import sys
 import zipfile
 from typing import Any
@@ -28,16 +35,26 @@ from .autograd.typing_aliases import DeviceLike
 from . import ggml
 from . import serialization_gguf
 from .ggml.files import atomic_write
+from .serialization_unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals,
+                                      unsafe_globals, weights_only_load)
+
+__all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 FORMAT = "ggrad.save"
-VERSION = 1
+VERSION = 2   # 2: a whole object may be pickled (the root node {"pickle": member}); 1: plain data only
 _META = "__ggrad__"
+_PICKLE = "__pickle__"
 # ggrad.save stores members uncompressed; a deflated member may expand at most this much (deflate's own
 # limit is about 1032:1; weights compress far less). Beyond it the file is refused as a decompression bomb.
 MAX_EXPANSION = 100
 
 
 # ---- encoding ----------------------------------------------------------------------------------
+class _NotPlain(TypeError):
+    """An object the JSON structure cannot hold: `save` pickles the whole object instead."""
+
+
 class _Encoder:
     """Turns an object tree into JSON-able nodes and a list of arrays."""
 
@@ -77,15 +94,44 @@ class _Encoder:
             items = []
             for key, value in obj.items():
                 if not (key is None or isinstance(key, (str, int, float, bool))):
-                    raise TypeError(f"ggrad.save: dict keys must be str, int, float, bool or None; got "
+                    raise _NotPlain(f"ggrad.save: dict keys must be str, int, float, bool or None; got "
                                     f"{type(key).__name__} at {where}")
                 items.append([key, self.encode(value, f"{where}[{key!r}]")])
             return {"dict": items}
         if isinstance(obj, (list, tuple)):
             values = [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
             return {"list": values} if isinstance(obj, list) else {"tuple": values}
-        raise TypeError(f"ggrad.save: cannot save an object of type {type(obj).__name__} at {where} (only Tensors, "
-                        "numpy arrays, numbers, strings, None and dicts/lists/tuples of them)")
+        raise _NotPlain(f"ggrad.save: an object of type {type(obj).__name__} at {where} is pickled")
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles an object with its Tensors, numpy arrays and numpy scalars stored as archive members: each is
+    replaced by its structure node, the same node for the same object."""
+
+    def __init__(self, file, encoder, protocol):
+        super().__init__(file, protocol=protocol)
+        self.encoder, self.nodes = encoder, {}
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, (Tensor, np.ndarray, np.generic)):
+            return None
+        if id(obj) not in self.nodes:
+            # obj is kept alive with its node, so no later object gets its id
+            self.nodes[id(obj)] = (obj, self.encoder.encode(obj, type(obj).__name__))
+        return self.nodes[id(obj)][1]
+
+
+def _pickled(obj, protocol):
+    """The members of a checkpoint holding `obj` pickled (its arrays as members of their own)."""
+    encoder = _Encoder()
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, encoder, protocol).dump(obj)
+    except (pickle.PicklingError, AttributeError, TypeError) as e:
+        raise TypeError(f"ggrad.save: cannot pickle {type(obj).__name__}: {e}") from e
+    members = dict(encoder.arrays)
+    members[_PICKLE] = np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+    return {"pickle": _PICKLE}, members
 
 
 def _decode(node, arrays, device, path):
@@ -170,19 +216,25 @@ def _is_gguf(path):
     return not hasattr(path, "write") and not hasattr(path, "read") and os.fspath(path).endswith(".gguf")
 
 
-def save(obj: Any, path: str | os.PathLike[str]) -> None:
-    """Write `obj` (a state dict, or nested dicts/lists of Tensors, arrays, numbers, strings) to `path`.
+def save(obj: Any, path: str | os.PathLike[str], pickle_protocol: int = 4) -> None:
+    """Write `obj` to `path`: a state dict (nested dicts/lists of Tensors, arrays, numbers, strings) as plain
+    data, anything else (a whole Module, an optimizer, any picklable object) pickled with its tensors beside it.
 
     The write is atomic: a temporary file in the same directory, flushed and fsynced, then renamed over
     `path`. Tensors are computed (realized) as they are read. A `.gguf` path writes GGUF.
+    `pickle_protocol` (2 to 5) is used only for a pickled object.
     """
     if _is_gguf(path):
         return serialization_gguf.save(obj, path)
+    if not isinstance(pickle_protocol, int) or not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL:
+        raise ValueError(f"ggrad.save: pickle_protocol must be 2 to {pickle.HIGHEST_PROTOCOL}, got {pickle_protocol!r}")
     encoder = _Encoder()
-    structure = {"format": FORMAT, "version": VERSION, "root": encoder.encode(obj, "obj")}
-    meta = np.frombuffer(json.dumps(structure).encode("utf-8"), dtype=np.uint8)
-    members = dict(encoder.arrays)
-    members[_META] = meta
+    try:
+        root, members, version = encoder.encode(obj, "obj"), dict(encoder.arrays), 1
+    except _NotPlain:
+        (root, members), version = _pickled(obj, pickle_protocol), VERSION
+    structure = {"format": FORMAT, "version": version, "root": root}
+    members[_META] = np.frombuffer(json.dumps(structure).encode("utf-8"), dtype=np.uint8)
     if hasattr(path, "write"):
         np.savez(path, **members)
         return
@@ -191,16 +243,64 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
 
 
 def load(path: str | os.PathLike[str], map_location: DeviceLike | None = None, dequantize: bool = False,
-         metadata: bool = False) -> Any:
+         metadata: bool = False, *, weights_only: bool | None = None, mmap: bool | None = None) -> Any:
     """Read what `save` wrote. Tensors are created on `map_location` (a device; default CPU).
 
+    A pickled object (a whole Module) is read weights-only unless `weights_only=False`: only classes and
+    functions allowed by `add_safe_globals` / `safe_globals` (and ggrad's dtypes, devices, OrderedDict,
+    set) are built, anything else raises pickle.UnpicklingError naming it. `weights_only=False` runs
+    Python's unpickler, which can run any code the file names: only for files you trust. `mmap` is
+    accepted as PyTorch's (tensors are copied into GGML's buffers either way, so it changes nothing).
     Raises FileNotFoundError for a missing file and ValueError, naming the path, for a file that is not a
     ggrad checkpoint or is damaged. A `.gguf` path reads any GGUF file (`serialization_gguf.load`:
     `dequantize` and `metadata` apply to those only).
     """
+    if weights_only not in (None, True, False) or mmap not in (None, True, False):
+        raise TypeError(f"ggrad.load: weights_only and mmap must be bool or None, got {weights_only!r}, {mmap!r}")
     if _is_gguf(path):
         return serialization_gguf.load(path, map_location, dequantize=dequantize, metadata=metadata)
-    name = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
+    structure, arrays, name = _read(path)
+    try:
+        if structure["root"] == {"pickle": _PICKLE}:
+            return _unpickle(arrays, map_location, name, weights_only is not False)
+        return _decode(structure["root"], arrays, map_location, name)
+    except RecursionError:
+        raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's recursion "
+                         f"limit, {sys.getrecursionlimit()})") from None
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
+
+
+def get_unsafe_globals_in_checkpoint(f: str | os.PathLike[str]) -> list[str]:
+    """The classes and functions (`module.qualname`) a checkpoint names that a weights-only load would
+    refuse; its pickle is read, never run (torch.serialization.get_unsafe_globals_in_checkpoint)."""
+    structure, arrays, _ = _read(f)
+    return unsafe_globals(arrays[_PICKLE].tobytes()) if _PICKLE in arrays else []
+
+
+def _unpickle(arrays, device, name, weights_only):
+    """The pickled object of a checkpoint; its tensors come from the archive, each once."""
+    if _PICKLE not in arrays:
+        raise ValueError(f"ggrad.load: {name} is corrupt (member {_PICKLE} is missing)")
+    loaded = {}
+
+    def persistent_load(node):
+        key = json.dumps(node, sort_keys=True)
+        if key not in loaded:
+            loaded[key] = _decode(node, arrays, device, name)
+        return loaded[key]
+
+    data = arrays[_PICKLE].tobytes()
+    if weights_only:
+        return weights_only_load(data, persistent_load, name)
+    unpickler = pickle.Unpickler(io.BytesIO(data))
+    unpickler.persistent_load = persistent_load
+    return unpickler.load()
+
+
+def _read(path):
+    """(structure, arrays, name) of a ggrad archive, its members checked before numpy reads them."""
+    name = getattr(path, "name", "a file object") if hasattr(path, "read") else os.fspath(path)
     try:
         start = path.tell() if hasattr(path, "read") else None
         try:
@@ -234,10 +334,4 @@ def load(path: str | os.PathLike[str], map_location: DeviceLike | None = None, d
     if not isinstance(structure.get("version"), int) or structure["version"] > VERSION:
         raise ValueError(f"ggrad.load: {name} has format version {structure.get('version')!r}; this ggrad reads "
                          f"versions up to {VERSION}")
-    try:
-        return _decode(structure["root"], arrays, map_location, name)
-    except RecursionError:
-        raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's recursion "
-                         f"limit, {sys.getrecursionlimit()})") from None
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
+    return structure, arrays, name

@@ -42,6 +42,14 @@ def as_int(value, name, op):
         raise ArgumentTypeError(f"{op}(): argument '{name}' must be int, not {type(value).__name__}") from None
 
 
+def require(op, name, value, kind):
+    """Raise PyTorch's TypeError unless `value` (argument `name` of `op`) is of `kind`: the check an op makes
+    on its success path where a wrong kind would not fail by itself (a flag given a str)."""
+    if not kind.fits(value):
+        error = NotATensorError if kind is TENSOR else ArgumentTypeError
+        raise error(f"{op}(): argument '{name}' must be {kind.label}, not {type(value).__name__}")
+
+
 def _is_int(v):
     return isinstance(v, (numbers.Integral, np.integer)) or (isinstance(v, Tensor) and v.ndim == 0 and
                                                               not v.dtype.is_float)
@@ -73,6 +81,7 @@ TENSORS = Kind("tuple of Tensors", lambda v: isinstance(v, (tuple, list)) and al
 INT = Kind("int", _is_int)
 NUMBER = Kind("Number", _is_number)
 BOOL = Kind("bool", lambda v: isinstance(v, (bool, np.bool_, numbers.Integral)))
+FLAG = Kind("bool", lambda v: isinstance(v, (bool, np.bool_)))   # PyTorch's strict bool (an int is refused)
 DIM = Kind("int", _is_int, dim=True)
 DIMS = Kind("tuple of ints", lambda v: _is_int(v) or _is_ints(v), dim=True)
 SHAPE = Kind("tuple of ints", lambda v: _is_int(v) or _is_ints(v))
@@ -123,6 +132,8 @@ OP_KINDS = {
     ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first
     ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
     ("view", "shape"): Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v)),
+    ("searchsorted", "input"): None,   # a scalar value is taken (torch: RuntimeError for >1-D boundaries)
+    ("tensordot", "b"): TENSOR, ("upsample", "size"): None, ("unfold", "kernel_size"): None,
 }
 OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
 # The parameter names PyTorch's messages use where ggrad's differ.

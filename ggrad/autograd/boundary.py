@@ -73,8 +73,12 @@ def _rename(error, name):
 
 
 def guard(namespace, names, prefix=""):
-    """Replace each function `names` in the module dict `namespace` by its `typed` form (once)."""
+    """Replace each function `names` in the module dict `namespace` by its `typed` form (once). The typed
+    form is named where it lives (`ggrad.nn.functional.relu`), so pickle finds it there: a module holding
+    `F.relu` saves as PyTorch's does."""
     for name in names:
         fn = namespace.get(name)
         if callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__wrapped_op__"):
-            namespace[name] = typed(fn, prefix + name)
+            op = typed(fn, prefix + name)
+            op.__module__, op.__qualname__ = namespace["__name__"], name
+            namespace[name] = op

@@ -48,6 +48,23 @@ def generator(source: Generator | None = None) -> np.random.Generator:
 _stream = generator   # the factories' own name for it: their `generator` argument shadows the function
 
 
+def seed() -> int:
+    """Reseed the default generator from fresh entropy; returns the seed (PyTorch's torch.seed)."""
+    return default_generator.seed()
+
+
+def get_rng_state() -> _tensor.Tensor:
+    """The default generator's state as a uint8 tensor, for `set_rng_state` (its bytes are ggrad's own,
+    not PyTorch's Mersenne Twister state)."""
+    return tensor(np.frombuffer(default_generator.state_bytes(), dtype=np.uint8), dtype=UINT8)
+
+
+def set_rng_state(new_state: _tensor.Tensor) -> None:
+    """Continue the default generator from a state `get_rng_state` gave."""
+    data = new_state.numpy() if isinstance(new_state, _tensor.Tensor) else np.asarray(new_state)
+    default_generator.load_state_bytes(data.astype(np.uint8).tobytes())
+
+
 def _resolve_dtype(dtype, array):
     if dtype is not None:
         return refuse_float64(resolve(dtype), "tensor")
@@ -87,6 +104,14 @@ def tensor(data: ArrayLike,
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def as_tensor(data: ArrayLike, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+    """`data` as a tensor: a Tensor of that dtype and device is returned itself (PyTorch's torch.as_tensor);
+    anything else is converted as `tensor` does (a copy: GGML's buffers are not numpy memory)."""
+    if isinstance(data, _tensor.Tensor):
+        return data.to(dtype=dtype, device=device) if dtype is not None or device is not None else data
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array: np.ndarray) -> _tensor.Tensor:

@@ -4,6 +4,7 @@ Draws come from numpy's PCG64 on the host, like the global generator behind `man
 Generator is for code that wants its own reproducible stream (a DataLoader's shuffle order).
 """
 
+import json
 import numbers
 
 import numpy as np
@@ -32,6 +33,22 @@ class Generator:
     def initial_seed(self):
         """The seed the current stream started from."""
         return self._initial_seed
+
+    def state_bytes(self):
+        """The stream's whole state (seed and position) as bytes: JSON of numpy's PCG64 state."""
+        return json.dumps({"initial_seed": self._initial_seed,
+                           "bit_generator": self.numpy.bit_generator.state}).encode()
+
+    def load_state_bytes(self, data):
+        """Continue from a state `state_bytes` gave; ValueError for anything else."""
+        try:
+            state = json.loads(bytes(data).decode())
+            bits = np.random.PCG64()
+            bits.state = state["bit_generator"]
+            seed = int(state["initial_seed"])
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            raise ValueError(f"set_rng_state: not a state of ggrad's generator ({type(e).__name__}: {e})") from e
+        self._initial_seed, self.numpy = seed, np.random.Generator(bits)
 
     def __repr__(self):
         return f"<ggrad.Generator initial_seed={self._initial_seed}>"

@@ -4,11 +4,11 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, inplace_views, ops, random_fill, torch_dtypes, view_tracking
+from . import factory, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import advanced_index, logical, mask_index, mask_positions, views
+from .ops import advanced_index, logical, mask_index, mask_positions, views, windows
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -153,7 +153,24 @@ def _type(self, dtype=None):
         names = {"f32": "Float", "f16": "Half", "bf16": "BFloat16", "i32": "Int", "i64": "Long", "bool": "Bool",
                  "i8": "Char", "u8": "Byte", "i16": "Short"}
         return f"ggrad.{names.get(self.dtype.name, self.dtype.name)}Tensor"
-    return to(self, dtype)
+    if isinstance(dtype, str) and dtype in legacy.BY_NAME:   # .type("torch.LongTensor")
+        dtype = legacy.BY_NAME[dtype]
+    return to(self, dtype.dtype if isinstance(dtype, legacy.LegacyTensorType) else dtype)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """`x.cuda()`: x on a CUDA device (`device` an index, a name or a Device; default the first)."""
+    return to(self, _cuda_name(device))
+
+
+def _cuda_name(device):
+    return "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+
+
+def _pin_memory(self, device=None):
+    """x itself: GGML uploads from host memory on its own, so there is nothing to pin (PyTorch copies x into
+    page-locked memory)."""
+    return self
 
 
 def _max(self, dim=None, keepdim=False):
@@ -260,7 +277,7 @@ _METHODS = {
     "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
     "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
     "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8), "byte": _type_method(UINT8), "short": _type_method(INT16),
-    "cpu": lambda self: to(self, "cpu"),
+    "cpu": lambda self: to(self, "cpu"), "cuda": _cuda, "pin_memory": _pin_memory,
     "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
     "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
     "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,
@@ -276,7 +293,8 @@ for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.
 # PyTorch's wider op set (ops/math.py, activations.py, arith.py, scan.py, sorting.py, shape_ops.py, ...)
 for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p", "log2", "log10", "exp2", "tan",
               "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
-              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
+              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "isnan", "isinf", "isposinf", "isneginf",
+              "isfinite",
               "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk",
               "fliplr", "flipud", "roll", "repeat", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",
@@ -294,6 +312,10 @@ _METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)
+for _name in ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount", "unique",
+              "unique_consecutive", "kron", "rot90", "copysign", "frexp", "scatter_reduce"):
+    _METHODS[_name] = getattr(ops, _name)
+_METHODS["unfold"] = windows.unfold   # sliding windows (F.unfold is im2col, in nn.functional)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
     _METHODS[_name] = getattr(factory, _name)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
@@ -306,3 +328,4 @@ for _name, _fn in _METHODS.items():
         _fn = typed(_fn, _name, method=True)   # bad arguments raise as the functions do (boundary.py)
     setattr(Tensor, _name, _fn)
 Tensor.__hash__ = object.__hash__
+Tensor.__new__ = staticmethod(legacy.tensor_new)   # PyTorch's legacy constructor: Tensor(2, 3), Tensor(data)

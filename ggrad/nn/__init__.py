@@ -35,7 +35,18 @@ from . import utils  # noqa: E402,F401  (ggrad.nn.utils.clip_grad_norm_)
 from .dropout_channels import Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: E402
 from .pooling3d import MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d  # noqa: E402
 from .unpool import MaxUnpool1d, MaxUnpool2d  # noqa: E402
-from . import utils_rnn as _utils_rnn  # noqa: E402  (torch.nn.utils.rnn's path: ggrad.nn.utils.rnn)
-utils.rnn = _utils_rnn
-import sys as _sys  # noqa: E402
-_sys.modules[__name__ + ".utils.rnn"] = _utils_rnn
+from .padding import (ZeroPad1d, ZeroPad2d, ZeroPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,  # noqa: E402
+                      ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+                      ReplicationPad3d, CircularPad1d, CircularPad2d, CircularPad3d)
+from .resampling import (Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle,  # noqa: E402
+                         PixelUnshuffle, ChannelShuffle)
+from .bilinear import Bilinear  # noqa: E402
+from .fold import Fold, Unfold  # noqa: E402
+from .embedding_bag import EmbeddingBag  # noqa: E402
+from .adaptive_max_pool import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
+from .conv3d import Conv3d  # noqa: E402
+from .rrelu import RReLU  # noqa: E402
+from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
+                                  CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
+                                  PoissonNLLLoss, GaussianNLLLoss)
+from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)

@@ -19,6 +19,7 @@ from . import functional as F
 from . import init
 from .linear import Linear
 from .module import Module
+from .sdpa_kernel import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch's torch.nn.attention names)
 from ..autograd import Parameter
 
 

@@ -43,6 +43,16 @@ from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  
 from .unpool import max_unpool1d, max_unpool2d  # noqa: F401
 from .pooling3d import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: F401
 from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa: F401
+from .resampling import pixel_shuffle, pixel_unshuffle, channel_shuffle, upsample  # noqa: F401
+from .bilinear import bilinear  # noqa: F401
+from .rrelu import rrelu  # noqa: F401
+from ..autograd.ops.windows import im2col as unfold, col2im as fold  # noqa: F401  (torch's F.unfold / F.fold)
+from .embedding_bag import embedding_bag  # noqa: F401
+from .adaptive_max_pool import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: F401
+from .conv3d import conv3d  # noqa: F401
+from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embedding_loss,  # noqa: F401
+                            cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
+                            poisson_nll_loss, gaussian_nll_loss)
 from ..ggml.errors import ArgumentError, ShapeError
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
@@ -55,6 +65,11 @@ __all__ += [name for name in _inplace.NAMES if name not in __all__]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
             "max_unpool1d", "max_unpool2d", "hardshrink", "softshrink", "softmin", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample", "bilinear", "rrelu", "unfold", "fold",
+            "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d",
+            "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+            "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
+            "gaussian_nll_loss"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.
 MASKED = -1e30
@@ -208,7 +223,7 @@ def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_ro
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | ArrayLike | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(query @ key^T * scale + mask) @ value, as PyTorch's F.scaled_dot_product_attention.
 
     Args:
@@ -221,6 +236,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         dropout_p (float, default 0.0): dropout on the attention weights (applied whenever > 0, as in PyTorch).
         is_causal (bool, default False): query i attends keys j <= i; cannot be combined with attn_mask.
         scale (float, optional): defaults to 1 / sqrt(E).
+        enable_gqa (bool, default False): grouped-query attention: key and value with fewer heads (dim -3)
+            than query, each serving query.shape[-3] // key.shape[-3] query heads.
 
     Returns:
         Tensor of shape (..., L, Ev).
@@ -232,6 +249,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise ShapeError(f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value "
                          f"{value.shape} don't fit (need key.shape[-1] == query.shape[-1] == E and "
                          f"key.shape[-2] == value.shape[-2] == S)")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if heads % kv_heads or value.shape[-3] != kv_heads:
+            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa, query's {heads} heads must be a "
+                               f"multiple of key's and value's ({kv_heads}, {value.shape[-3]})")
+        key = key.repeat_interleave(heads // kv_heads, dim=-3)
+        value = value.repeat_interleave(heads // kv_heads, dim=-3)
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:

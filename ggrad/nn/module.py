@@ -298,6 +298,10 @@ class Module(ModuleHooks):
     def cpu(self: T) -> T:
         return self.to("cpu")
 
+    def cuda(self: T, device: int | DeviceLike | None = None) -> T:
+        """Move parameters and buffers to a CUDA device (an index, a name or a Device; default the first)."""
+        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
     def float(self: T) -> T:
         return self.to(ggml.f32)
 

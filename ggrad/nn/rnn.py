@@ -18,7 +18,7 @@ from ..autograd.ops import cat, stack
 from ..ggml.errors import ShapeError
 from . import functional as F
 from .module import Module
-from .utils_rnn import PackedSequence, pack_padded_sequence, packed_lengths, pad_packed_sequence
+from .utils.rnn import PackedSequence, pack_padded_sequence, packed_lengths, pad_packed_sequence
 from .rnn_cells import NONLINEARITIES, check_sizes, elman_step, gru_step, init_recurrent_, lstm_step
 
 

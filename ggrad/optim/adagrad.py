@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import full_like, tensor
-from .optimizer import ParamsT, Optimizer, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
 
 class Adagrad(Optimizer):
@@ -33,7 +33,9 @@ class Adagrad(Optimizer):
     skips_in_graph = True
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, fused: bool | None = None) -> None:
+        check_flags(foreach, fused)
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
         super().__init__(params, defaults)

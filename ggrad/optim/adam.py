@@ -10,7 +10,7 @@ from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
-from .optimizer import ParamsT, Optimizer, check_non_negative
+from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags
 
 
 class Adam(Optimizer):
@@ -35,6 +35,8 @@ class Adam(Optimizer):
         weight_decay (float): L2 penalty coefficient. Default: 0.
         amsgrad (bool): use the running maximum of the second moment. Default: False.
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
+        foreach, capturable, fused: PyTorch's implementation switches, accepted (`check_flags`).
+        decoupled_weight_decay (bool): decay the weights as AdamW does. Default: False.
     """
 
     skips_in_graph = True
@@ -42,21 +44,18 @@ class Adam(Optimizer):
     decoupled = False   # AdamW: the decay is the update's own, not the gradient's
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        check_flags(foreach, fused, capturable)
+        if decoupled_weight_decay:
+            self.decoupled = True   # AdamW's decay, as PyTorch's Adam(decoupled_weight_decay=True)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize)
         super().__init__(params, defaults)
 
     def _check_group(self, group):
-        betas = group["betas"]
-        check_non_negative(group, ("lr", "eps"))
-        if len(betas) != 2:
-            raise ValueError(f"Invalid betas: {betas} (expected a pair (beta1, beta2))")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        check_non_negative(group, ("weight_decay",))
+        check_adam_like(group)
 
     def _update_group(self, group):
         params = self._stepped(group, lambda p: {"exp_avg": zeros_like(p, dtype=ggml.f32),

@@ -1,87 +1,20 @@
-"""Learning-rate schedulers with PyTorch's API: `scheduler.step()` after `optimizer.step()`.
-
-They only change `param_group["lr"]` (host floats): the optimizers pass hyper-parameters to GGML as a
-small input tensor, so a new learning rate never changes the step's graph.
+"""Learning-rate schedulers with PyTorch's API (torch.optim.lr_scheduler): `scheduler.step()` after
+`optimizer.step()`. This module holds LambdaLR, StepLR, CosineAnnealingLR, WarmupCosineLR, OneCycleLR and
+ReduceLROnPlateau, and gathers the rest under PyTorch's path: the multiplicative schedules of
+`lr_schedules` and the combinations of `lr_scheduler_chains`. The base class is in `lr_scheduler_base`.
 """
 
 import math
 import numbers
 
-from .optimizer import Optimizer
+from .lr_scheduler_base import LambdaScheduler, LRScheduler
+from .lr_scheduler_base import check_optimizer as _check_optimizer, per_group as _per_group
+from .lr_schedules import (ConstantLR, CosineAnnealingWarmRestarts, CyclicLR, ExponentialLR, LinearLR,
+                           MultiplicativeLR, MultiStepLR, PolynomialLR)
+from .lr_scheduler_chains import ChainedScheduler, SequentialLR
 
 
-def _check_optimizer(optimizer):
-    if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-
-
-def _per_group(name, optimizer, value):
-    """A value per param group from a scalar or a list (checked against the number of groups)."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"expected {len(optimizer.param_groups)} values for {name}, got {len(value)}")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
-
-
-class LRScheduler:
-    """Base class: holds `base_lrs` and `last_epoch`; subclasses implement `get_lr()`.
-
-    Constructing a scheduler records each group's `initial_lr` and takes the first step (epoch 0).
-
-    Args:
-        optimizer (Optimizer): the optimizer whose learning rates change.
-        last_epoch (int): index of the last epoch; -1 starts afresh. Default: -1.
-    """
-
-    def __init__(self, optimizer, last_epoch=-1):
-        _check_optimizer(optimizer)
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming a "
-                                   "scheduler with last_epoch >= 0; load the optimizer's state dict first")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._step_count = 0
-        self._initial = True
-        self.step()
-        self._initial = False
-
-    def get_lr(self):
-        """The learning rates of the current `last_epoch` (one per param group; each scheduler defines it)."""
-        raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
-
-    def get_last_lr(self):
-        """The learning rates set by the most recent `step()`."""
-        return list(self._last_lr)
-
-    def step(self, epoch=None):
-        """Advance one epoch (or jump to `epoch`, using the closed form where there is one)."""
-        self._step_count += 1
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            values = self._closed_form_lr() if hasattr(self, "_closed_form_lr") else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
-
-    def state_dict(self):
-        """Everything but the optimizer (and callables, which cannot be saved)."""
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v)}
-
-    def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
-
-
-class LambdaLR(LRScheduler):
+class LambdaLR(LambdaScheduler):
     """lr = initial_lr * lr_lambda(epoch).
 
     Args:
@@ -90,16 +23,8 @@ class LambdaLR(LRScheduler):
         last_epoch (int): Default: -1.
     """
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        _check_optimizer(optimizer)
-        self.lr_lambdas = _per_group("lr_lambda", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
     def get_lr(self):
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
 class StepLR(LRScheduler):

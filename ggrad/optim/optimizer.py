@@ -41,6 +41,43 @@ def check_non_negative(group, names):
             raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {group[name]}")
 
 
+def check_betas(group):
+    """Raise PyTorch's ValueError unless `group["betas"]` is a pair in [0, 1)."""
+    betas = group["betas"]
+    if len(betas) != 2:
+        raise ValueError(f"Invalid betas: {betas} (expected a pair (beta1, beta2))")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+def check_adam_like(group, extra=()):
+    """PyTorch's checks of an Adam-family group: lr and eps non-negative, betas in [0, 1), weight_decay and
+    the `extra` names non-negative."""
+    check_non_negative(group, ("lr", "eps"))
+    check_betas(group)
+    check_non_negative(group, ("weight_decay",) + tuple(extra))
+
+
+def decayed_gradient(param, group):
+    """(param, gradient) in float32 with the group's weight decay: decoupled (the parameter scaled by
+    1 - lr * weight_decay, as AdamW) when `group["decoupled_weight_decay"]`, else L2 (added to the gradient)."""
+    wd, decoupled = group["weight_decay"], group["decoupled_weight_decay"]
+    p32, g = l2_gradient(param, param.grad, 0.0 if decoupled else wd, group["maximize"])
+    if decoupled and wd != 0:
+        p32 = p32 * tensor(1.0 - group["lr"] * wd, device=param.device)   # data: lr may change per step
+    return p32, g
+
+
+def check_flags(foreach=None, fused=None, capturable=False):
+    """PyTorch's implementation switches, accepted: ggrad schedules every update of a step into the step's
+    one graph, which is what foreach and fused buy, and has no CUDA graphs to capture. Each must be a bool
+    (or None where PyTorch allows it)."""
+    for name, value in (("foreach", foreach), ("fused", fused), ("capturable", capturable)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool or None, got {value!r}")
+
+
 def l2_gradient(param, grad, weight_decay, maximize):
     """(param, gradient) in float32, the gradient negated when maximizing and with the L2 decay added:
     the start of the composed updates (PyTorch's order: maximize first, then weight_decay * param)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import ggml
 from ..autograd import updates
 from ..autograd.factory import tensor, zeros_like
-from .optimizer import ParamsT, Optimizer, check_non_negative, l2_gradient
+from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
 
 class RMSprop(Optimizer):
@@ -37,7 +37,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
-                 maximize: bool = False) -> None:
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False) -> None:
+        check_flags(foreach, None, capturable)
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)
         super().__init__(params, defaults)

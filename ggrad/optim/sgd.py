@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import ggml
 from ..autograd import updates
-from .optimizer import ParamsT, Optimizer, check_non_negative
+from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative
 
 
 class SGD(Optimizer):
@@ -29,12 +29,15 @@ class SGD(Optimizer):
         nesterov (bool): Nesterov momentum. Default: False.
         weight_decay (float): L2 penalty coefficient. Default: 0.
         maximize (bool): maximize the objective instead of minimizing it. Default: False.
+        foreach, fused: PyTorch's implementation switches, accepted (`check_flags`).
     """
 
     skips_in_graph = True
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 nesterov: bool = False, weight_decay: float = 0.0, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, fused: bool | None = None) -> None:
+        check_flags(foreach, fused)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)

@@ -148,9 +148,7 @@ def test_pickled_members_are_refused(tmp_path):
         load(sneaky)
 
 
-def test_unsupported_objects_are_named(tmp_path):
-    with pytest.raises(TypeError, match=r"cannot save an object of type Linear at obj\['model'\]"):
-        save({"model": nn.Linear(2, 2)}, tmp_path / "m")
-    with pytest.raises(TypeError, match="dict keys must be"):
-        save({(1, 2): 3}, tmp_path / "m")
+def test_unpicklable_objects_are_named(tmp_path):
+    with pytest.raises(TypeError, match="ggrad.save: cannot pickle dict"):
+        save({"f": lambda: 1}, tmp_path / "m")
     assert not os.listdir(tmp_path)

@@ -1,5 +1,6 @@
-"""Adam, RMSprop and Adagrad: agreement with torch.optim over 20 steps, groups, state dicts (one compute a
-step: test_optimizers.py)."""
+"""Adam, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop: agreement with torch.optim over 20
+steps, groups, state dicts, PyTorch's refusals (one compute a step: test_optimizers.py and
+test_optimizers_more_torch.py)."""
 
 import numpy as np
 import pytest
@@ -20,6 +21,25 @@ CASES = [
     ("Adagrad", dict(lr=0.05)),
     ("Adagrad", dict(lr=0.05, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1)),
     ("Adagrad", dict(lr=0.05, eps=1e-6, maximize=True)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1)),
+    ("Adadelta", dict(lr=0.5, maximize=True)),
+    ("Adamax", dict(lr=0.01)),
+    ("Adamax", dict(lr=0.02, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, maximize=True)),
+    ("NAdam", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("NAdam", dict(lr=0.01, maximize=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("RAdam", dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.1)),          # rho_t > 5 from step 6 on
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, betas=(0.8, 0.8))),
+    ("ASGD", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=3, maximize=True)),
+    ("Rprop", dict(lr=0.01)),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.08))),
+    ("Rprop", dict(lr=0.01, maximize=True)),
 ]
 
 
@@ -33,7 +53,10 @@ def test_matches_torch(name, kwargs):
     _assert_close(ours, theirs, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adagrad"])
+NAMES = ["Adam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_param_groups_match_torch(name):
     torch = pytest.importorskip("torch")
     ours = _run_ggrad(lambda p: getattr(optim, name)(p, lr=0.01), groups=True)
@@ -41,7 +64,7 @@ def test_param_groups_match_torch(name):
     _assert_close(ours, theirs, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("name", NAMES)
 def test_state_dict_resumes_exactly(name):
     """5 steps, save, 5 more == 10 steps straight (state buffers and step counts round-trip)."""
     make = getattr(optim, name)
@@ -67,7 +90,11 @@ def test_state_dict_resumes_exactly(name):
 
 @pytest.mark.parametrize("name, kwargs, message", [
     ("Adam", dict(lr=-1), "Invalid learning rate: -1"), ("RMSprop", dict(alpha=-0.5), "Invalid alpha value"),
-    ("RMSprop", dict(eps=-1), "Invalid epsilon value"), ("Adagrad", dict(lr_decay=-1), "Invalid lr_decay value")])
+    ("RMSprop", dict(eps=-1), "Invalid epsilon value"), ("Adagrad", dict(lr_decay=-1), "Invalid lr_decay value"),
+    ("Adadelta", dict(rho=1.5), "Invalid rho value"),
+    ("Adamax", dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0"),
+    ("NAdam", dict(momentum_decay=-1), "Invalid momentum_decay value"), ("RAdam", dict(lr=-1), "Invalid learning rate"),
+    ("Rprop", dict(etas=(1.5, 2.0)), "Invalid eta values")])
 def test_invalid_hyperparameters_raise_as_torch(name, kwargs, message):
     torch = pytest.importorskip("torch")
     with pytest.raises(ValueError, match=message):

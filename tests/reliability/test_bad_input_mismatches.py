@@ -19,6 +19,12 @@ import bad_input_mismatches as measure  # noqa: E402
 
 # op -> (the family's argument names whose outcome differs from torch's, why)
 KNOWN = {
+    "nn.functional.soft_margin_loss": (('float_index',),
+                                       "torch reads the Tensor in its deprecated size_average slot as a flag "
+                                       "(RuntimeError) before the int target; ggrad refuses the int target "
+                                       "(TypeError)"),
+    "nn.functional.multilabel_soft_margin_loss": (('float_index',), "the same"),
+    "nn.functional.multi_margin_loss": (('float_index',), "the same"),
     "Tensor.add": (('float_index',),
                   "a Tensor alpha: torch's Scalar conversion gives RuntimeError, ggrad's kind check TypeError"),
     "Tensor.add_": (('float_index',),

@@ -33,7 +33,17 @@ from .scan import cumsum, cumprod, logcumsumexp
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot
 from .scatter_ops import scatter, scatter_add, index_add
-from .sampling import bernoulli, multinomial
+from .sampling import bernoulli, multinomial, normal
+from .membership import isin
+from .inverse_erf import erfinv
+from .statistics import (var_mean, std_mean, median, nanmedian, quantile, nanquantile, cummax, cummin, histc,
+                         bincount)
+from .search import bucketize, searchsorted, unique, unique_consecutive
+from .tensor_products import tensordot, kron, cdist
+from .calculus import trapezoid, trapz, cumulative_trapezoid
+from .float_parts import copysign, frexp
+from .rotation import rot90
+from .reduce_into import scatter_reduce
 from .vector_norms import norm, vector_norm
 from .einsum_lowering import einsum
 from .resample import interpolate
@@ -42,9 +52,12 @@ from .torch_composites import *  # noqa: F401,F403  (mm, bmm, outer, view_as, le
 from .torch_composites import METHODS as _COMPOSITE_METHODS
 
 clip = clamp
+concat = concatenate = cat   # PyTorch's aliases
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
-            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index",
+            "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
+            "inverse_erf", "statistics", "search", "tensor_products", "windows", "reduce_into", "calculus",
+            "float_parts", "rotation",
             "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

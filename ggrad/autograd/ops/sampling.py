@@ -1,4 +1,4 @@
-"""Random sampling from tensors: bernoulli and multinomial, on the device of their input.
+"""Random sampling from tensors: bernoulli, multinomial and normal, on the device of their input.
 
 Uniform numbers come from the seeded host generator (factory.py); the comparisons that turn them into
 samples run on the device, so sampling in a generation loop adds no round trip. Invalid probabilities
@@ -10,7 +10,7 @@ multinomial returns int64, as PyTorch. Differences from PyTorch: the random stre
 import numpy as np
 
 from ...ggml import f32
-from ..torch_dtypes import INT64
+from ..torch_dtypes import INT64, resolve
 from .. import execution
 from ..dtype_rules import require_float
 from ..factory import generator as _host_generator, tensor
@@ -21,6 +21,34 @@ from . import unary as un
 from .indexing import count_outside, known_values
 from .scan import cumsum
 from .sorting import topk
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Samples of N(mean, std): mean and/or std Tensors (their broadcast shape, on their device) or, both
+    numbers, `size` samples. As PyTorch's, no gradient flows to mean or std."""
+    if dtype is not None:
+        resolve(dtype)   # an unknown dtype is PyTorch's TypeError
+    from_tensors = [t for t in (mean, std) if hasattr(t, "shape")]
+    if from_tensors and size is not None:
+        raise TypeError("normal(): size is taken only with float mean and std (a Tensor mean or std sets the shape)")
+    for t in from_tensors:
+        if not t.dtype.is_float:
+            raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{t.type()[6:-6]}\'')
+    if not hasattr(std, "shape") and isinstance(std, (int, float)) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if not from_tensors:
+        if size is None:
+            raise TypeError("normal(): with float mean and std, size is required (normal(mean, std, size))")
+        noise = _host_generator(generator).standard_normal(tuple(size))
+        out = tensor(noise * float(std) + float(mean), dtype=dtype, device=device)
+        return out.requires_grad_(True) if requires_grad else out
+    with no_grad():
+        try:
+            shape = np.broadcast_shapes(*[tuple(t.shape) for t in from_tensors])
+        except ValueError as e:
+            raise RuntimeError(f"normal(): mean and std shapes do not broadcast: {e}") from None
+        noise = tensor(_host_generator(generator).standard_normal(shape), device=from_tensors[0].device)
+        return noise * std + mean
 
 
 def _uniform(shape, device, generator, open_at_zero=False):

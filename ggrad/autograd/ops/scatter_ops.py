@@ -17,6 +17,7 @@ from ..factory import full, ones, tensor, zeros
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from .indexing import GetRows, GetRowsBack, checked_index, known_values
+from .reduce_into import scatter_reduce
 from .views import Slice, prod, reshape, transpose
 
 _EXACT = 2 ** 24
@@ -136,7 +137,8 @@ def scatter_add(x, dim, index, src):
 def scatter(x, dim, index, src=None, value=None, reduce=None):
     """x with x[..., index[i, j, ...], ...] = src[i, j, ...] along `dim` (or the number `value`).
 
-    reduce="add" is scatter_add; with duplicate positions the value written is one of them, as PyTorch.
+    reduce="add" is scatter_add, reduce="multiply" multiplies in (scatter_reduce's "prod"); with duplicate
+    positions and no reduce the value written is one of them, as PyTorch.
     """
     if src is None:
         src = value
@@ -146,8 +148,11 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     if reduce == "add":
         return scatter_add(x, dim, index, src if isinstance(src, Tensor) else
                            full(index.shape, float(src), device=x.device))
+    if reduce == "multiply":
+        source = src if isinstance(src, Tensor) else full(index.shape, float(src), dtype=x.dtype, device=x.device)
+        return scatter_reduce(x, dim, index, source, "prod")
     if reduce is not None:
-        raise ValueError(f"scatter: reduce must be None or 'add', got {reduce!r}")
+        raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce!r}")
     d = _axis(dim, x.ndim)
     positions = _positions(x, d, index, "scatter")
     column = reshape(_float(x), x.numel(), 1)

@@ -4,17 +4,17 @@ pack_padded_sequence, pad_packed_sequence, pack_sequence, pad_sequence, unpad_se
 A PackedSequence holds the real steps only, time-major: the rows of step t are the batch_sizes[t]
 sequences still running at t, longest first. Packing and padding are one index_select each (with
 host-made row positions), so gradients flow back to the padded input. Lengths and batch sizes are
-host values (int64 tensors, as torch keeps them on the CPU). Importable as ggrad.nn.utils.rnn.
+host values (int64 tensors, as torch keeps them on the CPU). PyTorch's path: ggrad.nn.utils.rnn.
 """
 
 from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..autograd import Tensor
-from ..autograd.factory import full, tensor
-from ..autograd.ops import cat, stack
-from ..autograd.torch_dtypes import INT64
+from ...autograd import Tensor
+from ...autograd.factory import full, tensor
+from ...autograd.ops import cat, stack
+from ...autograd.torch_dtypes import INT64
 
 
 class PackedSequence(NamedTuple):

@@ -6,9 +6,10 @@ the backward pass and the optimizer step, and read only when you read it.
 
 import math
 
-from .. import ggml
-from ..autograd import Tensor, grad_mode
-from ..autograd.ops import clamp, maximum
+from ... import ggml
+from ...autograd import Tensor, grad_mode
+from ...autograd.factory import tensor
+from ...autograd.ops import clamp, maximum
 
 
 def _grads(parameters):
@@ -76,7 +77,6 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     max_norm = float(max_norm)
     grads = _grads(parameters)
     if not grads:
-        from ..autograd.factory import tensor
         return tensor(0.0)
     with grad_mode.no_grad():
         total = _total_norm(grads, norm_type)

@@ -1,0 +1,6 @@
+"""PyTorch's `torch.nn.modules.conv` path: the convolutions."""
+
+from ..conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from ..conv3d import Conv3d
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]

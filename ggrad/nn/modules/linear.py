@@ -1,0 +1,6 @@
+"""PyTorch's `torch.nn.modules.linear` path: the linear layers."""
+
+from ..bilinear import Bilinear
+from ..linear import Identity, Linear
+
+__all__ = ["Bilinear", "Identity", "Linear"]

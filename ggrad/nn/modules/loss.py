@@ -1,0 +1,12 @@
+"""PyTorch's `torch.nn.modules.loss` path: the loss modules."""
+
+from ..loss import (L1Loss, NLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsLoss, SmoothL1Loss, HuberLoss,
+                    CrossEntropyLoss)
+from ..margin_loss_modules import (PoissonNLLLoss, GaussianNLLLoss, HingeEmbeddingLoss, SoftMarginLoss,
+                                   MultiLabelSoftMarginLoss, CosineEmbeddingLoss, MarginRankingLoss, MultiMarginLoss,
+                                   TripletMarginLoss)
+
+__all__ = ["L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
+           "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss",
+           "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+           "MultiMarginLoss", "TripletMarginLoss"]

@@ -1,0 +1,5 @@
+"""PyTorch's `torch.nn.modules.module` path: the the Module base class."""
+
+from ..module import Module
+
+__all__ = ["Module"]

@@ -108,6 +108,7 @@ class CrossEntropyMean(Function):
     cross_entropy_loss adds per-thread partial sums, so its last bit followed the thread count. The
     backward is GGML's fused cross_entropy_loss_back, (softmax - labels) * g / R, computed row by row.
     """
+    _replayable = True   # ggrad's own rule, its gradient a function of what it saves (backward_replay.py)
 
     @staticmethod
     def forward(ctx, logits, labels, valid):

@@ -113,8 +113,9 @@ class CrossEntropyMean(Function):
     @staticmethod
     def forward(ctx, logits, labels, valid):
         ctx.save_for_backward(logits, labels, valid)
+        rows = logits.shape[0]
         total = rd.sum(rd.SumRows.apply(labels * nn.log_softmax(logits, -1)))
-        return total * (-1.0 / logits.shape[0])
+        return total * (-1.0 / rows) if rows else total   # no rows: 0, the sum of nothing
 
     @staticmethod
     def backward(ctx, g):

@@ -7,6 +7,10 @@ of these raises (the plan does not fit in memory, a device is lost, an interrupt
 the device to the state before the compute: every held Tensor on its old node, every node this compute
 placed unplaced and its pooled buffer given back, a replayed cache entry dropped (its nodes become the
 graph's own, planned afresh), and the graph pending again, so that the next read computes it anew.
+
+So a failed step can be computed again (`ggrad.realize()`) and trains as without the failure. The held
+tensors keep their pending work: while one whose compute cannot succeed (more memory than the device
+has) is held, each compute of its device's graph fails the same way; once it is dropped the rest computes.
 """
 
 from ..ggml import placement

@@ -1,6 +1,7 @@
 """Hostile checkpoint files never abort, hang or exhaust memory: ggrad.load refuses each with a FormatError (a
-ValueError) naming the file, and the member where one is at fault (strings, objects, dates in a member). Every case runs in one subprocess under a 2 GiB address-space limit and a timeout, so an
-abort, a hang or a huge allocation fails the test instead of killing pytest."""
+ValueError) naming the file, and the member where one is at fault (strings, objects, dates in a member).
+Every case runs in one subprocess under a 2 GiB address-space limit and a timeout, so an abort, a hang or a
+huge allocation fails the test instead of killing pytest."""
 
 import json
 import os

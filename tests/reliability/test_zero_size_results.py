@@ -77,3 +77,14 @@ def test_zero_size_results_are_torchs(outcomes, name):
     else:
         assert ours[0] == "ok", ours
         assert json.dumps(ours[1]) == json.dumps(theirs[1])   # nan and empty lists compare as text
+
+
+def test_an_in_place_write_of_nothing_is_refused_before_ggml():
+    """index_write_ (the KV cache's write) of a zero-size source reached GGML's set_rows, which aborted."""
+    write = "ggrad.autograd.ops.inplace.index_write_"
+    cases = {"columns": (f"(lambda t: (t.numpy(), {write}(t, 0, [1], ggrad.zeros(1, 0)))[1])(ggrad.zeros(4, 0))",
+                         None),
+             "rows": (f"(lambda t: (t.numpy(), {write}(t, 1, [1], ggrad.zeros(0, 1)))[1])(ggrad.zeros(0, 3))", None)}
+    for name, outcome in run_members(cases).items():
+        ours = outcome["ggrad"]
+        assert ours[0] == "raised" and "ShapeError" in ours[1] and "nothing to write" in ours[2], (name, ours)

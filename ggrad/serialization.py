@@ -34,6 +34,7 @@ from .autograd.raw import from_raw, to_raw
 from .autograd.typing_aliases import DeviceLike
 from . import ggml
 from . import serialization_gguf
+from .ggml.errors import FormatError
 from .ggml.files import atomic_write
 from .serialization_unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals,
                                       unsafe_globals, weights_only_load)
@@ -138,19 +139,19 @@ def _decode(node, arrays, device, path):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
     if isinstance(node, list) or not isinstance(node, dict) or len(node) == 0:
-        raise ValueError(f"ggrad.load: {path} is corrupt (unexpected structure node {node!r:.80})")
+        raise FormatError(f"ggrad.load: {path} is corrupt (unexpected structure node {node!r:.80})")
     if "tensor" in node:
         if "shape" in node:
             t = _quantized(_member(arrays, node["tensor"], path), node, device, path)
         else:
-            t = tensor(_member(arrays, node["tensor"], path), dtype=node["dtype"], device=device)
+            t = tensor(_member(arrays, node["tensor"], path, _NUMBERS), dtype=node["dtype"], device=device)
         if node.get("parameter"):
             return Parameter(t, requires_grad=bool(node.get("requires_grad")))
         return t.requires_grad_(True) if node.get("requires_grad") else t
     if "ndarray" in node:
-        return _member(arrays, node["ndarray"], path)
+        return _member(arrays, node["ndarray"], path, _ARRAYS)
     if "npscalar" in node:
-        return _member(arrays, node["npscalar"], path)[()]
+        return _member(arrays, node["npscalar"], path, _ARRAYS)[()]
     if "float" in node:
         return float(node["float"])
     if "dict" in node:
@@ -159,7 +160,7 @@ def _decode(node, arrays, device, path):
         return [_decode(v, arrays, device, path) for v in node["list"]]
     if "tuple" in node:
         return tuple(_decode(v, arrays, device, path) for v in node["tuple"])
-    raise ValueError(f"ggrad.load: {path} is corrupt (unknown structure node with keys {sorted(node)})")
+    raise FormatError(f"ggrad.load: {path} is corrupt (unknown structure node with keys {sorted(node)})")
 
 
 def _quantized(raw, node, device, path):
@@ -168,15 +169,25 @@ def _quantized(raw, node, device, path):
     rows = math.prod(shape[:-1]) if shape else 0
     if not dtype.is_quantized or not shape or shape[-1] % dtype.block_size or raw.dtype != np.uint8 \
             or raw.size != rows * (shape[-1] // dtype.block_size) * dtype.type_size:
-        raise ValueError(f"ggrad.load: {path} is corrupt ({raw.size} bytes do not hold a {dtype.name} tensor of "
+        raise FormatError(f"ggrad.load: {path} is corrupt ({raw.size} bytes do not hold a {dtype.name} tensor of "
                          f"shape {shape})")
     return from_raw(raw, dtype, shape, device)
 
 
-def _member(arrays, name, path):
-    if name not in arrays:
-        raise ValueError(f"ggrad.load: {path} is corrupt (array member {name!r} is missing)")
-    return arrays[name]
+_NUMBERS = "biuf"    # the numpy kinds a tensor member holds (bool, ints, floats)
+_ARRAYS = "biufc"    # and a saved numpy array (`_Encoder.encode` refuses the others)
+
+
+def _member(arrays, name, path, kinds=None):
+    """The array member `name`; FormatError naming the file and the member where it is missing or, with
+    `kinds`, holds values of another numpy kind (strings, objects, dates: never written by `save`)."""
+    if not isinstance(name, str) or name not in arrays:
+        raise FormatError(f"ggrad.load: {path} is corrupt (array member {name!r} is missing)")
+    array = arrays[name]
+    if kinds is not None and array.dtype.kind not in kinds:
+        raise FormatError(f"ggrad.load: {path} is corrupt (member {name!r} holds {array.dtype} values, not "
+                          "numbers)")
+    return array
 
 
 # ---- files -------------------------------------------------------------------------------------
@@ -192,7 +203,7 @@ def _check_members(source, name):
         for info in archive.infolist():
             if info.compress_type != zipfile.ZIP_STORED and \
                     info.file_size > MAX_EXPANSION * info.compress_size + 4096:
-                raise ValueError(f"ggrad.load: {name} is refused: member {info.filename!r} would inflate "
+                raise FormatError(f"ggrad.load: {name} is refused: member {info.filename!r} would inflate "
                                  f"{info.compress_size} bytes to {info.file_size} (more than {MAX_EXPANSION}x; "
                                  "ggrad.save never compresses): a decompression bomb or a damaged file")
             if not info.filename.endswith(".npy"):
@@ -207,7 +218,7 @@ def _check_members(source, name):
             for n in shape:
                 count *= int(n)
             if dtype.hasobject or header + count * dtype.itemsize != info.file_size:
-                raise ValueError(f"ggrad.load: {name} is corrupt: member {info.filename!r} declares shape "
+                raise FormatError(f"ggrad.load: {name} is corrupt: member {info.filename!r} declares shape "
                                  f"{tuple(shape)} of {dtype} ({count * dtype.itemsize} bytes) but holds "
                                  f"{info.file_size - header}")
 
@@ -251,9 +262,9 @@ def load(path: str | os.PathLike[str], map_location: DeviceLike | None = None, d
     set) are built, anything else raises pickle.UnpicklingError naming it. `weights_only=False` runs
     Python's unpickler, which can run any code the file names: only for files you trust. `mmap` is
     accepted as PyTorch's (tensors are copied into GGML's buffers either way, so it changes nothing).
-    Raises FileNotFoundError for a missing file and ValueError, naming the path, for a file that is not a
-    ggrad checkpoint or is damaged. A `.gguf` path reads any GGUF file (`serialization_gguf.load`:
-    `dequantize` and `metadata` apply to those only).
+    Raises FileNotFoundError for a missing file and FormatError (a ValueError), naming the path, for a file
+    that is not a ggrad checkpoint or is damaged or crafted (a member of strings or objects, say). A `.gguf`
+    path reads any GGUF file (`serialization_gguf.load`: `dequantize` and `metadata` apply to those only).
     """
     if weights_only not in (None, True, False) or mmap not in (None, True, False):
         raise TypeError(f"ggrad.load: weights_only and mmap must be bool or None, got {weights_only!r}, {mmap!r}")
@@ -265,10 +276,12 @@ def load(path: str | os.PathLike[str], map_location: DeviceLike | None = None, d
             return _unpickle(arrays, map_location, name, weights_only is not False)
         return _decode(structure["root"], arrays, map_location, name)
     except RecursionError:
-        raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's recursion "
-                         f"limit, {sys.getrecursionlimit()})") from None
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
+        raise FormatError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's recursion "
+                          f"limit, {sys.getrecursionlimit()})") from None
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:   # a structure node of the wrong kind or dtype
+        raise FormatError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
 
 
 def get_unsafe_globals_in_checkpoint(f: str | os.PathLike[str]) -> list[str]:
@@ -281,7 +294,7 @@ def get_unsafe_globals_in_checkpoint(f: str | os.PathLike[str]) -> list[str]:
 def _unpickle(arrays, device, name, weights_only):
     """The pickled object of a checkpoint; its tensors come from the archive, each once."""
     if _PICKLE not in arrays:
-        raise ValueError(f"ggrad.load: {name} is corrupt (member {_PICKLE} is missing)")
+        raise FormatError(f"ggrad.load: {name} is corrupt (member {_PICKLE} is missing)")
     loaded = {}
 
     def persistent_load(node):
@@ -312,26 +325,26 @@ def _read(path):
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, SyntaxError) as e:
-        if isinstance(e, ValueError) and str(e).startswith("ggrad.load:"):
+        if isinstance(e, FormatError):
             raise
-        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (not a readable .npz archive: {e})") from e
+        raise FormatError(f"ggrad.load: {name} is not a ggrad checkpoint (not a readable .npz archive: {e})") from e
     if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (a bare .npy array, not an archive)")
+        raise FormatError(f"ggrad.load: {name} is not a ggrad checkpoint (a bare .npy array, not an archive)")
     with archive:
         if _META not in archive.files:
-            raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (no {_META} member; was it written "
+            raise FormatError(f"ggrad.load: {name} is not a ggrad checkpoint (no {_META} member; was it written "
                              "by ggrad.save?)")
         try:
             structure = json.loads(archive[_META].tobytes().decode("utf-8"))
             arrays = {k: archive[k] for k in archive.files if k != _META}
         except RecursionError:
-            raise ValueError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's "
+            raise FormatError(f"ggrad.load: {name} is corrupt (its structure is nested deeper than Python's "
                              f"recursion limit, {sys.getrecursionlimit()}; ggrad.save never writes that)") from None
         except (OSError, ValueError, EOFError, KeyError, UnicodeDecodeError, zipfile.BadZipFile) as e:
-            raise ValueError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
+            raise FormatError(f"ggrad.load: {name} is corrupt ({type(e).__name__}: {e})") from e
     if not isinstance(structure, dict) or structure.get("format") != FORMAT or "root" not in structure:
-        raise ValueError(f"ggrad.load: {name} is not a ggrad checkpoint (unknown format header)")
+        raise FormatError(f"ggrad.load: {name} is not a ggrad checkpoint (unknown format header)")
     if not isinstance(structure.get("version"), int) or structure["version"] > VERSION:
-        raise ValueError(f"ggrad.load: {name} has format version {structure.get('version')!r}; this ggrad reads "
+        raise FormatError(f"ggrad.load: {name} has format version {structure.get('version')!r}; this ggrad reads "
                          f"versions up to {VERSION}")
     return structure, arrays, name

@@ -15,7 +15,7 @@ import weakref
 from .. import ggml
 from ..ggml import placement
 from . import pending as _pending  # a module reference: pending.py imports this module
-from . import trace_cache, view_tracking
+from . import rollback, trace_cache, view_tracking
 
 EAGER = os.environ.get("GGRAD_EAGER", "") not in ("", "0")
 _POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
@@ -276,7 +276,8 @@ def _realize(target, eval_callback):
     rt = runtime(graph.device)
     if graph.is_empty():
         return
-    if rt.graph is graph:
+    current = rt.graph is graph
+    if current:
         rt.graph = _pending.PendingGraph(graph.device, rt.cache)
     alive, across, seen = [], [], set()
     for ref in graph.tensors:
@@ -288,27 +289,33 @@ def _realize(target, eval_callback):
             else:
                 alive.append(t)
     if alive or graph.effects:
-        _compute(rt, graph, alive, eval_callback)
+        _compute(rt, graph, alive, eval_callback, current)
     for t in across:   # not held as a copy: derived again from its base, which its view record holds
         view_tracking.rederive(t)
 
 
-def _compute(rt, pending, alive, eval_callback):
+def _compute(rt, pending, alive, eval_callback, current):
+    """Compute `pending` holding the Tensors `alive`: replay its cached entry or plan it, run it, finish. A
+    failure before the finish rolls everything back (rollback.py); `current`: `pending` was the device's
+    pending graph, and is again after a failure."""
     ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
     rt.evacuate(pending)
     trace, pending.trace = pending.trace, None   # nodes made from here on are the compute's own
-    if trace is not None and trace.entry is not None:   # replaying a cached trace
-        blocks = _reuse(rt, trace.entry, pending, alive) if trace.pos == len(trace.entry.keys) else None
-        if blocks is not None:
-            stats.cache_hits += 1
-            entry = trace.entry
-            pending.uploads = pending.needed_uploads(alive)
-            graph, sched, scratch = entry.graph, rt.scheduler, entry.scratch
+    undo = rollback.Undo(rt, pending, alive, trace, current)
+    try:
+        replayed = _replay(rt, trace, pending, alive, eval_callback, undo)
+        if replayed is None:
+            plan = _plan(rt, pending, alive, trace is not None, undo)
+            graph, sched, scratch = plan[:3]
             _run(rt, sched, graph, pending, scratch, eval_callback)
-            return _finish(rt, pending, graph, alive, blocks, entry.homes)
-        trace.diverge(pending)   # a prefix of it, or other held results or updates
-    graph, sched, scratch, blocks, planned, view_conts, moved = _plan(rt, pending, alive, trace is not None)
-    _run(rt, sched, graph, pending, scratch, eval_callback)
+    except BaseException:
+        undo.roll_back()
+        raise
+    if replayed is not None:
+        stats.cache_hits += 1
+        entry, blocks = replayed
+        return _finish(rt, pending, entry.graph, alive, blocks, entry.homes)
+    blocks, planned, view_conts, moved = plan[3:]
     if trace is not None:
         stats.cache_misses += 1
         rt.planned_for = None
@@ -321,9 +328,25 @@ def _compute(rt, pending, alive, eval_callback):
     _finish(rt, pending, graph, alive, blocks)
 
 
-def _plan(rt, pending, alive, cacheable):
+def _replay(rt, trace, pending, alive, eval_callback, undo):
+    """Compute a replayed cached trace with its entry's graph: (entry, blocks of the held host data), or
+    None where there is none to replay (the trace, if any, then continues as a recording of its own)."""
+    if trace is None or trace.entry is None:
+        return None
+    entry = trace.entry
+    blocks = _reuse(rt, entry, pending, alive, undo) if trace.pos == len(entry.keys) else None
+    if blocks is None:
+        trace.diverge(pending)   # a prefix of it, or other held results or updates
+        return None
+    pending.uploads = pending.needed_uploads(alive)
+    _run(rt, rt.scheduler, entry.graph, pending, entry.scratch, eval_callback)
+    return entry, blocks
+
+
+def _plan(rt, pending, alive, cacheable, undo):
     """Build the GGML graph of `pending` and place it in memory: held host data and uploads in pooled
-    buffers, the rest (held results included) planned by the scheduler (and listed, when `cacheable`)."""
+    buffers, the rest (held results included) planned by the scheduler (and listed, when `cacheable`).
+    What it places is noted in `undo` (rollback.py)."""
     # A held view would point into scratch memory: give it its own contiguous copy.
     view_conts = {}
     for t in alive:
@@ -353,7 +376,7 @@ def _plan(rt, pending, alive, cacheable):
         key = t._node.ptr
         if key not in blocks and t._node.is_leaf:
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, t._node))
-            buffer.place(t._node)
+            undo.place(buffer, t._node, False)
             blocks[key] = buffer
     # Host data goes straight into device memory, not into a CPU staging tensor that the scheduler
     # copies over during the compute; buffers of uploads nobody holds return to the pool after.
@@ -363,9 +386,11 @@ def _plan(rt, pending, alive, cacheable):
     for node, _ in pending.uploads:
         if not node.is_allocated:
             buffer = rt.pool.take(ggml.alloc_size(rt.device.buffer_type, node))
-            buffer.place(node)
             scratch.append(Block(buffer, rt.pool))
-    planned = placement.unplaced(pending.contexts) if cacheable else None
+            undo.place(buffer, node, True)
+    unplaced = placement.unplaced(pending.contexts)
+    undo.placed += unplaced
+    planned = unplaced if cacheable else None
     sched = rt.scheduler_for(graph.size)
     sched.alloc(graph)
     if planned is not None:
@@ -373,10 +398,10 @@ def _plan(rt, pending, alive, cacheable):
     return graph, sched, scratch, blocks, planned, view_conts, moved
 
 
-def _reuse(rt, entry, pending, alive):
+def _reuse(rt, entry, pending, alive, undo):
     """Get a cached entry's graph ready to compute again (held host data in pooled buffers, held results
     where the entry's plan puts them), or None when this step holds other results or schedules other
-    updates than the entry computed."""
+    updates than the entry computed. The buffers it takes are noted in `undo` (rollback.py)."""
     outputs = {}
     for t in alive:
         node = t._node
@@ -404,6 +429,7 @@ def _reuse(rt, entry, pending, alive):
             continue
         p = node.ptr
         buffer = buffers[i] = rt.pool.take(sizes[i], last)
+        undo.taken.append(buffer)
         if buffer is not last or p.buffer != buffer.ptr:   # else it is still there, at the buffer's start
             placement.unplace((p,))
             buffer.place(node)

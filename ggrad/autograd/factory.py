@@ -6,6 +6,7 @@ are reproducible on every backend.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Sequence
 
@@ -13,13 +14,14 @@ import numpy as np
 
 from .. import ggml
 from ..ggml.errors import ArgumentError, DTypeError, ShapeError
-from . import pending
+from . import pending, sizes
 from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
 from .generator import Generator
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
 from .typing_aliases import ArrayLike, DeviceLike, DTypeLike, Number, Size
 
 default_generator = Generator().manual_seed(0)   # PyTorch's torch.default_generator
+_HOST = np.dtype(np.float64)   # the factories' host values are float64 or int64 before conversion
 
 
 def manual_seed(seed: int) -> int:
@@ -129,7 +131,7 @@ def _shape(size, what="zeros"):
 
 def _checked_size(size, what):
     """`size` as a tuple of ints: TypeError for anything but ints (0-d int tensors count, as in PyTorch),
-    ShapeError (a RuntimeError) for a negative one."""
+    ShapeError (a RuntimeError) for a negative one or for sizes whose product overflows (sizes.py)."""
     dims = []
     for s in size:
         if isinstance(s, _tensor.Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
@@ -140,6 +142,7 @@ def _checked_size(size, what):
         if s < 0:
             raise ShapeError(f"{what}(): trying to create a tensor with negative dimension {s}: {list(size)}")
         dims.append(int(s))
+    sizes.check(f"{what}()", dims, _HOST)
     return tuple(dims)
 
 
@@ -238,6 +241,7 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
         raise ArgumentError("arange: step must be nonzero")
     if (end - start) * step < 0:
         raise ArgumentError("arange: upper bound and lower bound inconsistent with step sign")
+    sizes.check("arange()", (math.ceil((end - start) / step),), _HOST)
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = ggml.f32 if values.dtype.kind == "f" else INT64
@@ -246,6 +250,7 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
 
 def eye(n: int, m: int | None = None,
         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+    sizes.check("eye()", (n, n if m is None else m), _HOST)
     return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
 
 
@@ -304,6 +309,7 @@ def _linspace_values(start, end, steps):
     steps = int(steps)
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    sizes.check("linspace()", (steps,), _HOST)
     i = np.arange(steps, dtype=np.float64)
     start32, end32 = np.float32(start), np.float32(end)
     step = np.float64((end32 - start32) / np.float32(steps - 1)) if steps > 1 else 0.0   # a float32 step
@@ -324,4 +330,5 @@ def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
 def randperm(n: int, generator: Generator | None = None,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
     """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
+    sizes.check("randperm()", (int(n),), _HOST)
     return tensor(_stream(generator).permutation(int(n)), dtype or INT64, device, requires_grad)

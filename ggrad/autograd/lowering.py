@@ -10,7 +10,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
   CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
   a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
-- GGML's fused cross_entropy_loss and its backward have no Vulkan kernel. An RPC server's backend is not
+- GGML's fused cross_entropy_loss_back has no Vulkan kernel (its forward, cross_entropy_loss, is not used:
+  it adds per-thread partial sums, so its result followed the thread count). An RPC server's backend is not
   known to its client (GGML's protocol reports no capabilities, and the server computes an op its backend
   lacks as nothing: a Vulkan server gave wrong losses), so RPC devices take only ops every backend has.
 - a contiguous copy of a transposed view (the operands of those mul_mats, attention's k^T): the CPU's cont
@@ -69,7 +70,7 @@ class Lowering:
         reduce_leading: sum over leading dimensions by "repeat_back", by "sum_rows" of a transposed copy, or
             by "out_prod" with a column of ones (both sum in f32: other gradients are cast to it and back).
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
-        fused_cross_entropy: use GGML's cross_entropy_loss / cross_entropy_loss_back.
+        fused_cross_entropy: use GGML's cross_entropy_loss_back for cross-entropy's gradient.
         strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
             (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
         strided_bf16_second: whether "both" includes a bfloat16 second operand (src1): Vulkan's mul_mat reads

@@ -8,7 +8,7 @@ from . import factory, grad_mode, inplace_views, legacy, ops, random_fill, torch
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import advanced_index, logical, mask_index, mask_positions, views, windows
+from .ops import advanced_index, logical, mask_index, mask_positions, sliding_windows, views
 from .ops.convert import convert
 from .pending import alias
 from .tensor import Tensor
@@ -315,7 +315,7 @@ for _name in ops._COMPOSITE_METHODS:
 for _name in ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount", "unique",
               "unique_consecutive", "kron", "rot90", "copysign", "frexp", "scatter_reduce"):
     _METHODS[_name] = getattr(ops, _name)
-_METHODS["unfold"] = windows.unfold   # sliding windows (F.unfold is im2col, in nn.functional)
+_METHODS["unfold"] = sliding_windows.unfold   # sliding windows (F.unfold is im2col, in nn.functional)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
     _METHODS[_name] = getattr(factory, _name)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",

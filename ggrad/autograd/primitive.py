@@ -18,7 +18,8 @@ recording the op for autograd):
             y, = ctx.saved_tensors
             return g * y
 
-Operands or results without elements never reach GGML: the result is `empty_value` everywhere (0, the
+A result too large for GGML's int64 and size_t counts raises ShapeError before any node is made
+(sizes.py). Operands or results without elements never reach GGML: the result is `empty_value` everywhere (0, the
 sum of nothing, unless an op says otherwise). The engine sets `ctx.shapes`, the shapes of the Tensor inputs, for backward rules.
 `shape(*args)` and `result_dtype(*args)` give the result's shape and dtype when they differ from the
 first input's. Inputs arrive contiguous unless `views = True` (ops that take strided views).
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import execution, grad_mode
+from . import execution, grad_mode, sizes
 from .factory import zeros
 from .function import Function, apply_function
 from .pending import alias, graph_of, leaf
@@ -86,6 +87,7 @@ class Primitive(Function):
         # the defaults (the first input's shape and dtype) without a call each
         shape = shapes[0] if cls.shape is _default_shape else cls.shape(*args)
         dtype = tensors[0].dtype if cls.result_dtype is _default_dtype else cls.result_dtype(*args)
+        sizes.check(cls.__name__, shape, dtype)
         if 0 in shape or _has_zero_size(shapes):
             out = cls.empty(graph, shape, dtype)
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
@@ -105,6 +107,8 @@ class Primitive(Function):
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         out_shapes, dtypes = cls.shape(*args), cls.result_dtype(*args)
+        for s, d in zip(out_shapes, dtypes):
+            sizes.check(cls.__name__, s, d)
         if _has_zero_size(out_shapes) or _has_zero_size(shapes):
             return tuple([cls.empty(graph, s, d) for s, d in zip(out_shapes, dtypes)])
         nodes = cls._built(ctx, graph, args, shapes)

@@ -128,7 +128,7 @@ class MultiHeadAttention(Module):
             v_in = k_in
         if unbatched and key_padding_mask is not None:
             key_padding_mask = _unsqueeze_mask(key_padding_mask)
-        self._check_shapes(q_in, k_in, v_in)
+        self._check_shapes(query, key, value, unbatched)
         b, t = q_in.shape[0], q_in.shape[1]
         if self._one_op(q_in, k_in, v_in, attn_mask, key_padding_mask, need_weights, kv_cache):
             mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, t, q_in.device)
@@ -174,17 +174,24 @@ class MultiHeadAttention(Module):
         out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
         return out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim), weights   # (B, T, H, Dh) -> (B, T, E)
 
-    def _check_shapes(self, q, k, v):
+    def _check_shapes(self, query, key, value, unbatched):
+        """The inputs' feature sizes and shared dimensions, checked as the user passed them: errors name the
+        shapes and the layout of this module ((L, N, E) unless batch_first, (L, E) unbatched)."""
         e = self.embed_dim
-        if q.shape[-1] != e:
+        layout = "(L, E)" if unbatched else "(N, L, E)" if self.batch_first else "(L, N, E)"
+        if query.shape[-1] != e:
             raise ShapeError(f"MultiHeadAttention: expected query with embed_dim={e} features, got shape "
-                             f"{tuple(q.shape)}")
-        if k.shape[-1] != self.kdim or v.shape[-1] != self.vdim:
+                             f"{tuple(query.shape)} {layout}")
+        if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise ShapeError(f"MultiHeadAttention: expected key with kdim={self.kdim} and value with "
-                             f"vdim={self.vdim} features, got shapes {tuple(k.shape)} and {tuple(v.shape)}")
-        if k.shape[:2] != v.shape[:2] or k.shape[0] != q.shape[0]:
-            raise ShapeError(f"MultiHeadAttention: query {tuple(q.shape)}, key {tuple(k.shape)} and value "
-                             f"{tuple(v.shape)} must share the batch size, and key and value the sequence length")
+                             f"vdim={self.vdim} features, got shapes {tuple(key.shape)} and {tuple(value.shape)}")
+        batch = None if unbatched else 0 if self.batch_first else 1
+        sequence = 0 if not self.batch_first or unbatched else 1
+        if key.shape[sequence] != value.shape[sequence] or \
+                (batch is not None and not query.shape[batch] == key.shape[batch] == value.shape[batch]):
+            raise ShapeError(f"MultiHeadAttention: query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+                             f"{tuple(value.shape)} (each {layout}) must share the batch size N, and key and value "
+                             f"the sequence length")
 
     def _heads(self, x, n=1):
         """(B, T, n*E) -> (B, n*H, T, Dh): a reshape (a view) and a permute (a view)."""

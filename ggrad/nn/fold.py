@@ -1,6 +1,6 @@
 """The Unfold (im2col) and Fold (col2im) layers of PyTorch, over F.unfold and F.fold."""
 
-from ..autograd.ops.windows import col2im, im2col
+from ..autograd.ops.sliding_windows import col2im, im2col
 from .module import Module
 
 __all__ = ["Unfold", "Fold"]

@@ -15,40 +15,9 @@ import numpy as np
 from ..autograd import no_grad
 from ..autograd.factory import tensor
 from ..autograd.ops import avg_pool2d as _ggml_avg_pool2d, max_pool2d as _ggml_max_pool2d
+from ..autograd.ops.windows import pool_outs, pool_settings
 from ..ggml.errors import ArgumentError, ShapeError
 from .module import Module
-
-
-def _ntuple(value, n, name, op):
-    values = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
-    return values
-
-
-def _settings(op, n, kernel_size, stride, padding, dilation):
-    k = _ntuple(kernel_size, n, "kernel_size", op)
-    s = k if stride is None or stride == () or stride == [] else _ntuple(stride, n, "stride", op)
-    p = _ntuple(padding, n, "padding", op)
-    d = _ntuple(dilation, n, "dilation", op)
-    if any(v <= 0 for v in k + s + d):
-        raise ArgumentError(f"{op}: kernel_size, stride and dilation must be positive, got {k}, {s}, {d}")
-    if any(pi < 0 or 2 * pi > ki for pi, ki in zip(p, k)):
-        raise ArgumentError(f"{op}: padding should be at most half of kernel size, but got padding={p} and "
-                            f"kernel_size={k}")
-    return k, s, p, d
-
-
-def _out_size(n, k, s, p, d, ceil_mode):
-    """PyTorch's output length: floor or ceil of the window count; a last window must start inside the
-    input or its left padding."""
-    span = n + 2 * p - d * (k - 1) - 1
-    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= n + p:
-        out -= 1
-    return out
 
 
 def _batched(x, n, op):
@@ -56,14 +25,6 @@ def _batched(x, n, op):
         unbatched = "(C, L)" if n == 1 else "(C, H, W)"
         raise ShapeError(f"{op}: expected {n + 1}-D {unbatched} or {n + 2}-D input, got shape {tuple(x.shape)}")
     return (x.unsqueeze(0), True) if x.ndim == n + 1 else (x, False)
-
-
-def _shapes(x, n, k, s, p, d, ceil_mode, op):
-    outs = tuple(_out_size(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n))
-    if any(o < 1 for o in outs):
-        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} is smaller than the kernel {k} (padding {p}, "
-                         f"dilation {d}): the calculated output size {outs} is too small")
-    return outs
 
 
 def _windows(x, dim, k, s, p, d, out):
@@ -137,9 +98,9 @@ def _fused(pool, x, n, k, s, p):
 
 
 def _max_pool(x, n, op, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    k, s, p, d = _settings(op, n, kernel_size, stride, padding, dilation)
+    k, s, p, d = pool_settings(op, n, kernel_size, stride, padding, dilation)
     x, unbatched = _batched(x, n, op)
-    outs = _shapes(x, n, k, s, p, d, ceil_mode, op)
+    outs = pool_outs(op, x.shape, k, s, p, d, ceil_mode)
     if all(v == 1 for v in d) and not ceil_mode:
         y = _fused(_ggml_max_pool2d, x, n, k, s, p)
     else:
@@ -153,11 +114,11 @@ def _max_pool(x, n, op, kernel_size, stride, padding, dilation, ceil_mode, retur
 
 
 def _avg_pool(x, n, op, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    k, s, p, d = _settings(op, n, kernel_size, stride, padding, 1)
+    k, s, p, d = pool_settings(op, n, kernel_size, stride, padding, 1)
     if divisor_override is not None and (isinstance(divisor_override, bool) or divisor_override == 0):
         raise ArgumentError(f"{op}: divisor must be not zero, got divisor_override={divisor_override!r}")
     x, unbatched = _batched(x, n, op)
-    outs = _shapes(x, n, k, s, p, d, ceil_mode, op)
+    outs = pool_outs(op, x.shape, k, s, p, d, ceil_mode)
     if not ceil_mode and count_include_pad and divisor_override is None:
         y = _fused(_ggml_avg_pool2d, x, n, k, s, p)
     else:
@@ -206,7 +167,7 @@ class _MaxPool(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
-        _settings(type(self).__name__, self.n, kernel_size, stride, padding, dilation)
+        pool_settings(type(self).__name__, self.n, kernel_size, stride, padding, dilation)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
@@ -262,7 +223,7 @@ class AvgPool1d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        k, s, p, _ = _settings("AvgPool1d", 1, kernel_size, stride, padding, 1)
+        k, s, p, _ = pool_settings("AvgPool1d", 1, kernel_size, stride, padding, 1)
         self.kernel_size, self.stride, self.padding = k, s, p   # tuples, as PyTorch's AvgPool1d keeps them
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
@@ -285,7 +246,7 @@ class AvgPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
-        _settings(type(self).__name__, self.n, kernel_size, stride, padding, 1)
+        pool_settings(type(self).__name__, self.n, kernel_size, stride, padding, 1)
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.ceil_mode = padding, ceil_mode

@@ -15,9 +15,10 @@ import numpy as np
 from ..autograd import no_grad
 from ..autograd.factory import tensor
 from ..autograd.ops import cat
+from ..autograd.ops.windows import pool_outs, pool_settings
 from ..ggml.errors import ArgumentError, ShapeError
 from .adaptive_pool import AdaptiveAvgPool1d, _sizes
-from .pooling import _MaxPool, AvgPool2d, _argmax_dim, _out_size, _pool_dim, _settings, _window_counts
+from .pooling import _MaxPool, AvgPool2d, _argmax_dim, _pool_dim, _window_counts
 
 _SPATIAL = 3
 
@@ -35,14 +36,6 @@ def _unfold(y, lead):
     return y if len(lead) == 1 else y.reshape(lead + tuple(y.shape[1:]))
 
 
-def _outs(x, k, s, p, d, ceil_mode, op):
-    outs = tuple(_out_size(x.shape[1 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(_SPATIAL))
-    if any(o < 1 for o in outs):
-        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} is smaller than the kernel {k} (padding {p}, "
-                         f"dilation {d}): the calculated output size {outs} is too small")
-    return outs
-
-
 def _flat_positions(x):
     """Each element's flat spatial index d * H * W + h * W + w, in x's (B, D, H, W) shape."""
     spatial = tuple(x.shape[1:])
@@ -55,9 +48,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max over each (kd, kh, kw) window of (N, C, D, H, W) or (C, D, H, W); -inf padding never wins.
     With return_indices, also each maximum's flat position d * H * W + h * W + w (int64)."""
     op = "max_pool3d"
-    k, s, p, d = _settings(op, _SPATIAL, kernel_size, stride, padding, dilation)
+    k, s, p, d = pool_settings(op, _SPATIAL, kernel_size, stride, padding, dilation)
     x, lead = _fold(input, op)
-    outs = _outs(x, k, s, p, d, ceil_mode, op)
+    outs = pool_outs(op, x.shape, k, s, p, d, ceil_mode)
     y = x
     for i in reversed(range(_SPATIAL)):
         y = _pool_dim(y, 1 + i, k[i], s[i], p[i], d[i], outs[i], "max")
@@ -75,11 +68,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """Mean of each (kd, kh, kw) window of (N, C, D, H, W) or (C, D, H, W): zero padding counted unless
     count_include_pad=False, or the window's sum divided by divisor_override when given."""
     op = "avg_pool3d"
-    k, s, p, d = _settings(op, _SPATIAL, kernel_size, stride, padding, 1)
+    k, s, p, d = pool_settings(op, _SPATIAL, kernel_size, stride, padding, 1)
     if divisor_override is not None and (isinstance(divisor_override, bool) or divisor_override == 0):
         raise ArgumentError(f"{op}: divisor must be not zero, got divisor_override={divisor_override!r}")
     x, lead = _fold(input, op)
-    outs = _outs(x, k, s, p, d, ceil_mode, op)
+    outs = pool_outs(op, x.shape, k, s, p, d, ceil_mode)
     y = x
     for i in reversed(range(_SPATIAL)):
         counts = None if divisor_override is not None else \

@@ -9,9 +9,9 @@ gradient gathered at the same indices (graph nodes both ways).
 from ..autograd.factory import zeros
 from ..autograd.ops.indexing import count_outside
 from ..autograd.ops.sampling import check_values
+from ..autograd.ops.windows import ntuple as _ntuple
 from ..ggml.errors import ShapeError
 from .module import Module
-from .pooling import _ntuple
 
 
 def _output_size(input, kernel, stride, padding, output_size, n):  # noqa: A002

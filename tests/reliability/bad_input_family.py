@@ -2,7 +2,10 @@
 nn.functional, and every public Tensor method, that PyTorch also has, is called with the same bad arguments
 on both sides (None, a str, a list of str, mismatched shapes, empty tensors, integer tensors, dims out of
 range, None or a str where a number goes, a float where an int goes, float index tensors, bad keyword
-values). One JSON line per call: what PyTorch did and what ggrad did.
+values, sizes whose product overflows int64, a slice with both ends past the tensor) and with
+valid arguments whose first compute fails in the plan, the upload or the compute (failed_compute_child.py):
+read again, the result must have the values of a call without the failure. One JSON line per call: what
+PyTorch did and what ggrad did.
 
     python bad_input_family.py OUT_FILE START   (cases from index START on; the parent restarts after a crash)
 
@@ -12,6 +15,7 @@ A line {"start": i} is flushed before each call, so a call that kills the proces
 import inspect
 import json
 import os
+import resource
 import signal
 import sys
 import warnings
@@ -23,6 +27,9 @@ import torch.nn.functional as TF
 import ggrad
 import ggrad.autograd.ops as ops
 import ggrad.nn.functional as GF
+from ggrad.autograd import trace_cache
+from ggrad.autograd.raw import to_raw
+from failed_compute_child import Injected, disarm, fail_once
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3) / 7 + 0.1
 INTS = np.arange(6, dtype=np.int32).reshape(2, 3)
@@ -51,7 +58,16 @@ ARGUMENTS = [
     ("dim_kw_str", lambda t: ((t(X),), {"dim": "x"})),
     ("dtype_kw_bad", lambda t: ((t(X),), {"dtype": "bogus"})),
     ("keepdim_kw_str", lambda t: ((t(X),), {"keepdim": "yes"})),
+    ("overflowing_sizes", lambda t: ((t(X), 2**40, 2**40), {})),
+    ("zero_size_slice", lambda t: ((t(X)[5:9],), {})),
 ]
+# Valid arguments, the first compute failing in a phase (the values read after it are compared with a call's
+# without the failure)
+FAILING = {"failure_in_plan": "plan", "failure_in_upload": "upload", "failure_in_compute": "compute"}
+ARGUMENTS += [(name, lambda t: ((t(X),), {})) for name in FAILING]
+# Kinds not called in torch: overflowing sizes (its pools never return for them: max_pool1d(x, 2**40, 2**40)
+# hangs in C++) and the failing computes (compared with ggrad's own call without the failure)
+TORCH_SKIPPED = {"overflowing_sizes", *FAILING}
 
 # Methods that only print, copy out or change global state: nothing to compare.
 SKIP_METHODS = {"backward", "register_hook", "numpy", "tolist", "item", "cpu", "to", "type", "retain_grad",
@@ -121,11 +137,55 @@ def _outcome(fn, method, build, make):
         return {"kind": "raised", "types": [c.__name__ for c in type(e).__mro__], "message": str(e)[:300]}
 
 
+def _values(result):
+    """The bytes of every Tensor in `result` (a Tensor or nested tuples and lists of them), others' repr."""
+    if isinstance(result, (tuple, list)):
+        return [_values(r) for r in result]
+    if isinstance(result, ggrad.Tensor):
+        data = to_raw(result) if result.dtype.numpy is None else result.numpy()   # quantized: its blocks
+        return data.tobytes() + repr((result.shape, result.dtype)).encode()
+    return repr(result)
+
+
+def _rolled_back(fn, method, build, make, phase):
+    """The call with valid arguments, its first compute failing in `phase` and its result read again:
+    "ok" where the values read are a call's without the failure, "differs" where they are not (and whether
+    the failure `fired`: a call computed before its read has no compute left to fail), or the error the
+    call raised. Both calls draw from the same seed (random ops)."""
+    cached = trace_cache.ENABLED
+    ggrad.set_graph_cache(phase != "plan")   # a replayed graph is not planned again
+    try:
+        ggrad.manual_seed(0)
+        args, kwargs = build(make)
+        expected = _call(fn, method, args, kwargs)
+        if isinstance(expected, str) and expected == "skip":
+            return {"kind": "skip"}
+        expected = _values(expected)
+        ggrad.manual_seed(0)
+        args, kwargs = build(make)
+        result = _call(fn, method, args, kwargs)
+        fail_once(phase)
+        fired = False
+        try:
+            values = _values(result)
+        except Injected:
+            fired = True
+            values = _values(result)
+        finally:
+            disarm()
+        return {"kind": "ok" if values == expected else "differs", "fired": fired}
+    except Exception as e:   # noqa: BLE001  (the point is to see every type)
+        return {"kind": "raised", "types": [c.__name__ for c in type(e).__mro__], "message": str(e)[:300]}
+    finally:
+        ggrad.set_graph_cache(cached)
+
+
 def _timeout(signum, frame):
     raise TimeoutError("the call did not return within 20 s")
 
 
 def main(out_path, start):
+    resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))   # a huge size fails to allocate, never pages
     warnings.simplefilter("ignore")
     ggrad.ggml.hooks.set_log_level("none")
     signal.signal(signal.SIGALRM, _timeout)
@@ -135,10 +195,14 @@ def main(out_path, start):
             label, ours, theirs, method, arg_name, build = all_cases[i]
             out.write(json.dumps({"start": i, "label": label, "args": arg_name}) + "\n")
             out.flush()
-            theirs_result = _outcome(theirs, method, build, lambda a: torch.tensor(a))
+            theirs_result = {"kind": "skip"} if arg_name in TORCH_SKIPPED else \
+                _outcome(theirs, method, build, lambda a: torch.tensor(a))
             signal.alarm(20)
             try:
-                ours_result = _outcome(ours, method, build, lambda a: ggrad.tensor(a))
+                if arg_name in FAILING:
+                    ours_result = _rolled_back(ours, method, build, lambda a: ggrad.tensor(a), FAILING[arg_name])
+                else:
+                    ours_result = _outcome(ours, method, build, lambda a: ggrad.tensor(a))
             finally:
                 signal.alarm(0)
             out.write(json.dumps({"done": i, "label": label, "args": arg_name, "torch": theirs_result,

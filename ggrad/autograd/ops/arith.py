@@ -68,22 +68,30 @@ def un_floor(x):
     return mt.Floor.apply(x)
 
 
+def _operands(a, b, op):
+    """promote(a, b, op), with shapes that do not broadcast reported as `op`'s, in the caller's order (the
+    ops a composition is made of would name themselves)."""
+    a, b = promote(a, b, op)
+    broadcast_shapes(a.shape, b.shape, op)
+    return a, b
+
+
 def floor_divide(a, b):
-    return div(a, b, rounding_mode="floor")
+    return div(*_operands(a, b, "floor_divide"), rounding_mode="floor")
 
 
 def remainder(a, b):
     """a - floor(a / b) * b: the sign of b, as Python's %."""
-    return _modulo(a, b, un_floor)
+    return _modulo(a, b, un_floor, "remainder")
 
 
 def fmod(a, b):
     """a - trunc(a / b) * b: the sign of a, as C's fmod."""
-    return _modulo(a, b, un_trunc)
+    return _modulo(a, b, un_trunc, "fmod")
 
 
-def _modulo(a, b, rounding):
-    a, b = promote(a, b, "remainder")
+def _modulo(a, b, rounding, op):
+    a, b = _operands(a, b, op)
     dtype = a.dtype
     a, b = (a, b) if dtype is f32 else (a.to(f32), _nonzero_divisor(b, dtype).to(f32))
     out = a - rounding(a / b).detach() * b
@@ -247,7 +255,7 @@ def _shift_operands(a, b, op):
         if (isinstance(t, Tensor) and t.dtype.is_float) or isinstance(t, float):
             raise UnsupportedDTypeError(f"{op}: only integer and bool tensors are supported, got a floating point "
                                         "operand")
-    return promote(a, b, op)
+    return _operands(a, b, op)
 
 
 def bitwise_left_shift(a, b):

@@ -8,11 +8,12 @@ convolution: its input times the filters gives patch gradients, which GGML's im2
 output (the gradient of that is im2col again, so it is differentiable to any order).
 """
 
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from . import nn as _nn
 from . import views as mv
+from . import windows
 from .linalg import matmul
 from .shape_ops import pad as _pad
 
@@ -44,20 +45,19 @@ def _same_padding(x, kernel, dilation, stride, op):
 def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     if x.ndim != n + 2 or weight.ndim != n + 2:
         raise ShapeError(f"{op}: expected {n + 2}-D input and weight, got {x.shape} and {weight.shape}")
-    s, d = _nn._pair(stride, n, "stride"), _nn._pair(dilation, n, "dilation")
-    if isinstance(padding, str):
-        if padding not in ("same", "valid"):
-            raise ValueError(f"{op}: padding must be 'same', 'valid' or numbers, got {padding!r}")
-        if padding == "same":
-            x = _pad(x, _same_padding(x, weight.shape[2:], d, s, op))
-        padding = 0
-    p = _nn._pair(padding, n, "padding")
+    named = padding if isinstance(padding, str) else None
+    if named not in (None, "same", "valid"):
+        raise ValueError(f"{op}: padding must be 'same', 'valid' or numbers, got {padding!r}")
+    s, p, d = windows.conv_settings(op, n, stride, 0 if named else padding, dilation)
+    if named == "same":
+        x = _pad(x, _same_padding(x, weight.shape[2:], d, s, op))
     c, o = x.shape[1], weight.shape[0]
     if groups < 1 or c % groups or o % groups:
         raise ValueError(f"{op}: groups={groups} must divide the input channels ({c}) and the output channels ({o})")
     if weight.shape[1] * groups != c:
         raise ShapeError(f"{op}: weight {weight.shape} with groups={groups} expects {weight.shape[1] * groups} input "
                          f"channels, got {c} (input {x.shape})")
+    windows.conv_outs(op, x.shape[2:], weight.shape[2:], s, p, d)
     plain = _nn.conv2d if n == 2 else _nn.conv1d
     if groups == 1:
         return plain(x, weight, bias, s if n == 2 else s[0], p if n == 2 else p[0], d if n == 2 else d[0])
@@ -94,8 +94,10 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, n, op):
     if x.ndim != n + 2 or weight.ndim != n + 2:
         raise ShapeError(f"{op}: expected {n + 2}-D input and weight, got {x.shape} and {weight.shape}")
-    s, p = _nn._pair(stride, n, "stride"), _nn._pair(padding, n, "padding")
-    op_, d = _nn._pair(output_padding, n, "output_padding"), _nn._pair(dilation, n, "dilation")
+    s, p, d = windows.conv_settings(op, n, stride, padding, dilation)
+    op_ = windows.ntuple(output_padding, n, "output_padding", op)
+    if any(v < 0 for v in op_):
+        raise ArgumentError(f"{op}: negative output_padding is not supported, got output_padding={op_}")
     c = x.shape[1]
     if groups < 1 or c % groups or weight.shape[0] != c:
         raise ShapeError(f"{op}: weight {weight.shape} needs {c} input channels in dim 0, divisible by "

@@ -13,7 +13,7 @@ from ..function import Function
 from ..tensor import Tensor
 from . import logical as lg
 from .binary import where
-from .broadcast import reduce_to
+from .broadcast import broadcast_shapes, reduce_to
 from .convert import relabel
 from .math import isnan, nan_carrier
 from ...ggml import f32
@@ -28,6 +28,7 @@ def _pair(a, b, op):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{op}(): expected both arguments to be Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
+    broadcast_shapes(a.shape, b.shape, op)   # as `op`'s, not as the comparison's it is computed from
     return promote(a, b, op)
 
 

@@ -96,6 +96,9 @@ def _check(target, d, positions, source):
                          f"{len(positions)} positions along dim {d})")
     if not positions.size:
         raise ShapeError("index_write_: index is empty (nothing to write)")
+    if 0 in source.shape:   # a zero-size node must not reach GGML's set_rows (it aborts on it)
+        raise ShapeError(f"index_write_: source of shape {source.shape} is empty (nothing to write; target "
+                         f"{target.shape})")
     if not target._node.is_contiguous:
         raise ShapeError(f"index_write_: target of shape {target.shape} must be contiguous (a strided view "
                          "has no memory of its own to write into)")

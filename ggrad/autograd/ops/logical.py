@@ -19,6 +19,7 @@ from ..torch_dtypes import BOOL, INT64
 from . import binary as bi
 from . import reduce as rd
 from . import unary as un
+from .broadcast import broadcast_shapes
 from .convert import convert, relabel
 
 
@@ -35,6 +36,14 @@ def _float(x, like):
 def _operands(a, b):
     like = a if isinstance(a, Tensor) else b
     return _float(a, like), _float(b, like)
+
+
+def _broadcastable(a, b, op):
+    """ShapeError naming `op` and the shapes in the caller's order where they do not broadcast (the
+    comparisons are computed from differences, some with the operands swapped: their errors would name
+    `sub` and the shapes reversed)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        broadcast_shapes(a.shape, b.shape, op)
 
 
 def _isnan(x):
@@ -59,32 +68,38 @@ def _equal01(a, b, floats):
 
 
 def gt(a, b):
+    _broadcastable(a, b, "gt")
     with grad_mode.no_grad():
         fa, fb = _operands(a, b)
         return _bool(un.Step.apply(fa - fb))
 
 
 def lt(a, b):
+    _broadcastable(a, b, "lt")
     return gt(b, a)
 
 
 def eq(a, b):
+    _broadcastable(a, b, "eq")
     with grad_mode.no_grad():
         return _bool(_equal01(a, b, _has_float(a, b)))
 
 
 def ne(a, b):
+    _broadcastable(a, b, "ne")
     with grad_mode.no_grad():
         return _bool(1.0 - _equal01(a, b, _has_float(a, b)))
 
 
 def ge(a, b):
+    _broadcastable(a, b, "ge")
     with grad_mode.no_grad():
         fa, fb = _operands(a, b)
         return _bool(un.Step.apply(fa - fb) + _equal01(fa, fb, _has_float(a, b)))
 
 
 def le(a, b):
+    _broadcastable(a, b, "le")
     return ge(b, a)
 
 

@@ -100,22 +100,22 @@ class CrossEntropyRows(Function):
         return (nn.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, None, None
 
 
-class CrossEntropyFused(Primitive):
-    """Mean over the R rows of -sum(labels * log_softmax(logits)), as ONE GGML node (cross_entropy_loss).
+class CrossEntropyMean(Function):
+    """Mean over the R rows of -sum(labels * log_softmax(logits)), for labels whose rows sum to 1, or are all
+    zero where a row is ignored (`valid` (R, 1), 0 there, masks the gradient; an input for backward only).
 
-    For labels whose rows sum to 1, or are all zero where a row is ignored: GGML's backward,
-    cross_entropy_loss_back, is (softmax - labels) * g / R, right for the first kind; `valid` (R, 1),
-    0 on ignored rows, masks it for the second. `valid` is an input for backward only.
+    The forward sums each row, then the rows, in an order fixed by the shapes: GGML's fused
+    cross_entropy_loss adds per-thread partial sums, so its last bit followed the thread count. The
+    backward is GGML's fused cross_entropy_loss_back, (softmax - labels) * g / R, computed row by row.
     """
-    saves = "inputs"
+    _replayable = True   # ggrad's own rule, its gradient a function of what it saves (backward_replay.py)
 
     @staticmethod
-    def build(ctx, graph, logits, labels, valid):
-        return ops.cross_entropy_loss(graph.ctx, logits, labels)
-
-    @staticmethod
-    def shape(logits, labels, valid):
-        return ()
+    def forward(ctx, logits, labels, valid):
+        ctx.save_for_backward(logits, labels, valid)
+        rows = logits.shape[0]
+        total = rd.sum(rd.SumRows.apply(labels * nn.log_softmax(logits, -1)))
+        return total * (-1.0 / rows) if rows else total   # no rows: 0, the sum of nothing
 
     @staticmethod
     def backward(ctx, g):
@@ -178,10 +178,10 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             probs = picked * (1.0 - label_smoothing) + spread
         count = rd.sum(valid if weight is None else rd.SumRows.apply(picked))
         if weight is None and reduction != "none" and lowering_of(input.device).fused_cross_entropy:
-            # every row of probs sums to 1, or is zero where ignored: GGML's fused loss and gradient
+            # every row of probs sums to 1, or is zero where ignored: GGML's fused gradient
             rows = logits.shape[0]
             labels = probs * valid if label_smoothing else probs
-            total = CrossEntropyFused.apply(logits.to(f32), labels, valid) * float(rows)
+            total = CrossEntropyMean.apply(logits.to(f32), labels, valid) * float(rows)
             return total if reduction == "sum" else total / count
     per_row = CrossEntropyRows.apply(logits.to(f32), probs, valid)
     if reduction == "none":

@@ -19,6 +19,7 @@ from ..factory import bernoulli_mask
 from . import unary as un
 from . import reduce as rd
 from . import views as mv
+from . import windows
 from .broadcast import broadcast_shapes, full_operand, leading_sums_node, reduce_to, row_sums_node
 from .linalg import matmul_nt
 from ..grad_api import composite_vjp
@@ -486,14 +487,12 @@ class Pool2dBack(Primitive):
 
 
 def _pool(x, op, kernel_size, stride, padding):
+    name = f"{op}_pool2d"
     if x.ndim != 4:
-        raise ShapeError(f"{op}_pool2d: expected 4-D input (N, C, H, W), got {x.shape}")
-    k = _pair(kernel_size, 2, "kernel_size")
-    s = k if stride is None else _pair(stride, 2, "stride")
-    p = _pair(padding, 2, "padding")
-    if any(pi * 2 > ki for pi, ki in zip(p, k)):
-        raise ValueError(f"{op}_pool2d: padding {p} should be at most half of kernel size {k}")
-    return Pool2d.apply(as_float32(x, f"{op}_pool2d"), op, k, s, p)
+        raise ShapeError(f"{name}: expected 4-D input (N, C, H, W), got {x.shape}")
+    k, s, p, d = windows.pool_settings(name, 2, kernel_size, stride, padding, 1)
+    windows.pool_outs(name, x.shape, k, s, p, d, False)
+    return Pool2d.apply(as_float32(x, name), op, k, s, p)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0):

@@ -329,6 +329,8 @@ def _picked(x, dim, keepdim, index):
 
 @autocast_op("logsumexp")
 def logsumexp(x, dim, keepdim=False):
+    if x.numel() == 0:   # no maximum to shift by: the log of an empty sum, -inf (as PyTorch)
+        return un.log(sum(un.exp(x), dim, keepdim))
     m = _amax(x, dim, True)[0].detach()   # a nan in x carries on through exp(x - m): no nan pass
     m = un.Clamp.apply(m if m.dtype is x.dtype else m.to(x.dtype), -un._F32_MAX, un._F32_MAX)   # -inf rows: -inf
     out = un.log(sum(un.exp(x - m), dim, keepdim=True)) + m

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...ggml.errors import ShapeError, UnsupportedShapeError
 from ..factory import tensor
+from ..sizes import check as check_size
 from .indexing import index_select
 from .linalg import matmul
 from .views import transpose
@@ -111,6 +112,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias:
         raise ValueError("interpolate: antialias=True is not supported")
     sizes, factors = _sizes(input, spatial, size, scale_factor)
+    check_size("interpolate", input.shape[:2] + sizes, input.dtype)   # before host index lists of that size
     if recompute_scale_factor:
         factors = (None,) * spatial
     out = input

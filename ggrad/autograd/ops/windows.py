@@ -1,121 +1,81 @@
-"""Sliding windows: `Tensor.unfold(dimension, size, step)`, and im2col / col2im as PyTorch's F.unfold and F.fold.
+"""Window parameters of convolutions and pools (kernel size, stride, padding, dilation) and the output size
+they give, checked with PyTorch's errors where the public function is, before GGML's im2col or pool_2d sees
+them (GGML divides by the stride and reports a window past the input with its own reversed shapes).
 
-A window view is one index_select (windows' positions computed on the host) and a reshape, so its gradient is
-the index_add that sums overlapping windows back; F.fold is that index_add itself.
+Every public function and its aliases share these checks: `ggrad.conv2d` and `nn.functional.conv2d`,
+`ggrad.max_pool2d` and `nn.functional.max_pool2d`, and the pooling layers.
 """
 
-import numpy as np
-
-from ...ggml.errors import ShapeError
-from ..arguments import TENSOR, ArgumentTypeError, as_int, require
-from ..factory import tensor, zeros
-from ..tensor import Tensor, _axis
-from .indexing import index_select
-from .scatter_ops import index_add
-from .shape_ops import pad
+from ...ggml.errors import ArgumentError, ShapeError
 
 
-def unfold(input, dimension, size, step):  # noqa: A002 (PyTorch's names)
-    """Every window of `size` elements along `dimension`, `step` apart: that dim becomes the number of windows
-    and a last dim of `size` is added (PyTorch's Tensor.unfold)."""
-    require("unfold", "input", input, TENSOR)
-    d = _axis(as_int(dimension, "dimension", "unfold"), max(input.ndim, 1))
-    size, step = as_int(size, "size", "unfold"), as_int(step, "step", "unfold")
-    length = input.shape[d] if input.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    count = (length - size) // step + 1
-    positions = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    picked = index_select(input if input.ndim else input.reshape(1), d, tensor(positions, device=input.device))
-    shape = list(picked.shape)
-    shape[d:d + 1] = [count, size]
-    return picked.reshape(shape).movedim(d + 1, -1)
+def ntuple(value, n, name, op):
+    """`value` (an int, or a sequence of n ints or of one) as a tuple of `n` ints; ValueError otherwise."""
+    values = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(values) == 1 and n > 1:
+        values = values * n
+    if len(values) != n or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise ValueError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
+    return values
 
 
-def _pair(value, name, op):
-    value = (value, value) if isinstance(value, int) else tuple(value)
-    if len(value) != 2:
-        raise ValueError(f"{op}(): {name} must be an int or a pair of ints, got {value}")
-    return value
+def conv_settings(op, n, stride, padding, dilation):
+    """(stride, padding, dilation) of an `n`-D convolution as tuples, refused as PyTorch refuses them:
+    a stride or dilation below 1, a negative padding (ArgumentError, a RuntimeError)."""
+    s, p, d = ntuple(stride, n, "stride", op), ntuple(padding, n, "padding", op), ntuple(dilation, n, "dilation", op)
+    if any(v <= 0 for v in s):
+        raise ArgumentError(f"{op}: non-positive stride is not supported, got stride={s}")
+    if any(v < 0 for v in p):
+        raise ArgumentError(f"{op}: negative padding is not supported, got padding={p}")
+    if any(v <= 0 for v in d):
+        raise ArgumentError(f"{op}: dilation should be greater than zero, but got dilation={d}")
+    return s, p, d
 
 
-def _patch_index(channels, height, width, kernel, dilation, padding, stride):
-    """For each (channel, kernel row, kernel column) and output position, the flat index into the padded
-    (channels, height + 2 pad, width + 2 pad) image: the im2col layout, with the output size."""
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel, dilation, padding, stride
-    hp, wp = height + 2 * ph, width + 2 * pw
-    oh, ow = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(f"the kernel {kernel} (dilation {dilation}) is larger than the padded input "
-                           f"({hp}, {wp})")
-    c, i, j = np.meshgrid(np.arange(channels), np.arange(kh), np.arange(kw), indexing="ij")
-    rows = i.reshape(-1, 1) * dh + (np.arange(oh) * sh).repeat(ow)[None, :]
-    cols = j.reshape(-1, 1) * dw + np.tile(np.arange(ow) * sw, oh)[None, :]
-    return (c.reshape(-1, 1) * hp * wp + rows * wp + cols), (oh, ow), (hp, wp)
+def conv_outs(op, spatial, kernel, s, p, d):
+    """The output size of a convolution of an input of `spatial` size with a `kernel`: ShapeError where the
+    dilated kernel is larger than the padded input (PyTorch's "Kernel size can't be greater than actual
+    input size")."""
+    padded = tuple(n + 2 * pi for n, pi in zip(spatial, p))
+    dilated = tuple(di * (k - 1) + 1 for k, di in zip(kernel, d))
+    if any(k > n for k, n in zip(dilated, padded)):
+        raise ShapeError(f"{op}: calculated padded input size per channel: {padded}. Kernel size: {dilated} "
+                         f"(dilation {d}). Kernel size can't be greater than actual input size")
+    return tuple((n - k) // si + 1 for n, k, si in zip(padded, dilated, s))
 
 
-def _check_kernel(kernel_size):
-    """PyTorch's parse of unfold's kernel_size, before the input's rank: ints (TypeError else; an empty Tensor
-    is its RuntimeError), all positive (RuntimeError)."""
-    if isinstance(kernel_size, Tensor) and kernel_size.numel() == 0:
-        raise RuntimeError("unfold(): kernel_size is an empty Tensor")
-    sizes = (kernel_size,) if not isinstance(kernel_size, (tuple, list)) else tuple(kernel_size)
-    if not all(isinstance(k, int) and not isinstance(k, bool) for k in sizes):
-        raise ArgumentTypeError(f"unfold(): argument 'kernel_size' must be tuple of ints, not "
-                                f"{type(kernel_size).__name__}")
-    if any(k <= 0 for k in sizes):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size: {kernel_size}")
+def pool_settings(op, n, kernel_size, stride, padding, dilation):
+    """(kernel, stride, padding, dilation) of an `n`-D pool as tuples (stride defaults to the kernel),
+    refused as PyTorch refuses them: a kernel, stride or dilation below 1, a padding negative or past half
+    the kernel (ArgumentError, a RuntimeError)."""
+    k = ntuple(kernel_size, n, "kernel_size", op)
+    s = k if stride is None or stride == () or stride == [] else ntuple(stride, n, "stride", op)
+    p = ntuple(padding, n, "padding", op)
+    d = ntuple(dilation, n, "dilation", op)
+    if any(v <= 0 for v in k + s + d):
+        raise ArgumentError(f"{op}: kernel_size, stride and dilation must be positive, got {k}, {s}, {d}")
+    if any(pi < 0 or 2 * pi > ki for pi, ki in zip(p, k)):
+        raise ArgumentError(f"{op}: padding should be at most half of kernel size, but got padding={p} and "
+                            f"kernel_size={k}")
+    return k, s, p, d
 
 
-def im2col(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
-    """(N, C, H, W) -> (N, C kh kw, L): every sliding kernel_size patch as a column (PyTorch's F.unfold)."""
-    require("unfold", "input", input, TENSOR)
-    _check_kernel(kernel_size)
-    if input.ndim < 3:   # PyTorch reads the channel dim (-3) first
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, {input.ndim - 1}], "
-                         f"but got -3)")
-    if input.ndim > 4:
-        raise ShapeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
-    x = input if input.ndim == 4 else input.unsqueeze(0)
-    n, c, h, w = x.shape
-    kernel, dilation = _pair(kernel_size, "kernel_size", "unfold"), _pair(dilation, "dilation", "unfold")
-    padding, stride = _pair(padding, "padding", "unfold"), _pair(stride, "stride", "unfold")
-    index, (oh, ow), _ = _patch_index(c, h, w, kernel, dilation, padding, stride)
-    padded = pad(x, (padding[1], padding[1], padding[0], padding[0])) if any(padding) else x
-    flat = padded.reshape(n, -1)
-    cols = index_select(flat, 1, tensor(index.reshape(-1), device=x.device)).reshape(n, index.shape[0], oh * ow)
-    return cols if input.ndim == 4 else cols.squeeze(0)
+def out_size(n, k, s, p, d, ceil_mode):
+    """PyTorch's output length of a pool: floor or ceil of the window count; a last window must start inside
+    the input or its left padding."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
 
 
-def col2im(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
-    """(N, C kh kw, L) -> (N, C, H, W): the columns summed back into the image where their patches overlap
-    (PyTorch's F.fold, the adjoint of unfold)."""
-    require("fold", "input", input, TENSOR)
-    if input.ndim not in (2, 3):
-        raise ShapeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                         f"(got {input.ndim}D)")
-    cols = input if input.ndim == 3 else input.unsqueeze(0)
-    h, w = _pair(output_size, "output_size", "fold")
-    kernel, dilation = _pair(kernel_size, "kernel_size", "fold"), _pair(dilation, "dilation", "fold")
-    padding, stride = _pair(padding, "padding", "fold"), _pair(stride, "stride", "fold")
-    per_channel = kernel[0] * kernel[1]
-    if cols.shape[1] % per_channel:
-        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
-                           f"but got input.size(1)={cols.shape[1]} and kernel_size={kernel}")
-    c = cols.shape[1] // per_channel
-    index, (oh, ow), (hp, wp) = _patch_index(c, h, w, kernel, dilation, padding, stride)
-    if cols.shape[2] != oh * ow:
-        raise RuntimeError(f"Given output_size={(h, w)}, kernel_size={kernel}, dilation={dilation}, "
-                           f"padding={padding}, stride={stride}, expected size of input's dimension 2 to match the "
-                           f"calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got "
-                           f"input.size(2)={cols.shape[2]}.")
-    n = cols.shape[0]
-    image = index_add(zeros(n, c * hp * wp, dtype=cols.dtype, device=cols.device), 1,
-                      tensor(index.reshape(-1), device=cols.device), cols.reshape(n, -1))
-    image = image.reshape(n, c, hp, wp)[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
-    return image if input.ndim == 3 else image.squeeze(0)
-
-
-__all__ = ["unfold", "im2col", "col2im"]
+def pool_outs(op, shape, k, s, p, d, ceil_mode):
+    """The output size of a pool over the trailing len(k) dimensions of `shape`: ShapeError where a window
+    does not fit (PyTorch's "Output size is too small")."""
+    spatial = shape[len(shape) - len(k):]
+    outs = tuple(out_size(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(len(k)))
+    if any(o < 1 for o in outs):
+        raise ShapeError(f"{op}: input of shape {tuple(shape)} is smaller than the kernel {k} (padding {p}, "
+                         f"dilation {d}): the calculated output size {outs} is too small")
+    return outs

@@ -5,7 +5,7 @@ from ..autograd.arguments import TENSOR, ArgumentTypeError, require
 from ..autograd.tensor import Tensor
 from ..ggml.errors import ShapeError
 from .module import Module
-from .pooling3d import adaptive_max_pool3d
+from .pooling3d import adaptive_max_pool3d, check_result_fits
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
@@ -44,6 +44,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
     if input.ndim not in (3, 4):
         raise ShapeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {tuple(input.shape)}")
     oh, ow = _sizes(sizes, input)
+    check_result_fits("adaptive_max_pool2d", input, (oh, ow))
     out = adaptive_max_pool3d(input.unsqueeze(-3), (1, oh, ow), return_indices)
     return (out[0].squeeze(-3), out[1].squeeze(-3)) if return_indices else out.squeeze(-3)
 
@@ -54,6 +55,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
     (length,) = _parse(output_size, 1, "adaptive_max_pool1d")
     if input.ndim not in (2, 3):
         raise ShapeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {tuple(input.shape)}")
+    check_result_fits("adaptive_max_pool1d", input, (length,))
     out = adaptive_max_pool3d(input.unsqueeze(-2).unsqueeze(-2), (1, 1, length), return_indices)
     if return_indices:
         return out[0].squeeze(-2).squeeze(-2), out[1].squeeze(-2).squeeze(-2)

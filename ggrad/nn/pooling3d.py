@@ -10,6 +10,7 @@ holds five-dim tensors only once the general >4-dim folding lands, so today the 
 that reaches these ops.
 """
 
+import math
 import numpy as np
 
 from ..autograd import no_grad
@@ -93,7 +94,20 @@ def _adaptive(input, output_size, op):  # noqa: A002
     spatial = tuple(x.shape[1:])
     if 0 in spatial:
         raise ShapeError(f"{op}: the pooled dimensions must be non-empty, got shape {tuple(input.shape)}")
-    return x, lead, _sizes(output_size, spatial, op)
+    sizes = _sizes(output_size, spatial, op)
+    check_result_fits(op, input, sizes)
+    return x, lead, sizes
+
+
+def check_result_fits(op, input, sizes):  # noqa: A002
+    """An adaptive pool's windows are one op per output cell: a result of `sizes` over input's leading dims
+    that its device could not hold is refused (ShapeError, a RuntimeError, as PyTorch's allocator refuses it)
+    before they are made, not after hours of recording."""
+    shape = tuple(input.shape[:input.ndim - len(sizes)]) + tuple(sizes)
+    needed = math.prod(shape) * input.dtype.itemsize
+    if needed > input.device.total_memory:
+        raise ShapeError(f"{op}: the result {shape} needs {needed:.0f} bytes, more than {input.device.name} "
+                         f"has ({input.device.total_memory})")
 
 
 def adaptive_avg_pool3d(input, output_size):  # noqa: A002 (PyTorch's names)

@@ -42,7 +42,8 @@ ONLY_GGRAD = {
 NAMED = {"expand_numel": "expand", "expand_5d_folded": "expand", "expand_bytes": "expand", "expand_1d": "expand",
          "cat": "cat", "pad": "pad", "interpolate": "interpolate", "one_hot": "one_hot", "zeros": "zeros",
          "full": "full", "rand": "rand", "new_zeros": "new_zeros", "arange": "arange", "linspace": "linspace",
-         "eye": "eye", "randperm": "randperm", "repeat": "repeat", "tile": "tile", "outer": "outer"}
+         "eye": "eye", "randperm": "randperm", "repeat": "repeat", "tile": "tile", "outer": "outer",
+         "matmul": "matmul"}
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
-from .. import grad_mode
+from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import quant
 from ..pending import contiguous_node, lowering_of
@@ -383,6 +383,7 @@ def matmul_nt(x, w, bias=None, w_transposed=False):
         raise ShapeError(f"matmul: shapes {x.shape} and {shown} don't match "
                          f"(inner dims {x.shape[-1]} != {inner})")
     batch = broadcast_shapes(x.shape[:-2], w.shape[:-2], "matmul")
+    sizes.check("matmul", batch + (x.shape[-2], w.shape[-1] if w_transposed else w.shape[-2]), f32)
     if x.shape[:-2] != batch:
         x = mv.expand(x, batch + x.shape[-2:])
     if x.dtype is w.dtype and x.dtype.name in ("f16", "bf16"):

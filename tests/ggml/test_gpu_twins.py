@@ -11,10 +11,11 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import ggrad.ggml as gg
-from ggrad.ggml import gpu_twins, kernels
+from ggrad.ggml import gpu_twins, kernels, ops
 
 ROOT = pathlib.Path(__file__).parents[2]
 
@@ -91,3 +92,63 @@ def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     assert text.index("ggrad_cuda_custom_of(dst)") < text.index("device_supports_op")
     assert text.index("ggrad_cuda_custom_of(op)") > text.index("device_supports_op")
     assert text.index('"ggrad_cuda_gemm_half"') > text.index("get_proc_address")
+
+
+def _cublas_reference(calls):
+    """cublasGemmStridedBatchedEx's contract on host memory (column-major, op(A) m x k, op(B) k x n, C m x n,
+    float32 sums written to C), as the patched backend's ggrad_cuda_gemm_half runs it, for the CUDA twin's
+    host side to call instead of the GPU."""
+    def read(address, bf16, rows, cols, ld, transposed):
+        stored = (cols, rows) if transposed else (rows, cols)   # the column-major matrix in memory
+        count = (stored[1] - 1) * ld + stored[0]
+        raw = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(address)).copy()
+        values = ((raw.astype(np.uint32) << 16).view(np.float32) if bf16
+                  else raw.view(np.float16).astype(np.float32))
+        matrix = np.lib.stride_tricks.as_strided(values, stored[::-1], (ld * 4, 4)).T   # (stored rows, cols)
+        return matrix.T if transposed else matrix
+
+    def gemm(cublas, stream, bf16, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c,
+             batch):
+        calls.append((trans_a, trans_b, m, n, k, lda, ldb, batch))
+        for i in range(batch):
+            op_a = read(a + 2 * i * stride_a, bf16, m, k, lda, trans_a).astype(np.float64)
+            op_b = read(b + 2 * i * stride_b, bf16, k, n, ldb, trans_b).astype(np.float64)
+            out = np.ctypeslib.as_array((ctypes.c_float * (ldc * n)).from_address(c + 4 * i * stride_c))
+            np.lib.stride_tricks.as_strided(out, (n, m), (ldc * 4, 4))[...] = (op_a @ op_b).T.astype(np.float32)
+        return 0
+    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int] * 6, ctypes.c_void_p,
+                            ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
+                            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int)(gemm)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", ["plain", "a_transposed", "b_transposed", "both", "batched", "broadcast", "grouped",
+                                  "one_row"])
+def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(tmp_path, runner, dtype, case):
+    """The CUDA twin's host side (operands as cuBLAS takes them: transposes, leading dimensions, batches and
+    their broadcast) run with a reference of cuBLAS's product on host memory: the same values as the node's
+    CPU twin, for every layout the lowering passes (no GPU needed: only the product itself is cuBLAS's)."""
+    out = tmp_path / "twins.so"
+    built = subprocess.run(["bash", str(ROOT / "scripts/build_cuda_twins.sh"), str(out)],
+                           env=dict(os.environ, PYTHON=sys.executable), capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    twins = ctypes.CDLL(str(out))
+    calls = []
+    reference = _cublas_reference(calls)
+    twins.ggrad_cuda_twins_init(ctypes.cast(reference, ctypes.c_void_p))   # no GPU: its error is ignored here
+    shapes = {"plain": ((20, 30), (12, 30)), "a_transposed": ((30, 20), (12, 30)),
+              "b_transposed": ((20, 30), (30, 12)), "both": ((30, 20), (30, 12)),
+              "batched": ((3, 20, 30), (3, 12, 30)), "broadcast": ((2, 1, 6, 10), (2, 4, 5, 10)),
+              "grouped": ((2, 2, 6, 10), (2, 4, 5, 10)), "one_row": ((1, 30), (12, 30))}[case]
+    a_np, b_np = [(np.random.default_rng(i).integers(-8, 9, s) / 4).astype(np.float32) for i, s in enumerate(shapes)]
+
+    def build(ctx, x, y):
+        x = ops.transpose(ctx, x) if case in ("a_transposed", "both") else x
+        y = ops.transpose(ctx, y) if case in ("b_transposed", "both") else y
+        return kernels.matmul_half(ctx, x, y)
+    (want,), (node,) = runner.run(build, [(a_np, dtype), (b_np, dtype)])   # by the CPU twin
+    gg.set_data(node, np.zeros_like(want))   # then the CUDA twin's host side writes over the same node
+    twins.ggrad_cuda_matmul_half(ctypes.c_void_p(int(gg.ffi.cast("uintptr_t", node.ptr))), None, None)
+    np.testing.assert_array_equal(gg.get_data(node), want)
+    assert calls and all(call[-1] >= 1 for call in calls)

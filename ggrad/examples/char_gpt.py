@@ -156,11 +156,18 @@ def evaluate(model, data, args, device, n_batches=8):
     return float(np.mean([t.item() for t in total]))
 
 
-def sample(model, prompt, n, device, temperature=0.8, seed=0):
-    """`prompt` and `n` characters sampled after it (model.generate with a KV cache, seeded)."""
+def sample(model, prompt, n, device, temperature=0.8, seed=0, echo=None):
+    """`prompt` and `n` characters sampled after it (model.generate with a KV cache, seeded); `echo`
+    (e.g. `print`) gets each character as it is made (generate's stream)."""
     ggrad.manual_seed(seed)
     ids = ggrad.tensor(encode(prompt).astype(np.int32)[None], device=device)
-    return decode(model.generate(ids, n, temperature=temperature).numpy()[0])
+    text = decode(ids.numpy()[0])
+    for token in model.generate(ids, n, temperature=temperature, stream=True):
+        char = decode(token)
+        text += char
+        if echo is not None:
+            echo(char)
+    return text
 
 
 def plot_losses(history, path):
@@ -293,8 +300,9 @@ def main(argv=None):
           f"({math.exp(final):.2f} vs {math.exp(baseline):.2f} perplexity); checkpoint {checkpoint}")
     if args.sample:
         print("--- sample ---")
-        print(sample(model, "def ", args.sample, device))
-        print("--------------")
+        print("def ", end="")
+        sample(model, "def ", args.sample, device, echo=lambda char: print(char, end="", flush=True))
+        print("\n--------------")
     png = plot_losses(history, out / "loss.png")
     if png:
         print(f"loss curve: {png}")

@@ -148,6 +148,11 @@ def test_stream_yields_the_new_tokens_as_they_are_made():
     first = next(stream)   # made before the rest are asked for
     assert first.shape == (2,) and first.dtype == np.int32
     np.testing.assert_array_equal(np.stack([first] + list(stream), axis=1), whole[:, 3:])
+    interleaved = []   # other computes between the tokens: the decode step is recorded again, same tokens
+    for token in model.generate(PROMPT, 15, temperature=0, stream=True):
+        interleaved.append(token)
+        assert (ggrad.ones(3) * float(token[0])).sum().item() == 3.0 * token[0]
+    np.testing.assert_array_equal(np.stack(interleaved, axis=1), whole[:, 3:])
 
 
 def test_stop_tokens_end_each_sequence_and_the_generation():

@@ -57,3 +57,17 @@ def test_index_write_takes_a_tensor_index_checked_as_index_select():
             index_write_(target, 1, ggrad.tensor(np.array([5], np.int32)), ggrad.ones(2, 1, 3))
         with pytest.raises(TypeError, match="must be 1-D"):
             index_write_(target, 1, ggrad.tensor(np.array([[1]], np.int32)), ggrad.ones(2, 1, 3))
+
+
+def test_one_checked_slot_serves_every_write_of_a_replayed_step():
+    keys, values = ggrad.zeros(4, 2).realize(), ggrad.zeros(4, 2).realize()
+
+    def write(slot, value):
+        with ggrad.no_grad():
+            return index_write_(keys, 0, slot, value).sum() + index_write_(values, 0, slot, value * 2.0).sum()
+
+    replay = StepReplay(write, "cpu")
+    for slot in (2, 0, 3):
+        replay(np.array([slot], np.int32), np.full((1, 2), slot + 1.0, np.float32))
+    np.testing.assert_array_equal(keys.numpy()[:, 0], [1, 0, 3, 4])
+    np.testing.assert_array_equal(values.numpy()[:, 0], [2, 0, 6, 8])

@@ -27,6 +27,8 @@ _FLOATS = ("f32", "f16")
 # target Tensor -> (pending graph, target's node, the latest write's result node): a second write into
 # the same target before a compute is built on the first, so writes land in the order they were made.
 _latest = {}   # id(target) -> (weakref to it, graph, node, written): by identity, as == is elementwise
+# id(index Tensor) -> (weakref to it, the dimension's size, its checked rows Tensor): _checked_rows
+_checked = {}
 
 
 def index_write_(target, dim, index, source):
@@ -49,7 +51,7 @@ def index_write_(target, dim, index, source):
     if isinstance(index, Tensor):
         if index.ndim != 1:
             raise TypeError(f"index_write_: a Tensor index must be 1-D, got shape {tuple(index.shape)}")
-        rows = checked_index(index, target.shape[d], target.device, "index_write_", dim=d)
+        rows = _checked_rows(index, target.shape[d], target.device, d)
         n = index.shape[0]
     else:
         positions = _positions(index, target.shape[d])
@@ -81,6 +83,20 @@ def index_write_(target, dim, index, source):
         ne = tuple(node.ne)
         return graph.emit(graph.event(("index_write_ view", ne), (written,),
                                       lambda: ops.reshape_4d(graph.ctx, written, *ne)), target.shape, target.dtype)
+
+
+def _checked_rows(index, size, device, d):
+    """`checked_index` of a Tensor index, made once per pending graph: a decode step's fed cache slot serves
+    every layer's key and value writes, and each check is ~10 one-element nodes of the step's graph."""
+    key = id(index)
+    hit = _checked.get(key)
+    if hit is not None and hit[0]() is index and hit[1] == size and hit[2]._pending is not None:
+        if hit[2]._pending is execution.pending_graph(device):
+            return hit[2]
+    rows = checked_index(index, size, device, "index_write_", dim=d)
+    if rows is not index:   # index itself (host data, checked at once) needs no second check
+        _checked[key] = (weakref.ref(index, lambda _, key=key: _checked.pop(key, None)), size, rows)
+    return rows
 
 
 def _positions(index, size):

@@ -79,7 +79,7 @@ class StepReplay:
             t._node.write(ggml.encode(a, t.dtype))
         replay = self._replay
         start = time.perf_counter()
-        replay.scheduler.compute(replay.graph)
+        replay.scheduler.compute(replay.graph, execution.eval_hook)   # ggrad.profile() sees replays too
         stats = execution.stats
         stats.compute_seconds += time.perf_counter() - start
         stats.computes += 1

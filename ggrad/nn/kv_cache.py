@@ -19,7 +19,6 @@ is the same graph whatever their values, so a decode step is recorded once and r
 
 from typing import NamedTuple
 
-
 import numpy as np
 
 from ..autograd import no_grad

@@ -71,3 +71,13 @@ def test_one_checked_slot_serves_every_write_of_a_replayed_step():
         replay(np.array([slot], np.int32), np.full((1, 2), slot + 1.0, np.float32))
     np.testing.assert_array_equal(keys.numpy()[:, 0], [1, 0, 3, 4])
     np.testing.assert_array_equal(values.numpy()[:, 0], [2, 0, 6, 8])
+
+
+def test_profile_sees_the_replayed_computes():
+    replay = StepReplay(lambda x: (x * 3.0).relu(), "cpu")
+    replay(np.ones(4, np.float32))
+    with ggrad.profile() as prof:
+        for _ in range(3):
+            replay(np.ones(4, np.float32))
+    assert replay.records == 1
+    assert sum(calls for calls, _ in prof.by_op().values()) >= 3

@@ -1,11 +1,14 @@
 """Generation throughput of the char-GPT: tokens/s with and without the KV cache, ggrad vs PyTorch.
 
-Greedy decoding (sampling is host numpy either way) of batch 1: a short prompt, then new tokens until
-the context is full, so every cached step is one position and every uncached step re-runs the whole
-prefix. PyTorch runs the same architecture (random weights) in eager mode, its cache concatenating
-keys and values per step (torch.cat) as PyTorch decoders commonly do. Medians of --repeats runs.
+Greedy decoding of --batch sequences: a short prompt, then new tokens until the context is full, so every
+cached step is one position and every uncached step re-runs the whole prefix. ggrad's cached steps are
+replays of one recorded decode step (argmax in its graph); PyTorch runs the same architecture (random
+weights) in eager mode, argmax on its tensors, its cache concatenating keys and values per step
+(torch.cat) as PyTorch decoders commonly do. Medians of --repeats runs; tokens/s counts the tokens of
+all sequences. "host ms/tok": ggrad's main-thread CPU time per new token (all sequences) outside GGML's
+compute, with the cache (common.HostCPU, as bench_record measures).
 
-    python benchmarks/bench_generate.py [--configs small large] [--repeats 5] [--threads 2]
+    python benchmarks/bench_generate.py [--configs small large] [--repeats 5] [--threads 2] [--batch 1]
     python benchmarks/bench_generate.py --device cuda:0      # PyTorch on CUDA, in its own process
 
 On a GPU, PyTorch runs in a child process (a process must not hold both PyTorch's CUDA and GGML's).
@@ -21,32 +24,46 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import print_table, set_threads  # noqa: E402
+from common import HostCPU, print_table, set_threads  # noqa: E402
 import generate_torch  # noqa: E402
 from generate_torch import CONFIGS, median_s  # noqa: E402
 
 import ggrad  # noqa: E402
 from ggrad.examples.char_gpt import CharGPT  # noqa: E402
+from ggrad.ggml.sched import Scheduler  # noqa: E402
 
-def ggrad_run(cfg, use_cache, device):
+HOST = HostCPU(Scheduler)
+
+
+def ggrad_run(cfg, use_cache, device, batch):
     ggrad.manual_seed(0)
     model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(device)
-    prompt = np.arange(cfg["prompt"], dtype=np.int32)[None] % cfg["vocab"]
+    prompt = np.repeat(np.arange(cfg["prompt"], dtype=np.int32)[None] % cfg["vocab"], batch, axis=0)
     n = cfg["context"] - cfg["prompt"]
     return lambda: model.generate(prompt, n, temperature=0, use_cache=use_cache)
 
 
-def torch_tokens_per_s(name, use_cache, repeats, device):
+def host_ms_per_token(run, tokens, repeats):
+    """Median main-thread CPU ms per token outside GGML's compute (HOST) of `run()`."""
+    times = []
+    for _ in range(repeats):
+        with HOST:
+            run()
+        times.append(HOST.seconds / tokens * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def torch_tokens_per_s(name, use_cache, repeats, device, batch):
     """PyTorch's tokens/s, here on the CPU, in a child process on a GPU; nan without PyTorch."""
     cfg = CONFIGS[name]
-    n = cfg["context"] - cfg["prompt"]
+    n = (cfg["context"] - cfg["prompt"]) * batch
     if device.startswith("cpu"):
         try:
-            return n / median_s(generate_torch.torch_run(cfg, use_cache), repeats)
+            return n / median_s(generate_torch.torch_run(cfg, use_cache, batch=batch), repeats)
         except ImportError:
             return math.nan
-    child = subprocess.run([sys.executable, generate_torch.__file__, name, str(int(use_cache)), str(repeats)],
-                           capture_output=True, text=True)
+    child = subprocess.run([sys.executable, generate_torch.__file__, name, str(int(use_cache)), str(repeats),
+                            str(batch)], capture_output=True, text=True)
     if child.returncode != 0:
         print(child.stderr[-2000:], file=sys.stderr)
         return math.nan
@@ -59,6 +76,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="threads for both (default: each one's choice)")
     parser.add_argument("--device", default="cpu", help="ggrad's device; PyTorch takes cuda when it is a GPU")
+    parser.add_argument("--batch", type=int, default=1, help="sequences decoded together")
     args = parser.parse_args()
     if args.threads and args.device.startswith("cpu"):
         set_threads(args.threads)
@@ -67,21 +85,23 @@ def main():
     rows = []
     for name in args.configs:
         cfg = CONFIGS[name]
-        n = cfg["context"] - cfg["prompt"]
+        n = (cfg["context"] - cfg["prompt"]) * args.batch
         row = {"config": f"{name}: d{cfg['d_model']} L{cfg['layers']} ctx{cfg['context']}", "new tokens": n}
         for use_cache in (False, True):
             key = "cache" if use_cache else "no cache"
-            g = n / median_s(ggrad_run(cfg, use_cache, args.device), args.repeats)
-            t = torch_tokens_per_s(name, use_cache, args.repeats, args.device)
+            run = ggrad_run(cfg, use_cache, args.device, args.batch)
+            g = n / median_s(run, args.repeats)
+            t = torch_tokens_per_s(name, use_cache, args.repeats, args.device, args.batch)
             row[f"ggrad {key} tok/s"] = f"{g:,.0f}"
             row[f"torch {key} tok/s"] = f"{t:,.0f}"
             row[f"ratio {key}"] = f"{g / t:.2f}"
             row[f"_{key}"] = g
         row["ggrad cache speed-up"] = f"{row['_cache'] / row['_no cache']:.1f}x"
+        row["ggrad host ms/tok"] = f"{host_ms_per_token(run, n, args.repeats):.3f}"
         rows.append(row)
     columns = [c for c in rows[0] if not c.startswith("_")]
     where = ggrad.device(args.device).description
-    print_table(f"char-GPT greedy generation, batch 1, {args.device} ({where}; median of {args.repeats}; "
+    print_table(f"char-GPT greedy generation, batch {args.batch}, {args.device} ({where}; median of {args.repeats}; "
                 "ratio = ggrad / torch)",
                 rows, columns)
 

@@ -23,25 +23,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import print_table  # noqa: E402
+from common import HostCPU, print_table  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad.ggml import sched as _sched  # noqa: E402
+from ggrad.ggml.sched import Scheduler  # noqa: E402
 
-_compute_cpu = [0.0]
-
-
-def _timed_compute(original):
-    def compute(self, graph, eval_callback=None):
-        start = time.thread_time()
-        try:
-            return original(self, graph, eval_callback)
-        finally:
-            _compute_cpu[0] += time.thread_time() - start
-    return compute
-
-
-_sched.Scheduler.compute = _timed_compute(_sched.Scheduler.compute)
+HOST = HostCPU(Scheduler)
 
 
 def per_op_us(n_ops, repeats=9):
@@ -72,11 +59,11 @@ def w2_host(steps, device="cpu"):
         step()
     host, wall = [], []
     for _ in range(steps):
-        _compute_cpu[0] = 0.0
-        start, cpu = time.perf_counter(), time.thread_time()
-        step()
+        start = time.perf_counter()
+        with HOST:
+            step()
         wall.append((time.perf_counter() - start) * 1e3)
-        host.append((time.thread_time() - cpu - _compute_cpu[0]) * 1e3)
+        host.append(HOST.seconds * 1e3)
     return statistics.median(host), statistics.median(wall)
 
 

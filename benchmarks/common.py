@@ -34,3 +34,30 @@ def set_threads(n):
         torch.set_num_threads(n)
     except ImportError:
         pass
+
+
+class HostCPU:
+    """Main-thread CPU time outside GGML's compute (`time.thread_time`, which other processes' load does not
+    stretch as it stretches wall time): ggrad's `Scheduler.compute` (the class passed in) is timed the same
+    way and taken out. Install once per process (`HostCPU(ggrad.ggml.sched.Scheduler)`), then
+    `with host:` ... `host.seconds`."""
+
+    def __init__(self, scheduler_class):
+        self.in_compute = 0.0
+        original = scheduler_class.compute
+
+        def compute(scheduler, graph, eval_callback=None):
+            start = time.thread_time()
+            try:
+                return original(scheduler, graph, eval_callback)
+            finally:
+                self.in_compute += time.thread_time() - start
+        scheduler_class.compute = compute
+
+    def __enter__(self):
+        self.in_compute, self._start = 0.0, time.thread_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.thread_time() - self._start - self.in_compute
+

@@ -22,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_gpt  # noqa: E402
+from common import HostCPU  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
@@ -31,25 +32,17 @@ from ggrad.ggml import sched  # noqa: E402
 
 
 class HostClock:
-    """Counts recorded ops and GGML's compute CPU time on this thread (patched in while the script runs)."""
+    """Counts recorded ops (patched in while the script runs); `host` times the main thread outside GGML's compute."""
 
     def __init__(self):
         self.recorded = 0
-        self.compute = 0.0
-        record, compute = Primitive._record.__func__, sched.Scheduler.compute
+        self.host = HostCPU(sched.Scheduler)
+        record = Primitive._record.__func__
 
         def counting(cls, ctx, args, tensors):
             self.recorded += 1
             return record(cls, ctx, args, tensors)
-
-        def timed(scheduler, graph, eval_callback=None):
-            start = time.thread_time()
-            try:
-                return compute(scheduler, graph, eval_callback)
-            finally:
-                self.compute += time.thread_time() - start
         Primitive._record = classmethod(counting)
-        sched.Scheduler.compute = timed
 
 
 def main():
@@ -81,11 +74,11 @@ def main():
         print(f"{'recorded ops':<20}{recorded:>6}")
         times, host = [], []
         for _ in range(args.steps):
-            clock.compute = 0.0
-            start, cpu = time.perf_counter(), time.thread_time()
-            step()
+            start = time.perf_counter()
+            with clock.host:
+                step()
             times.append(time.perf_counter() - start)
-            host.append(time.thread_time() - cpu - clock.compute)
+            host.append(clock.host.seconds)
     print(f"step ms (median of {args.steps}): {statistics.median(times) * 1e3:.1f}  "
           f"all: {', '.join(f'{t * 1e3:.0f}' for t in times)}")
     print(f"host CPU ms (median): {statistics.median(host) * 1e3:.1f}")

@@ -1,7 +1,7 @@
 """bench_generate's PyTorch side: the char-GPT architecture and greedy loop in eager PyTorch.
 
 Importable (CPU runs), and a script for GPU runs, where it is the child process that holds PyTorch's CUDA
-(it never imports ggrad): `python generate_torch.py CONFIG USE_CACHE REPEATS` prints {"tok_s": ...}.
+(it never imports ggrad): `python generate_torch.py CONFIG USE_CACHE REPEATS BATCH` prints {"tok_s": ...}.
 """
 
 import json
@@ -25,8 +25,9 @@ def median_s(run, repeats):
     return statistics.median(times)
 
 
-def torch_run(cfg, use_cache, device="cpu"):
-    """The same model and greedy loop in PyTorch (eager, no_grad) on `device` ("cpu" or "cuda")."""
+def torch_run(cfg, use_cache, device="cpu", batch=1):
+    """The same model and greedy loop in PyTorch (eager, no_grad) on `device` ("cpu" or "cuda"), `batch`
+    copies of the prompt."""
     import torch
     from torch import nn
     d, h, ctx = cfg["d_model"], cfg["heads"], cfg["context"]
@@ -64,7 +65,7 @@ def torch_run(cfg, use_cache, device="cpu"):
 
     torch.manual_seed(0)
     model = GPT().eval().to(device)
-    prompt = (torch.arange(cfg["prompt"])[None] % cfg["vocab"]).to(device)
+    prompt = (torch.arange(cfg["prompt"])[None] % cfg["vocab"]).repeat(batch, 1).to(device)
 
     def run():
         ids = prompt
@@ -79,7 +80,7 @@ def torch_run(cfg, use_cache, device="cpu"):
 
 
 if __name__ == "__main__":
-    name, cache, repeats = sys.argv[1], bool(int(sys.argv[2])), int(sys.argv[3])
+    name, cache, repeats, batch = sys.argv[1], bool(int(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
     cfg = CONFIGS[name]
-    seconds = median_s(torch_run(cfg, cache, "cuda"), repeats)
-    print(json.dumps({"tok_s": (cfg["context"] - cfg["prompt"]) / seconds}))
+    seconds = median_s(torch_run(cfg, cache, "cuda", batch), repeats)
+    print(json.dumps({"tok_s": (cfg["context"] - cfg["prompt"]) * batch / seconds}))

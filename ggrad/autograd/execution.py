@@ -25,7 +25,7 @@ class Stats:
     """Public counters: graph computes, nodes computed, bytes moved. `ggrad.stats()` returns them."""
 
     __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "host_reads", "persisted", "cache_hits",
-                 "cache_misses", "backward_replays", "compute_seconds")
+                 "cache_misses", "backward_replays", "step_replays", "compute_seconds")
 
     def __init__(self):
         self.reset()
@@ -33,7 +33,7 @@ class Stats:
     def reset(self):
         self.reset_peaks()
         self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.host_reads = self.persisted = 0
-        self.cache_hits = self.cache_misses = self.backward_replays = 0
+        self.cache_hits = self.cache_misses = self.backward_replays = self.step_replays = 0
         self.compute_seconds = 0.0   # wall time inside GGML's graph compute (the rest of a step is host work)
 
     def as_dict(self):

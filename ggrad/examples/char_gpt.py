@@ -99,14 +99,17 @@ class CharGPT(nn.Module):
     def forward(self, ids, kv_cache=None):
         """Logits (B, T, vocab) for token ids (B, T); with `kv_cache` (see `new_kv_cache`) the ids are the T
         positions after those already cached."""
-        t = ids.shape[1]
-        start = 0 if kv_cache is None else kv_cache.length
-        if start + t > self.context:
-            raise ValueError(f"sequence of {start + t} tokens ({start} cached) is longer than the context "
-                             f"{self.context}")
-        if (start, t) not in self._positions:
-            self._positions[start, t] = np.arange(start, start + t, dtype=np.int32)
-        pos = ggrad.tensor(self._positions[start, t], device=ids.device)
+        if kv_cache is not None and kv_cache.inputs is not None:
+            pos = kv_cache.inputs.positions   # a fed cache's position ids (B, T): nn.KVCache.feed
+        else:
+            t = ids.shape[1]
+            start = 0 if kv_cache is None else kv_cache.length
+            if start + t > self.context:
+                raise ValueError(f"sequence of {start + t} tokens ({start} cached) is longer than the context "
+                                 f"{self.context}")
+            if (start, t) not in self._positions:
+                self._positions[start, t] = np.arange(start, start + t, dtype=np.int32)
+            pos = ggrad.tensor(self._positions[start, t], device=ids.device)
         h = self.tok(ids) + self.pos(pos)
         for i, block in enumerate(self.blocks):
             h = block(h, kv_cache=None if kv_cache is None else kv_cache[i])
@@ -120,9 +123,10 @@ class CharGPT(nn.Module):
         return nn.KVCache(len(self.blocks), batch, attn.num_heads, self.context, attn.head_dim,
                           device=self.tok.weight.device, static=static)
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True):
-        """`idx` (B, T) followed by `max_new_tokens` sampled tokens (ggrad.nn.generation.generate)."""
-        return nn.generation.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache)
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, **kwargs):
+        """`idx` (B, T) followed by `max_new_tokens` sampled tokens (ggrad.nn.generation.generate; its keyword
+        arguments: attention_mask, eos_token_id, pad_token_id, stream, generator)."""
+        return nn.generation.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache, **kwargs)
 
 
 def batches(data, batch, context, rng):
@@ -152,11 +156,18 @@ def evaluate(model, data, args, device, n_batches=8):
     return float(np.mean([t.item() for t in total]))
 
 
-def sample(model, prompt, n, device, temperature=0.8, seed=0):
-    """`prompt` and `n` characters sampled after it (model.generate with a KV cache, seeded)."""
+def sample(model, prompt, n, device, temperature=0.8, seed=0, echo=None):
+    """`prompt` and `n` characters sampled after it (model.generate with a KV cache, seeded); `echo`
+    (e.g. `print`) gets each character as it is made (generate's stream)."""
     ggrad.manual_seed(seed)
     ids = ggrad.tensor(encode(prompt).astype(np.int32)[None], device=device)
-    return decode(model.generate(ids, n, temperature=temperature).numpy()[0])
+    text = decode(ids.numpy()[0])
+    for token in model.generate(ids, n, temperature=temperature, stream=True):
+        char = decode(token)
+        text += char
+        if echo is not None:
+            echo(char)
+    return text
 
 
 def plot_losses(history, path):
@@ -289,8 +300,9 @@ def main(argv=None):
           f"({math.exp(final):.2f} vs {math.exp(baseline):.2f} perplexity); checkpoint {checkpoint}")
     if args.sample:
         print("--- sample ---")
-        print(sample(model, "def ", args.sample, device))
-        print("--------------")
+        print("def ", end="")
+        sample(model, "def ", args.sample, device, echo=lambda char: print(char, end="", flush=True))
+        print("\n--------------")
     png = plot_losses(history, out / "loss.png")
     if png:
         print(f"loss curve: {png}")

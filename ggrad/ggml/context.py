@@ -307,7 +307,7 @@ class GTensor:
 class Graph:
     """A `ggml_cgraph` of up to `size` nodes, built in its own context."""
 
-    __slots__ = ("ptr", "ctx", "size")
+    __slots__ = ("ptr", "ctx", "size", "work")
 
     def __init__(self, size=2048, grads=False):
         if size < 1:
@@ -315,6 +315,7 @@ class Graph:
         self.ctx = Context(n_tensors=0, mem_size=lib.ggml_graph_overhead_custom(size, grads) + 1024)
         self.ptr = lib.ggml_new_graph_custom(self.ctx.ptr, size, grads)
         self.size = size
+        self.work = None   # (n_nodes, compute estimate): kept by sched.Scheduler.compute to choose threads
 
     def build_forward_expand(self, tensor):
         """Add `tensor` and everything it depends on; raises if the graph would overflow."""

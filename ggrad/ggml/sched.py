@@ -4,7 +4,7 @@ from ._lib import ffi, lib
 from .errors import GGMLError
 from . import backend as _device
 from . import hooks
-from .threads import policy as _threads
+from .threads import estimate_ns, policy as _threads
 
 
 class Scheduler:
@@ -55,8 +55,11 @@ class Scheduler:
 
         The CPU backend's thread count is chosen here, for this graph (`ggrad.ggml.threads`).
         """
-        work = graph.ptr if self.device.is_cpu else None   # a device's graph: the CPU runs only its fallbacks
-        lib.ggml_backend_cpu_set_n_threads(self._cpu_backend, _threads.threads_for(work))
+        if self.device.is_cpu:
+            threads = _threads.threads_for(graph.ptr, _work_ns(graph))
+        else:   # a device's graph: the CPU runs only its fallbacks
+            threads = _threads.threads_for(None)
+        lib.ggml_backend_cpu_set_n_threads(self._cpu_backend, threads)
         hooks.set_current_op(f"graph compute on {self.device.name}")
         with hooks.eval_callback(self, eval_callback):
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
@@ -73,3 +76,12 @@ class Scheduler:
     def buffer_size(self, dev=None):
         dev = self.device if dev is None else _device.device(dev)
         return int(lib.ggml_backend_sched_get_buffer_size(self.ptr, dev.backend))
+
+
+def _work_ns(graph):
+    """The graph's single-thread compute estimate (threads.estimate_ns), kept on it while its nodes stay:
+    a graph computed again (a replayed step, a cached trace) is not read again to choose its threads."""
+    n = graph.n_nodes
+    if graph.work is None or graph.work[0] != n:
+        graph.work = (n, estimate_ns(graph.ptr))
+    return graph.work[1]

@@ -190,17 +190,21 @@ class ThreadPolicy:
     def max_threads(self):
         return self.fixed if self.fixed is not None else self.limit
 
-    def threads_for(self, graph_ptr):
-        """Threads to compute `graph_ptr` with (None: a graph of unknown work, e.g. a GPU step's CPU part)."""
-        self.last = self._choose(graph_ptr)
+    def threads_for(self, graph_ptr, work_ns=None):
+        """Threads to compute `graph_ptr` with (None: a graph of unknown work, e.g. a GPU step's CPU part);
+        `work_ns`: its `estimate_ns` where the caller knows it already (a graph computed again)."""
+        self.last = self._choose(graph_ptr, work_ns)
         return self.last
 
-    def _choose(self, graph_ptr):
+    def _choose(self, graph_ptr, work_ns):
         if self.fixed is not None:
             return self.fixed
         if self.limit == 1:
             return 1
-        work = math.inf if graph_ptr is None else estimate_ns(graph_ptr, enough=self.limit * NS_PER_THREAD)
+        if work_ns is not None:
+            work = work_ns
+        else:
+            work = math.inf if graph_ptr is None else estimate_ns(graph_ptr, enough=self.limit * NS_PER_THREAD)
         if work < 2 * NS_PER_THREAD:
             return 1   # too small to split: no need to look at the machine's load
         return choose(work, self.limit, self.meter.sample())

@@ -1,11 +1,17 @@
 """Autoregressive decoding: `generate` (greedy, or sampled with temperature, top-k and top-p) over a model
-that predicts next-token logits, with or without a KVCache.
+that predicts next-token logits, with or without a KVCache; batched, left-padded, streamed.
 
-The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T)
-(with a cache, ids are the T positions after those cached); `model.context` is the longest sequence it
-takes; `model.new_kv_cache(batch, static=True)` makes an empty KVCache of `context` positions (static: every
-one-token step has the same shapes, so its graph is replayed from the graph cache, not rebuilt; kv_cache.py). Tokens are drawn on the
-host from ggrad's seeded generator (`ggrad.manual_seed`), so sampling is reproducible on every device.
+The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T);
+`model.context` is the longest sequence it takes; `model.new_kv_cache(batch, static=True)` makes an empty
+KVCache of `context` positions. With a cache, generate feeds it (`KVCache.feed`): the model takes its position
+ids from `kv_cache.inputs.positions` and the cache its write slots and key mask from the same inputs.
+
+With the cache the prompt is one graph, and every further token one compute of a decode step recorded once
+and replayed (autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the
+key mask (and for sampling one uniform per row) and reads the chosen ids back. The next token is chosen in
+the same graph (`choose_next`) by the rule of the host's `sample_next`, from uniforms drawn on the host from
+ggrad's seeded generator (`ggrad.manual_seed`, or `generator=`), so tokens are reproducible and the same
+with and without the cache (up to float rounding of near-ties).
 """
 
 import numbers
@@ -13,16 +19,19 @@ import numbers
 import numpy as np
 
 from ..autograd import Tensor, no_grad
-from ..autograd.factory import generator, tensor
+from ..autograd.factory import generator as _stream, tensor
+from ..autograd.step_replay import StepReplay
+from .functional import MASKED
+from .kv_cache import StepInputs
 
 
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None):
-    """Next token ids (B,) drawn from last-position logits (B, V) (a numpy array or a Tensor).
+    """Next token ids (B,) drawn on the host from last-position logits (B, V) (a numpy array or a Tensor).
 
     The logits are divided by `temperature`, then only the `top_k` largest (ties at the k-th kept) and
     the smallest set of most likely tokens whose probabilities reach `top_p` (nucleus sampling; the most
-    likely token is always kept) stay candidates. temperature=0 or top_k=1 is greedy (argmax, first of
-    ties). Draws one uniform number per row from ggrad's generator.
+    likely token is always kept, and ties of the least likely one kept) stay candidates. temperature=0 or
+    top_k=1 is greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator.
     """
     _check_sampling(temperature, top_k, top_p)
     z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits, dtype=np.float64)
@@ -38,34 +47,60 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None):
     p = np.exp(z - z.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)
     if top_p is not None and top_p < 1.0:
-        order = np.argsort(-p, axis=-1, kind="stable")
-        ranked = np.take_along_axis(p, order, axis=-1)
-        keep = np.zeros_like(p, dtype=bool)
-        np.put_along_axis(keep, order, np.cumsum(ranked, axis=-1) - ranked < top_p, axis=-1)
-        p = np.where(keep, p, 0.0)
+        ranked = -np.sort(-p, axis=-1)
+        floor = np.where(np.cumsum(ranked, axis=-1) - ranked < top_p, ranked, np.inf).min(axis=-1, keepdims=True)
+        p = np.where(p >= floor, p, 0.0)
     cdf = np.cumsum(p, axis=-1)
-    u = generator().random(len(p))[:, None] * cdf[:, -1:]
+    u = _stream().random(len(p))[:, None] * cdf[:, -1:]
     return np.minimum((cdf <= u).sum(axis=-1), vocab - 1)   # first token whose cdf exceeds u
 
 
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True):
-    """`idx` (B, T) followed by `max_new_tokens` tokens, each predicted from at most `model.context` tokens.
+def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None):
+    """`sample_next`'s rule as ops of the graph: next ids (B,) from logits (B, V) and uniforms `u` (B, 1)
+    in [0, 1) (None for greedy: temperature 0 or top_k 1)."""
+    if temperature == 0 or top_k == 1:
+        return logits.argmax(-1)
+    z = logits / temperature
+    vocab = z.shape[-1]
+    if top_k is not None and top_k < vocab:
+        z = z.masked_fill(z < z.topk(top_k, dim=-1).values[:, -1:], float("-inf"))
+    p = z.softmax(-1)
+    if top_p is not None and top_p < 1.0:
+        ranked = p.sort(dim=-1, descending=True).values
+        floor = ranked.masked_fill(ranked.cumsum(-1) - ranked >= top_p, float("inf")).amin(-1, keepdim=True)
+        p = p.masked_fill(p < floor, 0.0)
+    cdf = p.cumsum(-1)
+    return (cdf <= u * cdf[:, -1:]).sum(-1).clamp(max=vocab - 1)
+
+
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, *,
+             attention_mask=None, eos_token_id=None, pad_token_id=None, stream=False, generator=None):
+    """`idx` (B, T) followed by at most `max_new_tokens` tokens, each predicted from at most `model.context`
+    tokens.
 
     Each token is predicted from the last `model.context` tokens (longer sequences are cropped, as in
-    minGPT). With `use_cache`, the prompt is run once into a KVCache and every further token is one
-    step of one position; once the sequence outgrows the context every cached position would move
-    (learned absolute positions), so each later token re-runs the cropped window, as without the cache.
-    The tokens are the same either way (up to float rounding of near-ties).
+    minGPT). With `use_cache`, the prompt is run once into a KVCache and every further token is one replay
+    of the decode step; once the sequence outgrows the context every cached position would move (learned
+    absolute positions), so each later token re-runs the cropped window, as without the cache.
 
     Args:
         model: see the module docstring.
-        idx (Tensor | array): int token ids (B, T), T >= 1.
-        max_new_tokens (int): tokens to append.
+        idx (Tensor | array): int token ids (B, T), T >= 1; shorter prompts left-padded.
+        max_new_tokens (int): most tokens to append.
         temperature, top_k, top_p: see `sample_next`.
         use_cache (bool, default True): decode incrementally with a KVCache.
+        attention_mask (Tensor | array, optional): (B, T) of 1 for tokens and 0 for the left padding, as
+            transformers' `generate` takes it; position ids count the tokens only. Padding needs the cache
+            and T + max_new_tokens <= model.context.
+        eos_token_id (int | list of int, optional): stop tokens; a sequence ends at its first, and
+            generation when every sequence has ended (the ended ones go on with `pad_token_id`).
+        pad_token_id (int, optional): what ended sequences get (default: the first stop token).
+        stream (bool, default False): return an iterator of the new tokens, a numpy int32 array (B,) per
+            step, as they are made, instead of the whole sequences.
+        generator (ggrad.Generator, optional): where sampling draws from (default: ggrad's seeded one).
 
     Returns:
-        int32 Tensor (B, T + max_new_tokens) on idx's device (the model's for host data).
+        int32 Tensor (B, T + steps) on idx's device (the model's for host data), or the iterator.
     """
     _check_sampling(temperature, top_k, top_p)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
@@ -75,24 +110,92 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     if ids.ndim != 2 or ids.shape[1] == 0 or (ids.dtype.kind not in "iu"):
         raise ValueError(f"generate: idx must be integer token ids of shape (batch, T) with T >= 1, got "
                          f"{ids.dtype} of shape {ids.shape}")
-    context = model.context
-    tokens = np.zeros((ids.shape[0], ids.shape[1] + max_new_tokens), dtype=np.int32)
-    tokens[:, :ids.shape[1]] = ids
-    was_training = model.training
-    model.eval()
-    try:
+    keep = _attention_mask(attention_mask, ids.shape, use_cache, max_new_tokens, model.context)
+    stops = np.array([] if eos_token_id is None else np.ravel(eos_token_id), dtype=np.int64)
+    pad = pad_token_id if pad_token_id is not None else int(stops[0]) if stops.size else 0
+    decoding = _Decoding(model, device, temperature, top_k, top_p, _stream(generator))
+    tokens = decoding.tokens(ids.astype(np.int32), keep, max_new_tokens, use_cache, stops, pad)
+    if stream:
+        return tokens
+    new = list(tokens)
+    return tensor(np.concatenate([ids.astype(np.int32)] + [t[:, None] for t in new], axis=1), device=device)
+
+
+class _Decoding:
+    """One `generate` call: the model, how tokens are chosen, and the replayed steps."""
+
+    def __init__(self, model, device, temperature, top_k, top_p, rng):
+        self.model, self.device, self.rng = model, device, rng
+        self.sampling = not (temperature == 0 or top_k == 1)
+        self.rule = (temperature, top_k, top_p)
+        self.cache = None
+        self.cached_step = StepReplay(self._cached_step, device)
+        self.window_step = StepReplay(self._window_step, device)
+
+    def tokens(self, ids, keep, max_new_tokens, use_cache, stops, pad):
+        """The new tokens (B,) of each step, ended sequences padded, until all end or max_new_tokens."""
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            finished = np.zeros(ids.shape[0], dtype=bool)
+            seq = ids
+            for _ in range(max_new_tokens):
+                nxt = self._next(seq, keep, use_cache).astype(np.int32)
+                nxt[finished] = pad
+                finished |= np.isin(nxt, stops)
+                seq = np.concatenate([seq, nxt[:, None]], axis=1)
+                keep = np.concatenate([keep, np.ones((len(keep), 1), dtype=bool)], axis=1)
+                yield nxt
+                if finished.all():
+                    return
+        finally:
+            self.model.train(was_training)
+
+    def _next(self, seq, keep, use_cache):
+        b, n = seq.shape
+        context = self.model.context
+        u = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
+        if not use_cache or n > context:   # the window slides: every position would change
+            return self.window_step(seq[:, max(0, n - context):], *u)
+        positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
+        if self.cache is None:   # the prompt, one graph
+            with no_grad():
+                self.cache = self.model.new_kv_cache(b, static=True)
+            slots = np.arange(n, dtype=np.int32)
+            visible = keep[:, None, :] & (slots[None, None, :] <= slots[None, :, None])   # (B, n, n)
+            mask = np.full((b, 1, n, self.cache.max_len), MASKED, dtype=np.float32)
+            mask[:, 0, :, :n][visible] = 0.0
+            return self.cached_step(seq, slots, positions, mask, *u)
+        mask = np.full((b, 1, 1, self.cache.max_len), MASKED, dtype=np.float32)
+        mask[:, 0, 0, :n][keep] = 0.0
+        return self.cached_step(seq[:, -1:], np.array([n - 1], dtype=np.int32), positions[:, -1:], mask, *u)
+
+    def _cached_step(self, ids, slots, positions, mask, u=None):
+        self.cache.feed(StepInputs(slots, positions, mask))
         with no_grad():
-            cache = model.new_kv_cache(ids.shape[0], static=True) if use_cache else None
-            for n in range(ids.shape[1], tokens.shape[1]):
-                if cache is not None and n > context:
-                    cache = None   # the window slides from here on: every position would change
-                start = cache.length if cache is not None else max(0, n - context)
-                window = tensor(tokens[:, start:n], device=device)
-                logits = model(window, kv_cache=cache) if cache is not None else model(window)
-                tokens[:, n] = sample_next(logits[:, -1], temperature, top_k, top_p)
-    finally:
-        model.train(was_training)
-    return tensor(tokens, device=device)
+            logits = self.model(ids, kv_cache=self.cache)
+            return choose_next(logits[:, -1], u, *self.rule).to(ids.dtype)
+
+    def _window_step(self, ids, u=None):
+        with no_grad():
+            return choose_next(self.model(ids)[:, -1], u, *self.rule).to(ids.dtype)
+
+
+def _attention_mask(mask, shape, use_cache, max_new_tokens, context):
+    """The prompt's attention mask as bools (B, T); padding only where the cache can serve it."""
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    keep = np.asarray(mask.numpy() if isinstance(mask, Tensor) else mask)
+    if keep.shape != shape or not np.isin(keep, (0, 1)).all():
+        raise ValueError(f"generate: attention_mask must be 0/1 of the ids' shape {shape}, got {keep.dtype} of "
+                         f"shape {keep.shape}")
+    keep = keep.astype(bool)
+    if not keep.all() and (not use_cache or shape[1] + max_new_tokens > context):
+        raise ValueError(f"generate: a padded attention_mask needs use_cache=True and T + max_new_tokens "
+                         f"({shape[1]} + {max_new_tokens}) <= the model's context {context}")
+    if not keep[:, -1].all():
+        raise ValueError("generate: pad on the left (attention_mask's last column must be all ones)")
+    return keep
 
 
 def _check_sampling(temperature, top_k, top_p):

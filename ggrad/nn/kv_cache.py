@@ -10,7 +10,14 @@ unfilled ones blocked by an additive mask that is uploaded data (`key_mask`), as
 every one-token step then records the same ops on the same shapes, so the graph cache (trace_cache.py)
 replays its graph each token instead of building and planning a new one. It computes attention over
 `max_len` positions from the first token on: worth it where the graph building costs more than that.
+
+A cache given step inputs (`KVCache.feed`: the write slots, the model's position ids and the additive key
+mask as Tensors) takes all three from them instead of from its host-side `length`: a step recorded on them
+is the same graph whatever their values, so a decode step is recorded once and replayed per token
+(autograd/step_replay.py) with only new input values, and rows of a batch can hold left-padded prompts.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,6 +27,15 @@ from ..autograd.ops.inplace import index_write_
 from ..ggml import f32
 from ..ggml.errors import ShapeError
 from .functional import MASKED
+
+
+class StepInputs(NamedTuple):
+    """What a step of a fed cache reads (see the module docstring): `slots` int32 (T,) cache positions
+    written, `positions` int32 (B, T) the model's position ids, `mask` float32 (B, 1, T, max_len) added to
+    the attention scores (0 where a query may see a key, MASKED elsewhere)."""
+    slots: object
+    positions: object
+    mask: object
 
 
 class LayerKVCache:
@@ -32,6 +48,7 @@ class LayerKVCache:
             self.keys = zeros(self.shape, dtype=dtype, device=device)
             self.values = zeros(self.shape, dtype=dtype, device=device)
         self.length = 0
+        self.inputs = None   # StepInputs while fed (KVCache.feed)
 
     @property
     def max_len(self):
@@ -47,6 +64,12 @@ class LayerKVCache:
             if x.ndim != 4 or x.shape != (b, h, t, dh):
                 raise ShapeError(f"KVCache: new {name} of shape {tuple(x.shape)} should be (batch, heads, T, "
                                  f"head_dim) = {(b, h, 'T', dh)} as the cache was made")
+        if self.inputs is not None:
+            if self.inputs.slots.shape != (t,):
+                raise ShapeError(f"KVCache: {t} new positions but {self.inputs.slots.shape[0]} slots fed")
+            with no_grad():
+                return (index_write_(self.keys, 2, self.inputs.slots, k),
+                        index_write_(self.values, 2, self.inputs.slots, v))
         start, stop = self.length, self.length + t
         if stop > self.max_len:
             raise ValueError(f"KVCache: {t} new positions after {start} exceed the cache's max_len {self.max_len} "
@@ -63,7 +86,10 @@ class LayerKVCache:
     def key_mask(self, t, causal, device):
         """For a static cache, after `update` of t positions: the additive f32 mask (t, max_len) that
         blocks the positions not filled yet and, when `causal`, query i's keys after position
-        length - t + i; None for a growing cache (its keys are the filled positions only)."""
+        length - t + i; None for a growing cache (its keys are the filled positions only). A fed cache's
+        mask is its input's."""
+        if self.inputs is not None:
+            return self.inputs.mask
         if not self.static:
             return None
         length = self.length
@@ -94,6 +120,17 @@ class KVCache:
         self.layers = [LayerKVCache(batch, num_heads, max_len, head_dim, device, dtype, static)
                        for _ in range(num_layers)]
         self.layers[0].keys.realize()   # every layer's buffers in one compute
+
+    def feed(self, inputs):
+        """Take the write slots, position ids and key mask of the next steps from `inputs` (StepInputs of
+        Tensors), or from the cache's own `length` again (None)."""
+        for layer in self.layers:
+            layer.inputs = inputs
+
+    @property
+    def inputs(self):
+        """The StepInputs fed (None: the cache counts positions itself)."""
+        return self.layers[0].inputs
 
     def __getitem__(self, i):
         return self.layers[i]

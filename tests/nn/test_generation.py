@@ -6,7 +6,7 @@ import pytest
 import ggrad
 from ggrad import nn
 from ggrad.autograd.ops.inplace import index_write_
-from ggrad.nn.generation import sample_next
+from ggrad.nn.generation import choose_next, sample_next
 
 
 def randn(*shape, seed=0):
@@ -192,3 +192,17 @@ def test_float16_cache_stays_close_to_the_full_forward():
         parts += [block(ggrad.tensor(x[:, i:i + 1]), kv_cache=cache[0]).numpy() for i in range(2, 5)]
     assert cache[0].keys.dtype is ggrad.float16
     np.testing.assert_allclose(np.concatenate(parts, 1), full, atol=5e-3)   # keys and values rounded to f16
+
+
+@pytest.mark.parametrize("rule", [dict(temperature=0.7), dict(top_k=5), dict(top_p=0.8), dict(temperature=0),
+                                  dict(temperature=1.3, top_k=8, top_p=0.6), dict(top_k=1)])
+def test_the_device_rule_draws_what_sample_next_draws(rule):
+    """choose_next (ops of the decode step's graph) against sample_next (the host, float64), same uniforms."""
+    logits = randn(64, 50, seed=3) * 2.0
+    ggrad.manual_seed(11)
+    host = sample_next(logits, **rule)
+    ggrad.manual_seed(11)
+    u = ggrad.autograd.factory.generator().random(64).astype(np.float32)[:, None]
+    greedy = rule.get("temperature") == 0 or rule.get("top_k") == 1
+    device = choose_next(ggrad.tensor(logits), None if greedy else ggrad.tensor(u), **rule).numpy()
+    np.testing.assert_array_equal(device, host)

@@ -4,6 +4,8 @@ No graph is recorded and nothing is computed: batching a dataset (`data[perm[i:i
 numpy's gather costs, not a graph compute and two device reads. A tensor that needs a gradient, and
 anything else (slices, several index tensors, strided views, device memory), takes the graph path."""
 
+import weakref
+
 import numpy as np
 
 from ...ggml import data
@@ -11,6 +13,22 @@ from ...ggml.errors import IndexOutOfRangeError
 from .. import execution, grad_mode
 from ..pending import leaf_bytes
 from ..tensor import Tensor
+
+
+# id -> weak reference of the Tensors whose values ops must not read while they record (hide_values)
+_hidden = {}
+
+
+def hide_values(t):
+    """Make the values of Tensor `t` unknown to the ops that read host values while they record (here,
+    indexing.known_values) and would build them into the graph: a step replayed with new values written
+    into `t` (step_replay.py) must not keep the ones `t` held when it was recorded."""
+    key = id(t)
+    _hidden[key] = weakref.ref(t, lambda _, key=key: _hidden.pop(key, None))
+
+
+def is_hidden(t):
+    return id(t) in _hidden
 
 
 def rows(x, key):
@@ -66,7 +84,9 @@ def _host_values(t):
 
 
 def _host_bytes(t):
-    """t's bytes in GGML's layout (uint8, no copy) when they are host memory, else None."""
+    """t's bytes in GGML's layout (uint8, no copy) when they are host memory and not hidden, else None."""
+    if id(t) in _hidden:
+        return None
     pending = t._pending
     if pending is not None:
         return pending.host_bytes(t) if pending.__class__ is not execution.FailedGraph else None

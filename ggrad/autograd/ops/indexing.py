@@ -67,7 +67,9 @@ class GetRowsBack(Primitive):
 
 def known_values(t):
     """The values of Tensor `t` if they are at hand without a device round trip (host data still to be
-    uploaded, or memory of the CPU backend), else None."""
+    uploaded, or memory of the CPU backend) and not hidden (host_index.hide_values), else None."""
+    if host_index.is_hidden(t):
+        return None
     if t._pending is not None:
         return t._pending.host_value(t)
     return t.numpy() if t.device.is_cpu else None

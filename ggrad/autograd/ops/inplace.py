@@ -20,12 +20,15 @@ from ...ggml import ops
 from ...ggml.errors import DTypeError, ShapeError
 from .. import execution, grad_mode
 from ..pending import graph_of, leaf
-from ..tensor import _axis
+from ..tensor import Tensor, _axis
+from .indexing import checked_index
 
 _FLOATS = ("f32", "f16")
 # target Tensor -> (pending graph, target's node, the latest write's result node): a second write into
 # the same target before a compute is built on the first, so writes land in the order they were made.
 _latest = {}   # id(target) -> (weakref to it, graph, node, written): by identity, as == is elementwise
+# id(index Tensor) -> (weakref to it, the dimension's size, its checked rows Tensor): _checked_rows
+_checked = {}
 
 
 def index_write_(target, dim, index, source):
@@ -39,19 +42,29 @@ def index_write_(target, dim, index, source):
     Args:
         target (Tensor): a contiguous f32 or f16 tensor (it is computed first if it is a pending result).
         dim (int): the dimension indexed.
-        index (int | sequence of int | numpy array): host positions, each in [0, target.shape[dim]).
+        index (int | sequence of int | numpy array | Tensor): positions, each in [0, target.shape[dim]);
+            a 1-D integer Tensor is an input of the graph (a decode step's cache slot, replayed with new
+            values: autograd/step_replay.py); its values are checked as `index_select`'s are.
         source (Tensor): target's shape except `len(index)` at `dim`, float, on target's device.
     """
     d = _axis(dim, target.ndim)
-    positions = _positions(index, target.shape[d])
-    _check(target, d, positions, source)
+    if isinstance(index, Tensor):
+        if index.ndim != 1:
+            raise TypeError(f"index_write_: a Tensor index must be 1-D, got shape {tuple(index.shape)}")
+        rows = _checked_rows(index, target.shape[d], target.device, d)
+        n = index.shape[0]
+    else:
+        positions = _positions(index, target.shape[d])
+        rows, n = None, len(positions)
+    _check(target, d, n, source)
     if target._pending is not None and not target._node.is_leaf:
         target.realize()   # the write must land in memory that outlives the compute
     if source.dtype.name not in _FLOATS:
         source = source.to(ggml.f32)
     outer = int(np.prod(target.shape[:d], dtype=np.int64))
     inner = int(np.prod(target.shape[d + 1:], dtype=np.int64))
-    rows = leaf(target.device, positions, ggml.i32)
+    if rows is None:
+        rows = leaf(target.device, positions, ggml.i32)
     with execution.lock_of(target.device):
         graph = graph_of(target, source, rows)
         node = graph.node(target)   # keeps target's memory alive until the compute
@@ -59,7 +72,6 @@ def index_write_(target, dim, index, source):
         latest = entry[1:] if entry is not None and entry[0]() is target else None
         base = latest[2] if latest is not None and latest[0] is graph and latest[1] is node else node
         src, where = graph.contiguous(source), graph.node(rows)
-        n = len(positions)
         # events of the graph cache's trace (pending.py), so that a decode step writing its cache replays
         written = graph.event(("index_write_", inner, target.shape[d], outer, n), (base, src, where),
                               lambda: ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d],
@@ -71,6 +83,20 @@ def index_write_(target, dim, index, source):
         ne = tuple(node.ne)
         return graph.emit(graph.event(("index_write_ view", ne), (written,),
                                       lambda: ops.reshape_4d(graph.ctx, written, *ne)), target.shape, target.dtype)
+
+
+def _checked_rows(index, size, device, d):
+    """`checked_index` of a Tensor index, made once per pending graph: a decode step's fed cache slot serves
+    every layer's key and value writes, and each check is ~10 one-element nodes of the step's graph."""
+    key = id(index)
+    hit = _checked.get(key)
+    if hit is not None and hit[0]() is index and hit[1] == size and hit[2]._pending is not None:
+        if hit[2]._pending is execution.pending_graph(device):
+            return hit[2]
+    rows = checked_index(index, size, device, "index_write_", dim=d)
+    if rows is not index:   # index itself (host data, checked at once) needs no second check
+        _checked[key] = (weakref.ref(index, lambda _, key=key: _checked.pop(key, None)), size, rows)
+    return rows
 
 
 def _positions(index, size):
@@ -85,16 +111,16 @@ def _positions(index, size):
     return positions.astype(np.int32)
 
 
-def _check(target, d, positions, source):
+def _check(target, d, n, source):
     if target.dtype.name not in _FLOATS:
         raise DTypeError(f"index_write_: target must be float32 or float16, got {target.dtype.name}")
     if not source.dtype.is_float:
         raise DTypeError(f"index_write_: source must be a float tensor, got {source.dtype.name}")
-    want = target.shape[:d] + (len(positions),) + target.shape[d + 1:]
+    want = target.shape[:d] + (n,) + target.shape[d + 1:]
     if source.shape != want:
         raise ShapeError(f"index_write_: source of shape {source.shape} should be {want} (target {target.shape}, "
-                         f"{len(positions)} positions along dim {d})")
-    if not positions.size:
+                         f"{n} positions along dim {d})")
+    if not n:
         raise ShapeError("index_write_: index is empty (nothing to write)")
     if 0 in source.shape:   # a zero-size node must not reach GGML's set_rows (it aborts on it)
         raise ShapeError(f"index_write_: source of shape {source.shape} is empty (nothing to write; target "

@@ -1,0 +1,83 @@
+"""StepReplay: a step recorded once, then computed again with new input values only."""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad.autograd.ops.inplace import index_write_
+from ggrad.autograd.step_replay import StepReplay
+
+
+def test_replays_give_what_recording_the_step_gives():
+    w = ggrad.tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+    replay = StepReplay(lambda x, i: ((x @ w).relu().sum(-1), w[i].sum()), "cpu")
+    rng = np.random.default_rng(0)
+    before = ggrad.stats()["step_replays"]
+    for step in range(5):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        i = np.array([step % 3], dtype=np.int32)
+        total, row = replay(x, i)
+        np.testing.assert_allclose(total, np.maximum(x @ w.numpy(), 0).sum(-1), rtol=1e-6)
+        np.testing.assert_allclose(row, w.numpy()[step % 3].sum())
+    assert replay.records == 1 and ggrad.stats()["step_replays"] - before == 4
+
+
+def test_persistent_writes_happen_at_every_replay_at_the_input_slot():
+    buffer = ggrad.zeros(6, 2).realize()
+
+    def write(slot, value):
+        with ggrad.no_grad():
+            return index_write_(buffer, 0, slot, value).sum()
+
+    replay = StepReplay(write, "cpu")
+    for slot in range(6):
+        assert replay(np.array([slot], np.int32), np.full((1, 2), slot + 1.0, np.float32)) == pytest.approx(
+            sum(2.0 * (s + 1) for s in range(slot + 1)))
+    np.testing.assert_array_equal(buffer.numpy()[:, 0], np.arange(1, 7))
+    assert replay.records == 1
+
+
+def test_another_compute_between_calls_records_the_step_again():
+    replay = StepReplay(lambda x: x * 2.0, "cpu")
+    np.testing.assert_array_equal(replay(np.ones(3, np.float32)), 2.0)
+    (ggrad.ones(100) + 1).numpy()   # lays the device's memory out for another graph
+    np.testing.assert_array_equal(replay(np.full(3, 4.0, np.float32)), 8.0)
+    np.testing.assert_array_equal(replay(np.full(3, 5.0, np.float32)), 10.0)
+    assert replay.records == 2
+    np.testing.assert_array_equal(replay(np.ones(4, np.float32)), 2.0)   # another shape: recorded
+    assert replay.records == 3
+
+
+def test_index_write_takes_a_tensor_index_checked_as_index_select():
+    target = ggrad.zeros(2, 5, 3).realize()
+    with ggrad.no_grad():
+        out = index_write_(target, 1, ggrad.tensor(np.array([3, 0], np.int32)), ggrad.ones(2, 2, 3))
+        np.testing.assert_array_equal(out.numpy()[0, :, 0], [1, 0, 0, 1, 0])
+        with pytest.raises(IndexError, match="out of bounds for dimension 1 with size 5"):
+            index_write_(target, 1, ggrad.tensor(np.array([5], np.int32)), ggrad.ones(2, 1, 3))
+        with pytest.raises(TypeError, match="must be 1-D"):
+            index_write_(target, 1, ggrad.tensor(np.array([[1]], np.int32)), ggrad.ones(2, 1, 3))
+
+
+def test_one_checked_slot_serves_every_write_of_a_replayed_step():
+    keys, values = ggrad.zeros(4, 2).realize(), ggrad.zeros(4, 2).realize()
+
+    def write(slot, value):
+        with ggrad.no_grad():
+            return index_write_(keys, 0, slot, value).sum() + index_write_(values, 0, slot, value * 2.0).sum()
+
+    replay = StepReplay(write, "cpu")
+    for slot in (2, 0, 3):
+        replay(np.array([slot], np.int32), np.full((1, 2), slot + 1.0, np.float32))
+    np.testing.assert_array_equal(keys.numpy()[:, 0], [1, 0, 3, 4])
+    np.testing.assert_array_equal(values.numpy()[:, 0], [2, 0, 6, 8])
+
+
+def test_profile_sees_the_replayed_computes():
+    replay = StepReplay(lambda x: (x * 3.0).relu(), "cpu")
+    replay(np.ones(4, np.float32))
+    with ggrad.profile() as prof:
+        for _ in range(3):
+            replay(np.ones(4, np.float32))
+    assert replay.records == 1
+    assert sum(calls for calls, _ in prof.by_op().values()) >= 3

@@ -1,4 +1,4 @@
-"""Autoregressive decoding: `generate` (greedy, or sampled with temperature, top-k and top-p) over a model
+"""Autoregressive decoding: `generate` (greedy, or sampled with temperature, top-k, top-p and min-p) over a model
 that predicts next-token logits, with or without a KVCache; batched, left-padded, streamed.
 
 The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T);
@@ -25,15 +25,16 @@ from .functional import MASKED
 from .kv_cache import StepInputs
 
 
-def sample_next(logits, temperature=1.0, top_k=None, top_p=None):
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, min_p=None):
     """Next token ids (B,) drawn on the host from last-position logits (B, V) (a numpy array or a Tensor).
 
-    The logits are divided by `temperature`, then only the `top_k` largest (ties at the k-th kept) and
-    the smallest set of most likely tokens whose probabilities reach `top_p` (nucleus sampling; the most
-    likely token is always kept, and ties of the least likely one kept) stay candidates. temperature=0 or
-    top_k=1 is greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator.
+    The logits are divided by `temperature`, then only the `top_k` largest (ties at the k-th kept), the
+    smallest set of most likely tokens whose probabilities reach `top_p` (nucleus sampling; the most likely
+    token is always kept, and ties of the least likely one kept), and those at least `min_p` times as likely
+    as the most likely one (transformers' min-p, applied last) stay candidates. temperature=0 or top_k=1 is
+    greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator.
     """
-    _check_sampling(temperature, top_k, top_p)
+    _check_sampling(temperature, top_k, top_p, min_p)
     z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits, dtype=np.float64)
     if z.ndim != 2 or z.shape[1] == 0:
         raise ValueError(f"sample_next: logits must be (batch, vocab), got shape {z.shape}")
@@ -50,12 +51,14 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None):
         ranked = -np.sort(-p, axis=-1)
         floor = np.where(np.cumsum(ranked, axis=-1) - ranked < top_p, ranked, np.inf).min(axis=-1, keepdims=True)
         p = np.where(p >= floor, p, 0.0)
+    if min_p is not None:
+        p = np.where(p >= min_p * p.max(axis=-1, keepdims=True), p, 0.0)
     cdf = np.cumsum(p, axis=-1)
     u = _stream().random(len(p))[:, None] * cdf[:, -1:]
     return np.minimum((cdf <= u).sum(axis=-1), vocab - 1)   # first token whose cdf exceeds u
 
 
-def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None):
+def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None, min_p=None):
     """`sample_next`'s rule as ops of the graph: next ids (B,) from logits (B, V) and uniforms `u` (B, 1)
     in [0, 1) (None for greedy: temperature 0 or top_k 1)."""
     if temperature == 0 or top_k == 1:
@@ -69,12 +72,14 @@ def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None):
         ranked = p.sort(dim=-1, descending=True).values
         floor = ranked.masked_fill(ranked.cumsum(-1) - ranked >= top_p, float("inf")).amin(-1, keepdim=True)
         p = p.masked_fill(p < floor, 0.0)
+    if min_p is not None:
+        p = p.masked_fill(p < p.amax(-1, keepdim=True) * min_p, 0.0)
     cdf = p.cumsum(-1)
     return (cdf <= u * cdf[:, -1:]).sum(-1).clamp(max=vocab - 1)
 
 
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, *,
-             attention_mask=None, eos_token_id=None, pad_token_id=None, stream=False, generator=None):
+             min_p=None, attention_mask=None, eos_token_id=None, pad_token_id=None, stream=False, generator=None):
     """`idx` (B, T) followed by at most `max_new_tokens` tokens, each predicted from at most `model.context`
     tokens.
 
@@ -87,7 +92,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
         model: see the module docstring.
         idx (Tensor | array): int token ids (B, T), T >= 1; shorter prompts left-padded.
         max_new_tokens (int): most tokens to append.
-        temperature, top_k, top_p: see `sample_next`.
+        temperature, top_k, top_p, min_p: see `sample_next`.
         use_cache (bool, default True): decode incrementally with a KVCache.
         attention_mask (Tensor | array, optional): (B, T) of 1 for tokens and 0 for the left padding, as
             transformers' `generate` takes it; position ids count the tokens only. Padding needs the cache
@@ -102,7 +107,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     Returns:
         int32 Tensor (B, T + steps) on idx's device (the model's for host data), or the iterator.
     """
-    _check_sampling(temperature, top_k, top_p)
+    _check_sampling(temperature, top_k, top_p, min_p)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
         raise ValueError(f"generate: max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
     device = idx.device if isinstance(idx, Tensor) else next(iter(model.parameters())).device
@@ -113,7 +118,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     keep = _attention_mask(attention_mask, ids.shape, use_cache, max_new_tokens, model.context)
     stops = np.array([] if eos_token_id is None else np.ravel(eos_token_id), dtype=np.int64)
     pad = pad_token_id if pad_token_id is not None else int(stops[0]) if stops.size else 0
-    decoding = _Decoding(model, device, temperature, top_k, top_p, _stream(generator))
+    decoding = _Decoding(model, device, (temperature, top_k, top_p, min_p), _stream(generator))
     tokens = decoding.tokens(ids.astype(np.int32), keep, max_new_tokens, use_cache, stops, pad)
     if stream:
         return tokens
@@ -124,10 +129,11 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
 class _Decoding:
     """One `generate` call: the model, how tokens are chosen, and the replayed steps."""
 
-    def __init__(self, model, device, temperature, top_k, top_p, rng):
+    def __init__(self, model, device, rule, rng):
         self.model, self.device, self.rng = model, device, rng
+        temperature, top_k = rule[:2]
         self.sampling = not (temperature == 0 or top_k == 1)
-        self.rule = (temperature, top_k, top_p)
+        self.rule = rule   # temperature, top_k, top_p, min_p
         self.cache = None
         self.cached_step = StepReplay(self._cached_step, device)
         self.window_step = StepReplay(self._window_step, device)
@@ -198,7 +204,7 @@ def _attention_mask(mask, shape, use_cache, max_new_tokens, context):
     return keep
 
 
-def _check_sampling(temperature, top_k, top_p):
+def _check_sampling(temperature, top_k, top_p, min_p=None):
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not temperature >= 0:
         raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1):
@@ -206,3 +212,6 @@ def _check_sampling(temperature, top_k, top_p):
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
                               or not 0.0 < top_p <= 1.0):
         raise ValueError(f"generate: top_p must be in (0, 1] or None, got {top_p!r}")
+    if min_p is not None and (isinstance(min_p, bool) or not isinstance(min_p, numbers.Real)
+                              or not 0.0 <= min_p <= 1.0):
+        raise ValueError(f"generate: min_p must be in [0, 1] or None, got {min_p!r}")

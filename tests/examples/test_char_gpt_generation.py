@@ -77,6 +77,12 @@ def test_sampling_is_reproducible_and_top_k_1_is_greedy():
     greedy = model.generate(PROMPT, 20, temperature=0).numpy()
     np.testing.assert_array_equal(model.generate(PROMPT, 20, temperature=2.0, top_k=1).numpy(), greedy)
     assert not (a == greedy).all()
+    # min-p (transformers' rule): reproducible, the same with and without the cache, and min_p=1 is greedy
+    ggrad.manual_seed(7)
+    d = model.generate(PROMPT, 20, temperature=1.5, min_p=0.1).numpy()
+    ggrad.manual_seed(7)
+    np.testing.assert_array_equal(d, model.generate(PROMPT, 20, temperature=1.5, min_p=0.1, use_cache=False).numpy())
+    np.testing.assert_array_equal(model.generate(PROMPT, 20, temperature=1.5, min_p=1.0).numpy(), greedy)
 
 
 def test_generate_keeps_the_mode_and_checks_its_arguments():

@@ -169,12 +169,18 @@ def test_top_k_and_top_p_keep_only_their_candidates():
     assert nucleus[[0, 2]].sum() == 0
     both = sample_next(logits, top_k=3, top_p=0.5)   # top 3 renormalised: 0.47, 0.35, 0.18 -> {1, 3}
     assert set(np.unique(both)) == {1, 3}
+    # min-p 0.3: at least 0.3 * 0.4 = 0.12 likely: 0.4, 0.3, 0.15 stay (as transformers' MinPLogitsWarper)
+    floor = np.bincount(sample_next(logits, min_p=0.3), minlength=5) / 20000
+    np.testing.assert_allclose(floor, [0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85], atol=0.015)
+    assert floor[[0, 2]].sum() == 0
+    assert set(np.unique(sample_next(logits, min_p=1.0))) == {1}   # only the most likely
 
 
 def test_sampling_argument_errors():
     logits = randn(1, 4)
     for kwargs, match in (({"temperature": -1.0}, "temperature"), ({"top_k": 0}, "top_k"),
-                          ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p")):
+                          ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p"), ({"min_p": -0.1}, "min_p"),
+                          ({"min_p": 1.5}, "min_p"), ({"min_p": True}, "min_p")):
         with pytest.raises(ValueError, match=match):
             sample_next(logits, **kwargs)
     with pytest.raises(ValueError, match="batch, vocab"):
@@ -195,7 +201,8 @@ def test_float16_cache_stays_close_to_the_full_forward():
 
 
 @pytest.mark.parametrize("rule", [dict(temperature=0.7), dict(top_k=5), dict(top_p=0.8), dict(temperature=0),
-                                  dict(temperature=1.3, top_k=8, top_p=0.6), dict(top_k=1)])
+                                  dict(temperature=1.3, top_k=8, top_p=0.6), dict(top_k=1), dict(min_p=0.2),
+                                  dict(temperature=0.8, top_k=10, top_p=0.9, min_p=0.1)])
 def test_the_device_rule_draws_what_sample_next_draws(rule):
     """choose_next (ops of the decode step's graph) against sample_next (the host, float64), same uniforms."""
     logits = randn(64, 50, seed=3) * 2.0

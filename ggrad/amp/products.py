@@ -54,7 +54,7 @@ class LowPrecisionProduct(Function):
         x_rows, w_low = ctx.saved_tensors
         x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
         need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-        if _by_half_kernel(x_rows, w_low):
+        if _gradients_by_half_kernel(x_rows, w_low):
             # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products
             # then read half operands in place and sum in float32 (the bias's sum reads float32 g)
             gx, gw, _ = linear_grads(g.to(x_rows.dtype), x_rows, w_low, w_shape, None, (need_x, need_w, False),
@@ -87,7 +87,7 @@ def _master_rows(x, w):
             and choices.weight_grad == "out_prod" and choices.half_matmul != "kernel")
 
 
-def _by_half_kernel(x_rows, w_low):
+def _gradients_by_half_kernel(x_rows, w_low):
     """Whether the backward's products take the half operands saved (lowering.half_matmul: ggrad's kernel)."""
     return (x_rows.dtype is w_low.dtype and x_rows.dtype in (f16, bf16)
             and lowering_of(x_rows.device).half_matmul == "kernel")

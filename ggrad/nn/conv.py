@@ -21,9 +21,10 @@ def _ntuple(value, n, name, layer):
 
 
 class _ConvNd(Module):
-    """What the convolutions share: parameters, init, checks and repr."""
+    """What the convolutions share: parameters, init, checks, the forward (by `conv`) and repr."""
 
     n = 0
+    conv = None   # the functional convolution of the subclass's rank (F.conv1d, F.conv2d, conv3d)
     transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
@@ -120,6 +121,12 @@ class _ConvNd(Module):
                 amounts += [self.padding[i], self.padding[i]]
         return F.pad(x, amounts, mode=_PADDING_MODES[self.padding_mode]), 0
 
+    def forward(self, x):
+        x, unbatched = self._check_input(x)
+        x, padding = self._padded(x)
+        y = self.conv(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return y.squeeze(0) if unbatched else y
+
     def _describe(self):
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
 
@@ -160,17 +167,12 @@ class Conv1d(_ConvNd):
     """
 
     n = 1
+    conv = staticmethod(F.conv1d)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          dtype, padding_mode)
-
-    def forward(self, x):
-        x, unbatched = self._check_input(x)
-        x, padding = self._padded(x)
-        y = F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
-        return y.squeeze(0) if unbatched else y
 
 
 class Conv2d(_ConvNd):
@@ -195,17 +197,12 @@ class Conv2d(_ConvNd):
     """
 
     n = 2
+    conv = staticmethod(F.conv2d)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          dtype, padding_mode)
-
-    def forward(self, x):
-        x, unbatched = self._check_input(x)
-        x, padding = self._padded(x)
-        y = F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
-        return y.squeeze(0) if unbatched else y
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -72,14 +72,9 @@ class Conv3d(_ConvNd):
     """
 
     n = 3
+    conv = staticmethod(conv3d)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          dtype, padding_mode)
-
-    def forward(self, x):
-        x, unbatched = self._check_input(x)
-        x, padding = self._padded(x)
-        y = conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
-        return y.squeeze(0) if unbatched else y

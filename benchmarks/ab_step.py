@@ -24,14 +24,14 @@ CHILD = r"""
 import dataclasses, sys
 sys.path.insert(1, {here!r})
 import ggrad
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering
 import bench_gpt
 from common import median_ms
 from gpt_torch import CONFIGS
 ggrad.set_num_threads({threads})
 dev = ggrad.device({device!r})
 choices = dataclasses.replace(lowering.for_device(dev), **{choices})
-with lowering.forced(dev, choices):
+with execution.forced_lowering(dev, choices):
     step = bench_gpt.ggrad_step_fn({device!r}, CONFIGS[{config!r}], {autocast!r})
     print(median_ms(step, warmup=3, repeats={steps}))
 """

@@ -12,7 +12,7 @@ import dataclasses
 import sys
 
 import ggrad
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering
 from ggrad.ggml import kernels
 
 VIEWS = {"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"}
@@ -70,12 +70,12 @@ def main():
         rows = {"forward": [], "backward": []}
         for isa in isas:
             kernels.isa(isa)
-            with lowering.forced(cpu, lowering.CPU):
+            with execution.forced_lowering(cpu, lowering.CPU):
                 f, b = measure(fn, args.shape, args.repeats)
             rows["forward"].append(f)
             rows["backward"].append(b)
         kernels.isa("best")
-        with lowering.forced(cpu, composed):
+        with execution.forced_lowering(cpu, composed):
             f, b = measure(fn, args.shape, args.repeats)
         rows["forward"].append(f)
         rows["backward"].append(b)

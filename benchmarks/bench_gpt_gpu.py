@@ -32,7 +32,7 @@ import bench_gpt  # noqa: E402
 from common import median_ms, print_table  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad.autograd import execution  # noqa: E402
+from ggrad.autograd import memory  # noqa: E402
 
 from gpt_torch import CONFIGS  # noqa: E402
 
@@ -96,7 +96,7 @@ def main():
         per_step = (ggrad.stats()["computes"] - before) / 2
         g_ms, least = timed_with_memory(step, dev, args.steps)
         g_peak = float("nan") if dev.is_cpu else (free_before - least[0]) / 2 ** 20
-        sched = execution.runtime(dev).scheduler
+        sched = memory.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
         nan3 = (float("nan"),) * 3
         t_ms, t_peak, t_alloc = nan3 if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device)
@@ -115,7 +115,7 @@ def main():
                     "torch peak MiB": f"{t_peak:,.0f}",
                     "torch alloc MiB": f"{t_alloc:,.1f}", "computes/step": f"{per_step:g}", "sched splits": splits})
         rows.append(row)
-        execution.reset_pools()
+        memory.reset_pools()
     precision = f"autocast {args.autocast}" if args.autocast else "f32"
     print_table(f"char-GPT training step ({precision}): ggrad on {args.device} ({dev.description}, CPU threads "
                 f"{args.threads}) vs PyTorch {torch_device} eager; median of {args.steps}", rows, list(rows[0]))

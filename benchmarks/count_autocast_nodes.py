@@ -26,7 +26,7 @@ from common import HostCPU  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad.autograd import execution, lowering  # noqa: E402
+from ggrad.autograd import execution, lowering, memory  # noqa: E402
 from ggrad.autograd.primitive import Primitive  # noqa: E402
 from ggrad.ggml import sched  # noqa: E402
 
@@ -59,7 +59,7 @@ def main():
     cfg = dict(CONFIGS[args.config], batch=args.batch)
     clock = HostClock()
     dev = ggrad.device("cpu")
-    forced = contextlib.nullcontext() if args.lowering is None else lowering.forced(dev, getattr(lowering, args.lowering))
+    forced = contextlib.nullcontext() if args.lowering is None else execution.forced_lowering(dev, getattr(lowering, args.lowering))
     with forced:
         step = bench_gpt.ggrad_step_fn("cpu", cfg, None if args.autocast == "none" else args.autocast)
         step()
@@ -82,8 +82,8 @@ def main():
     print(f"step ms (median of {args.steps}): {statistics.median(times) * 1e3:.1f}  "
           f"all: {', '.join(f'{t * 1e3:.0f}' for t in times)}")
     print(f"host CPU ms (median): {statistics.median(host) * 1e3:.1f}")
-    memory = execution.runtime(ggrad.device("cpu")).memory()
-    print(f"compute buffer MiB: {memory['compute_buffer'] / 2 ** 20:.1f}  peak MiB: {memory['peak'] / 2 ** 20:.1f}")
+    usage = memory.runtime(ggrad.device("cpu")).memory()
+    print(f"compute buffer MiB: {usage['compute_buffer'] / 2 ** 20:.1f}  peak MiB: {usage['peak'] / 2 ** 20:.1f}")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def count(config, lowering_name, autocast, batch, threads=2, traffic=None):
     trace_cache.ENABLED = False   # build every step's graph (a cached replay builds nothing)
     log = CopyLog()
     log.install()
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, lowering_name)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, lowering_name)):
         step = bench_gpt.ggrad_step_fn("cpu", cfg, None if autocast == "none" else autocast)
         step()   # warm-up: the first step also makes AdamW's state
         log.on = True

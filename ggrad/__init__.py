@@ -76,12 +76,12 @@ __version__ = "0.1.0"
 def stats() -> dict[str, _Any]:
     """Counters of the execution engine: graph computes, nodes, bytes uploaded/read and host reads, tensors
     persisted, graph-cache hits and misses, backward passes replayed."""
-    from .autograd.execution import stats as _stats
+    from .autograd.memory import stats as _stats
     return _stats.as_dict()
 
 
 def reset_stats() -> None:
-    from .autograd.execution import stats as _stats
+    from .autograd.memory import stats as _stats
     _stats.reset()
 
 

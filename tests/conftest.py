@@ -141,8 +141,8 @@ def rpc_device(server):
 @pytest.fixture
 def no_graph_cache():
     """The graph cache does not key on the lowering: tests that switch choices build every graph."""
-    from ggrad.autograd import execution
-    was = execution.trace_cache.ENABLED
+    from ggrad.autograd import execution, trace_cache
+    was = trace_cache.ENABLED
     execution.set_graph_cache(False)
     yield
     execution.set_graph_cache(was)

@@ -22,7 +22,7 @@ from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
 from ..autograd.ops.linalg import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
-from ..autograd.pending import lowering_of
+from ..autograd.memory import lowering_of
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
 from ..ggml import bf16, f16, f32

@@ -8,7 +8,8 @@ from .primitive import Primitive
 from .parameter import Parameter
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
                         is_inference_mode_enabled)
-from .execution import stats, realize
+from .execution import realize
+from .memory import stats
 from .grad_api import grad, backward
 from .hooks import RemovableHandle
 from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,

@@ -19,8 +19,8 @@ host data still to upload) and no compute during it; no computed input first met
 Otherwise the pass runs as always.
 """
 
-from . import anomaly_mode, execution, hooks
-from . import tensor as _tensor   # a module reference: tensor.py imports the engine, which imports this
+from . import anomaly_mode, hooks, memory
+from .tensor import Tensor
 from .graph import current_hooks
 from .roundings import kept_half_unpack
 
@@ -74,7 +74,7 @@ def trace_of(root):
     if hooks.leaf_table or anomaly_mode.is_anomaly_enabled() or current_hooks() is not None:
         return None
     graph = root._pending
-    if graph is None or execution.runtime(root.device).graph is not graph:
+    if graph is None or memory.runtime(root.device).graph is not graph:
         return None
     trace = graph.trace
     return trace if trace is not None and not trace.depth else None
@@ -102,10 +102,10 @@ def replay(root, order, trace):
         made.setdefault(ptr, len(made))
     trace.pos = record.end
     for k, node, shape, dtype in record.grads:
-        leaves[k].grad = _tensor.Tensor._make(node, shape, dtype, root.device, graph)
+        leaves[k].grad = Tensor._make(node, shape, dtype, root.device, graph)
     for i in record.visited:
         order[i].ctx._free()
-    execution.stats.backward_replays += 1
+    memory.stats.backward_replays += 1
     return True
 
 
@@ -123,18 +123,18 @@ class Recorder:
         graph = self.graph = root._pending
         self.entry, self.start = trace.entry, trace.pos
         self.marks = (len(graph.uploads), len(graph.effects), len(trace.origins), len(graph.made),
-                      trace.met, execution.stats.host_reads, execution.stats.computes)
+                      trace.met, memory.stats.host_reads, memory.stats.computes)
 
     def finish(self):
         trace = self.trace
         if trace is None:
             return
         graph = self.graph
-        if execution.runtime(self.root.device).graph is not graph or graph.trace is not trace:
+        if memory.runtime(self.root.device).graph is not graph or graph.trace is not trace:
             return
         uploads, effects, origins, made, met, reads, computes = self.marks
         if (trace.entry is not self.entry or not trace.pure or trace.depth or trace.met != met
-                or execution.stats.host_reads != reads or execution.stats.computes != computes):
+                or memory.stats.host_reads != reads or memory.stats.computes != computes):
             return
         grads = []
         for k, leaf in enumerate(self.leaves):

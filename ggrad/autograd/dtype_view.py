@@ -18,7 +18,7 @@ As PyTorch's, the result has no autograd history (view.dtype is not differentiab
 import numpy as np
 
 from . import view_tracking
-from .pending import leaf_bytes
+from .recording import leaf_bytes
 from .torch_dtypes import BOOL, INT64, INT8, UINT8, INT16, refuse_float64, resolve
 from .. import ggml
 

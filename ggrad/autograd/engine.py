@@ -8,11 +8,11 @@ its node is reached, a leaf's once the last node feeding it has run.
 
 import numpy as np
 
-from . import anomaly_mode, autocast_hook, backward_replay, execution, grad_mode, hooks
-from . import tensor as _tensor  # a module reference: tensor.py imports this module
+from . import anomaly_mode, autocast_hook, backward_replay, device_locks, grad_mode, hooks
+from .tensor import Tensor
 from .factory import ones_like, zeros
 from .function import FREED_GRAPH, Function
-from .pending import alias
+from .recording import alias
 
 
 def _topological(roots):
@@ -68,7 +68,7 @@ def backward(tensor, gradient=None, retain_graph=False, create_graph=False):
             _loss_backward(tensor)
             return
         gradient = ones_like(tensor)
-    elif not isinstance(gradient, _tensor.Tensor):
+    elif not isinstance(gradient, Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(gradient).__name__}")
     elif gradient.shape != tensor.shape:
         raise RuntimeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {tensor.shape}")
@@ -79,7 +79,7 @@ def _loss_backward(loss):
     """`loss.backward()`: the recorded pass where the graph cache replays one for this graph
     (backward_replay.py), else the pass as written, recorded where it qualifies. A pass being recorded
     holds its device's lock throughout, so that no other thread's ops land among its events."""
-    with execution.lock_of(loss.device):
+    with device_locks.lock_of(loss.device):
         trace = backward_replay.trace_of(loss)
         if trace is not None:
             order = _topological([loss.grad_fn])
@@ -295,8 +295,7 @@ def _checked_user_gradients(node, result):
                 if not _expandable(shape, grad.shape):
                     raise RuntimeError(f"Function {node.name}Backward returned an invalid gradient at index {i} - "
                                        f"got {list(grad.shape)} but expected shape compatible with {list(shape)}")
-                from .ops.broadcast import reduce_to   # ops import this module's users
-                grad = reduce_to(grad, shape)
+                grad = grad.sum_to_size(shape)
         checked.append(grad)
     return tuple(checked)
 

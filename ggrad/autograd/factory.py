@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import ggml
 from ..ggml.errors import ArgumentError, DTypeError, ShapeError
-from . import pending, sizes
-from . import tensor as _tensor  # a module reference (tensor.py imports this module); for the hints
+from . import recording, sizes
+from .tensor import Tensor
 from .generator import Generator
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
 from .typing_aliases import ArrayLike, DeviceLike, DTypeLike, Number, Size
@@ -55,15 +55,15 @@ def seed() -> int:
     return default_generator.seed()
 
 
-def get_rng_state() -> _tensor.Tensor:
+def get_rng_state() -> Tensor:
     """The default generator's state as a uint8 tensor, for `set_rng_state` (its bytes are ggrad's own,
     not PyTorch's Mersenne Twister state)."""
     return tensor(np.frombuffer(default_generator.state_bytes(), dtype=np.uint8), dtype=UINT8)
 
 
-def set_rng_state(new_state: _tensor.Tensor) -> None:
+def set_rng_state(new_state: Tensor) -> None:
     """Continue the default generator from a state `get_rng_state` gave."""
-    data = new_state.numpy() if isinstance(new_state, _tensor.Tensor) else np.asarray(new_state)
+    data = new_state.numpy() if isinstance(new_state, Tensor) else np.asarray(new_state)
     default_generator.load_state_bytes(data.astype(np.uint8).tobytes())
 
 
@@ -93,30 +93,30 @@ def _host_array(array, dtype):
 
 
 def tensor(data: ArrayLike,
-           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor)."""
     dev = ggml.device(device)
-    if isinstance(data, _tensor.Tensor):
+    if isinstance(data, Tensor):
         data = data.numpy()
     array = np.asarray(data)
     if array.dtype == object:
         raise TypeError("tensor: data must be numbers or (nested) sequences of numbers")
     dt = _resolve_dtype(dtype, array)
-    t = pending.leaf(dev, _host_array(array, dt), dt)
+    t = recording.leaf(dev, _host_array(array, dt), dt)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def as_tensor(data: ArrayLike, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+def as_tensor(data: ArrayLike, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor:
     """`data` as a tensor: a Tensor of that dtype and device is returned itself (PyTorch's torch.as_tensor);
     anything else is converted as `tensor` does (a copy: GGML's buffers are not numpy memory)."""
-    if isinstance(data, _tensor.Tensor):
+    if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device) if dtype is not None or device is not None else data
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(array: np.ndarray) -> _tensor.Tensor:
+def from_numpy(array: np.ndarray) -> Tensor:
     return tensor(array)
 
 
@@ -134,7 +134,7 @@ def _checked_size(size, what):
     ShapeError (a RuntimeError) for a negative one or for sizes whose product overflows (sizes.py)."""
     dims = []
     for s in size:
-        if isinstance(s, _tensor.Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
+        if isinstance(s, Tensor) and s.ndim == 0 and not s.is_floating_point() and s.dtype != BOOL:
             s = s.item()
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
             raise TypeError(f"{what}(): size must be a tuple of ints, but found an element of type "
@@ -147,7 +147,7 @@ def _checked_size(size, what):
 
 
 def full(size: Size, fill_value: Number,
-         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     if not isinstance(size, (tuple, list)):
         size = (size,)   # an extension: PyTorch's full wants a sequence
     size = _checked_size(size, "full")
@@ -159,17 +159,17 @@ def full(size: Size, fill_value: Number,
 
 
 def zeros(*size: int | Sequence[int],
-          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return full(_shape(size, "zeros"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
 def ones(*size: int | Sequence[int],
-         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return full(_shape(size, "ones"), 1.0, dtype or ggml.f32, device, requires_grad)
 
 
 def empty(*size: int | Sequence[int],
-          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return full(_shape(size, "empty"), 0.0, dtype or ggml.f32, device, requires_grad)
 
 
@@ -177,31 +177,31 @@ def _like(t, dtype, device):
     return (t.dtype if dtype is None else dtype), (t.device if device is None else device)
 
 
-def zeros_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
-               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def zeros_like(t: Tensor, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, 0, dt, dev, requires_grad)
 
 
-def ones_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
-              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def ones_like(t: Tensor, dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, 1, dt, dev, requires_grad)
 
 
-def full_like(t: _tensor.Tensor, fill_value: Number, dtype: DTypeLike | None = None,
-              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def full_like(t: Tensor, fill_value: Number, dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, fill_value, dt, dev, requires_grad)
 
 
-def empty_like(t: _tensor.Tensor, dtype: DTypeLike | None = None,
-               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def empty_like(t: Tensor, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return zeros_like(t, dtype, device, requires_grad)
 
 
-def new_full(t: _tensor.Tensor, size: Size, fill_value: Number,
-             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def new_full(t: Tensor, size: Size, fill_value: Number,
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
     dt, dev = _like(t, dtype, device)
     if not isinstance(size, (tuple, list)):
@@ -209,23 +209,23 @@ def new_full(t: _tensor.Tensor, size: Size, fill_value: Number,
     return full(_checked_size(size, "new_full"), fill_value, dt, dev, requires_grad)
 
 
-def new_zeros(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
-              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def new_zeros(t: Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_zeros"), 0, dtype, device, requires_grad)
 
 
-def new_ones(t: _tensor.Tensor, *size: int | Sequence[int],
-             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def new_ones(t: Tensor, *size: int | Sequence[int],
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_ones"), 1, dtype, device, requires_grad)
 
 
-def new_empty(t: _tensor.Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
-              device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def new_empty(t: Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
+              device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_empty"), 0, dtype, device, requires_grad)
 
 
-def new_tensor(t: _tensor.Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
-               device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+def new_tensor(t: Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
+               device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""
     dt, dev = _like(t, dtype, device)
     if isinstance(data, str):
@@ -234,7 +234,7 @@ def new_tensor(t: _tensor.Tensor, data: ArrayLike, dtype: DTypeLike | None = Non
 
 
 def arange(start: Number, end: Number | None = None, step: Number = 1,
-           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -249,24 +249,24 @@ def arange(start: Number, end: Number | None = None, step: Number = 1,
 
 
 def eye(n: int, m: int | None = None,
-        dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+        dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     sizes.check("eye()", (n, n if m is None else m), _HOST)
     return tensor(np.eye(n, m), dtype or ggml.f32, device, requires_grad)
 
 
 def rand(*size: int | Sequence[int], generator: Generator | None = None,
-         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+         dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return tensor(_stream(generator).random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
 
 
 def randn(*size: int | Sequence[int], generator: Generator | None = None,
-          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return tensor(_stream(generator).standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
 
 
 def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,
             generator: Generator | None = None,
-            dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+            dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor:
     """Integers in [low, high): `randint(high, size)` or `randint(low, high, size)`, as PyTorch."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
@@ -280,25 +280,25 @@ def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[in
     return tensor(values, dtype or INT64, device)
 
 
-def rand_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+def rand_like(t: Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return rand(t.shape, dtype=dt, device=dev)
 
 
-def randn_like(t: _tensor.Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> _tensor.Tensor:
+def randn_like(t: Tensor, dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return randn(t.shape, dtype=dt, device=dev)
 
 
 def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
-                   device: DeviceLike | None = None) -> _tensor.Tensor:
+                   device: DeviceLike | None = None) -> Tensor:
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
     keep_mask = _stream().random(shape, dtype=np.float32) < keep
     return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
 
 
 def linspace(start: Number, end: Number, steps: int,
-             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from start to end, evenly spaced: the first half counted from start, the second
     back from end, as PyTorch computes them for float32."""
     return tensor(_linspace_values(start, end, steps), dtype or ggml.f32, device, requires_grad)
@@ -321,14 +321,14 @@ def _linspace_values(start, end, steps):
 
 
 def logspace(start: Number, end: Number, steps: int, base: float = 10.0,
-             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     exponents = _linspace_values(start, end, steps).astype(np.float32).astype(np.float64)
     values = np.power(float(base), exponents)
     return tensor(values, dtype or ggml.f32, device, requires_grad)
 
 
 def randperm(n: int, generator: Generator | None = None,
-             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> _tensor.Tensor:
+             dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """A random permutation of 0..n-1 from the seeded generator, int64 as PyTorch."""
     sizes.check("randperm()", (int(n),), _HOST)
     return tensor(_stream(generator).permutation(int(n)), dtype or INT64, device, requires_grad)

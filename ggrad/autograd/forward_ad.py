@@ -28,7 +28,7 @@ from collections import namedtuple
 from . import grad_mode
 from .factory import zeros_like
 from .grad_api import grad
-from .pending import alias
+from .recording import alias
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 

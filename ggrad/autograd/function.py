@@ -16,8 +16,8 @@ import weakref
 
 from . import grad_mode
 from .graph import current_hooks
-from .pending import alias
-from . import tensor as _tensor  # a module reference: tensor.py imports this module's users first
+from .recording import alias
+from .tensor import Tensor
 
 FREED_GRAPH = ("Trying to backward through the graph a second time (or to use saved tensors after they were "
                "freed). Saved intermediate values are freed after backward(); pass retain_graph=True to the "
@@ -100,7 +100,7 @@ class FunctionCtx:
 
 
 def _unpacked(t):
-    if not isinstance(t, _tensor.Tensor):
+    if not isinstance(t, Tensor):
         raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                         f"{type(t).__name__}")
     return t
@@ -180,7 +180,6 @@ class Function:
 
 def apply_function(fn, args, kwargs=None):
     """`fn.apply(*args, **kwargs)`: forward, then the backward Node on every float output."""
-    Tensor = _tensor.Tensor
     needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args])
     ctx = FunctionCtx(needs)
     if fn.primitive:
@@ -231,7 +230,6 @@ def _user_outputs(fn, ctx, args, outputs):
     their gradient is None): an input returned as it is becomes a new Tensor (so the input keeps its
     own history), and an output it saved is kept as an alias marked as that output (no reference
     cycle; create_graph hands it back with its history)."""
-    Tensor = _tensor.Tensor
     outputs = list(outputs)
     for i, o in enumerate(outputs):
         if isinstance(o, Tensor) and any(o is a for a in args):

@@ -10,14 +10,13 @@ touched. `strict=True` raises where an output does not depend on an input instea
 import numpy as np
 
 from . import grad_mode
-from . import tensor as _tensor  # a module reference: tensor.py imports this package first
+from .tensor import Tensor
 from .factory import ones_like, tensor as _from_numpy, zeros_like
 from .grad_api import grad as _grad
 from .ops import stack
 
 
 def _as_tuple(value, what, fn):
-    Tensor = _tensor.Tensor
     is_tuple = isinstance(value, tuple)
     values = value if is_tuple else (value,)
     for i, v in enumerate(values):
@@ -140,7 +139,7 @@ def jacobian(func, inputs, create_graph=False, strict=False):
 def _scalar_function(func, fn):
     def single(*args):
         out = func(*args)
-        if not isinstance(out, _tensor.Tensor):
+        if not isinstance(out, Tensor):
             raise RuntimeError(f"The function given to {fn} should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")

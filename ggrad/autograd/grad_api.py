@@ -9,7 +9,7 @@ Hessian-vector products). Both share the engine's one backward pass (engine.py).
 from collections.abc import Mapping
 
 from . import engine, grad_mode, hooks
-from . import tensor as _tensor  # a module reference: tensor.py imports this module
+from .tensor import Tensor
 from .factory import ones_like, zeros_like
 
 
@@ -79,7 +79,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def _as_tuple(value, name, fn):
-    Tensor = _tensor.Tensor
     if isinstance(value, Tensor):
         return (value,)
     if type(value) is dict:
@@ -100,7 +99,6 @@ def _as_tuple(value, name, fn):
 
 def _roots(outputs, grads):
     """(output, gradient) pairs, the gradients checked or made as PyTorch's `_make_grads` does."""
-    Tensor = _tensor.Tensor
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):

@@ -13,7 +13,7 @@ import weakref
 
 from . import grad_mode, view_tracking
 from .ops import views
-from .pending import alias
+from .recording import alias
 
 
 def _live_views(t):

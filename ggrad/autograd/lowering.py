@@ -56,7 +56,6 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
 
-import contextlib
 import dataclasses
 
 from ..ggml import gpu_twins
@@ -131,7 +130,7 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",
                                  layer_norm="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
-_forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)
+_forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 
 
 def for_device(device):
@@ -144,22 +143,15 @@ def for_device(device):
     return _BY_BACKEND.get(device.backend_name, RPC)
 
 
-@contextlib.contextmanager
-def forced(device, lowering):
-    """Within the block, graphs on `device` are lowered as `lowering` says. The device's pending work is
-    computed on entry and on exit: a graph's lowering is fixed by its first use, so a graph begun outside
-    the block would otherwise be built half under other choices."""
-    from . import execution   # lazily: the executor builds on this module
-    execution.fresh_graph(device)
-    previous = _forced.get(device.name)
-    _forced[device.name] = lowering
-    try:
-        yield
-    finally:
-        try:
-            execution.fresh_graph(device)
-        finally:
-            if previous is None:
-                _forced.pop(device.name, None)
-            else:
-                _forced[device.name] = previous
+def forced_choices(device):
+    """The Lowering forced on `device` (None: its backend's)."""
+    return _forced.get(device.name)
+
+
+def force(device, choices):
+    """Lower `device`'s next graphs as `choices` says (None: as its backend's); `execution.forced_lowering`
+    is the block that does it safely."""
+    if choices is None:
+        _forced.pop(device.name, None)
+    else:
+        _forced[device.name] = choices

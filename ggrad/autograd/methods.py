@@ -4,15 +4,29 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import factory, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
+from . import engine, factory, grad_api, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import advanced_index, logical, mask_index, mask_positions, sliding_windows, views
+from .ops import advanced_index, broadcast, logical, mask_index, mask_positions, sliding_windows, views
 from .ops.convert import convert
-from .pending import alias
+from .recording import alias
 from .tensor import Tensor
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8
+
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad
+    (of `inputs` only, when given); `retain_graph` defaults to `create_graph`."""
+    if inputs is None:
+        engine.backward(self, gradient, create_graph if retain_graph is None else retain_graph, create_graph)
+    else:
+        grad_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _reduce(self):
+    """Pickling: the values, dtype and requires_grad, made again by `tensor`."""
+    return (tensor, (self.numpy(), self.dtype.name, None, self.requires_grad))
 
 
 def _flip(fn):
@@ -323,9 +337,14 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_eq
               "bitwise_not", "any", "all", "count_nonzero", "nonzero", "argwhere", "isclose", "allclose", "equal"):
     _METHODS[_name] = getattr(logical, _name)
 
+_METHODS["backward"] = _backward
+_METHODS["sum_to_size"] = broadcast.sum_to_size
+_UNWRAPPED = {"backward"}   # errors of a backward pass are its own: not renamed as an op's (boundary.py)
+
 for _name, _fn in _METHODS.items():
-    if not _name.startswith("_") and callable(_fn):
+    if not _name.startswith("_") and callable(_fn) and _name not in _UNWRAPPED:
         _fn = typed(_fn, _name, method=True)   # bad arguments raise as the functions do (boundary.py)
     setattr(Tensor, _name, _fn)
+Tensor.__reduce__ = _reduce
 Tensor.__hash__ = object.__hash__
 Tensor.__new__ = staticmethod(legacy.tensor_new)   # PyTorch's legacy constructor: Tensor(2, 3), Tensor(data)

@@ -2,7 +2,7 @@
 
 It lives in autograd, below nn, so that checkpoints (serialization) can make Parameters without nn."""
 
-from . import execution
+from . import device_locks
 from .factory import zeros
 from .tensor import Tensor
 
@@ -18,7 +18,7 @@ class Parameter(Tensor):
             data = zeros(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
-        with execution.lock_of(data.device):   # data's node and graph must not change under a compute of another thread
+        with device_locks.lock_of(data.device):   # data's node and graph must not change under a compute of another thread
             p = cls._make(data._node, data.shape, data.dtype, data.device, data._pending, data._block)
         p._version = data._version
         if requires_grad:

@@ -10,13 +10,10 @@ the other.
 
 import weakref
 
-import numpy as np
 
 from .. import ggml
 from ..ggml import placement
-from ..ggml.errors import DeviceError, ShapeError
-from . import execution, lowering, trace_cache
-from . import tensor as _tensor  # a module reference: tensor.py is still loading when this is imported
+from . import lowering, trace_cache
 
 _CONTEXT_TENSORS = 16384   # tensors per context; a pending graph chains more contexts when needed
 _PRUNE_BYTES = 64 << 20    # host bytes of uploads added between two looks for ones nothing reads
@@ -185,14 +182,10 @@ class PendingGraph:
         """Register Tensor `t` as backed by a node of this graph (it is kept if Python still holds it)."""
         self.tensors.append(weakref.ref(t))
 
-    def emit(self, node, shape, dtype):
-        """Wrap a new node as a Tensor of numpy-order `shape`."""
+    def add_result(self, node):
+        """Note `node`, a new result of an op, in the order the program made results (`ready_at`)."""
         made = self.made
         made.setdefault(node.ptr, len(made))
-        t = _tensor.Tensor._make(node, shape, dtype, self.device, self)
-        if execution.EAGER and not (dtype.is_quantized and node.is_view):   # w.T is held as a view of w, which
-            execution.realize(self)                                        # it can be only once it is tracked
-        return t
 
     def ready_at(self, node):
         """The place in the program's order by which everything `node` computes from was made: the latest
@@ -246,7 +239,6 @@ class PendingGraph:
 
     def host_bytes(self, t):
         """The GGML-layout bytes (uint8) of `t` when they are host data this graph has yet to upload."""
-        execution.stats.host_reads += 1
         for node, raw in self.uploads:
             if node is t._node:
                 return raw
@@ -307,51 +299,3 @@ def transposed_copy(ctx, g):
             part = ggml.ops.view_4d(ctx, rows, ne1, n, ne2, ne3, rows.nb[1], rows.nb[2], rows.nb[3], start * step)
             halves.append(ggml.ops.transpose(ctx, part))              # (n, ne1, ne2, ne3)
     return ggml.ops.reshape_4d(ctx, ggml.ops.concat(ctx, halves[0], halves[1], 0), ne0, ne1, ne2, ne3)
-
-
-def lowering_of(device):
-    """The Lowering that `device`'s pending graph builds with (its first use fixes it: PendingGraph.lowering).
-    The Tensor-level rules choose by it too, so that their choices and the nodes of the graph's ops agree
-    where `lowering.forced` begins while a graph is under way."""
-    return execution.runtime(device).graph.lowering
-
-
-def graph_of(*tensors):
-    """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
-    compute for a tensor whose graph failed its checks)."""
-    device = tensors[0].device
-    for t in tensors:
-        if t.device is not device and t.device != device:
-            raise DeviceError(f"expected all tensors on the same device, got {device.torch_name} and "
-                              f"{t.device.torch_name}; move one with .to(device)")
-        if t._pending.__class__ is execution.FailedGraph:
-            raise t._pending.error
-    return execution.runtime(device).graph
-
-
-def leaf(device, array, dtype):
-    """A Tensor on `device` holding a copy of host `array`, uploaded when its pending graph is computed."""
-    return leaf_bytes(device, ggml.encode(np.array(array, order="C", copy=True), dtype), dtype, array.shape)
-
-
-def leaf_bytes(device, raw, dtype, shape):
-    """A Tensor on `device` of `dtype` and numpy-order `shape` holding the GGML-layout bytes `raw` (uint8)."""
-    with execution.lock_of(device):   # looked up under the lock: another thread may be computing it
-        graph = execution.pending_graph(device)
-        node = graph.new_leaf(dtype, ne_of(shape))
-        if raw.nbytes != node.nbytes:
-            raise ShapeError(f"{raw.nbytes} bytes do not hold a {dtype.name} tensor of shape {tuple(shape)} "
-                             f"({node.nbytes} bytes)")
-        t = _tensor.Tensor._make(node, shape, dtype, graph.device, graph)
-        graph.upload(node, raw, t)
-        if execution.EAGER:
-            execution.realize(graph)
-        return t
-
-
-def alias(t):
-    """A new Tensor object for the same values, with no history (what `detach()` returns)."""
-    with execution.lock_of(t.device):   # t's node and graph must not change under a compute of another thread
-        a = _tensor.Tensor._make(t._node, t.shape, t.dtype, t.device, t._pending, t._block)
-    a._version = t._version
-    return a

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from . import execution, grad_mode, sizes
+from . import device_locks, grad_mode, sizes
 from .factory import zeros
 from .function import Function, apply_function
-from .pending import alias, graph_of, leaf
+from .memory import graph_of
+from .recording import alias, emit, leaf
 from .tensor import Tensor
 from .trace_cache import primitive_key
 from ..ggml import GTensor, f32
@@ -75,7 +76,7 @@ class Primitive(Function):
     @classmethod
     def forward(cls, ctx, *args):
         tensors = [a for a in args if isinstance(a, Tensor)]
-        with execution.runtime(tensors[0].device).lock:   # as execution.lock_of, without the call
+        with device_locks.lock_of(tensors[0].device):
             return cls._record(ctx, args, tensors)
 
     @classmethod
@@ -93,7 +94,7 @@ class Primitive(Function):
             ctx.constant_result = tuple((a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None
                                         for a in args)
         else:
-            out = graph.emit(cls._built(ctx, graph, args, shapes), shape, dtype)
+            out = emit(graph, cls._built(ctx, graph, args, shapes), shape, dtype)
         # what backward reads, only where a backward node is recorded (apply_function: an input needs a
         # gradient, grad mode on); a backward pass's own ops skip it
         if cls.saves is not None and True in ctx.needs_input_grad and grad_mode.is_grad_enabled():
@@ -112,7 +113,7 @@ class Primitive(Function):
         if _has_zero_size(out_shapes) or _has_zero_size(shapes):
             return tuple([cls.empty(graph, s, d) for s, d in zip(out_shapes, dtypes)])
         nodes = cls._built(ctx, graph, args, shapes)
-        return tuple([graph.emit(n, s, d) for n, s, d in zip(nodes, out_shapes, dtypes)])
+        return tuple([emit(graph, n, s, d) for n, s, d in zip(nodes, out_shapes, dtypes)])
 
     @classmethod
     def _built(cls, ctx, graph, args, shapes):

@@ -7,8 +7,8 @@ weights need the stored bits themselves, so that a save and load round trip is e
 import numpy as np
 
 from .. import ggml
-from . import execution, view_tracking
-from .pending import leaf_bytes
+from . import memory, view_tracking
+from .recording import leaf_bytes
 
 
 def to_raw(t):
@@ -22,7 +22,7 @@ def to_raw(t):
         t = t.contiguous()
     t.realize()
     raw = ggml.get_raw(t._node)
-    execution.stats.bytes_read += raw.nbytes
+    memory.stats.bytes_read += raw.nbytes
     return raw
 
 

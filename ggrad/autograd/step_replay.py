@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from .. import ggml
-from . import execution
+from . import device_locks, execution, memory
 from .factory import tensor
 from .ops.host_index import hide_values
 
@@ -39,21 +39,21 @@ class StepReplay:
         self.device = ggml.device(device)
         self.records = 0       # times the step was recorded (1 while nothing else computes on the device)
         self._inputs = self._outputs = self._replay = None
-        self._computes = -1    # execution.stats.computes after this step's last compute
+        self._computes = -1    # memory.stats.computes after this step's last compute
 
     def __call__(self, *arrays):
         """The outputs as numpy arrays (a tuple when the step returns several)."""
         arrays = [np.ascontiguousarray(a) for a in arrays]
-        with execution.lock_of(self.device):
+        with device_locks.lock_of(self.device):
             if not self._replayable(arrays):
                 outputs = self._record(arrays)
             else:
                 outputs = self._compute(arrays)
-            self._computes = execution.stats.computes
+            self._computes = memory.stats.computes
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _replayable(self, arrays):
-        if self._replay is None or execution.stats.computes != self._computes:
+        if self._replay is None or memory.stats.computes != self._computes:
             return False
         return all(t.shape == a.shape and t.dtype.numpy == a.dtype for t, a in zip(self._inputs, arrays))
 
@@ -80,7 +80,7 @@ class StepReplay:
         replay = self._replay
         start = time.perf_counter()
         replay.scheduler.compute(replay.graph, execution.eval_hook)   # ggrad.profile() sees replays too
-        stats = execution.stats
+        stats = memory.stats
         stats.compute_seconds += time.perf_counter() - start
         stats.computes += 1
         stats.step_replays += 1

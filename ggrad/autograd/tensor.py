@@ -7,12 +7,12 @@ Tensor's state, conversions and reads.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterator, overload
 
 import numpy as np
 
 from .. import ggml
-from . import engine, execution, grad_api, hooks, view_tracking
+from . import device_locks, execution, hooks, memory, view_tracking
 from .torch_dtypes import from_storage
 
 if TYPE_CHECKING:   # the methods methods.py installs, declared for type checkers (tensor_methods.pyi)
@@ -71,7 +71,7 @@ class Tensor(_Methods):
         """Point this Tensor at the value of `src` (its node, memory, shape, dtype, device), keeping the
         object: in-place ops, Parameters and `Module.to` go through here. Bumps the version counter unless
         nothing was written (`write=False`: the same values over new nodes)."""
-        with execution.lock_of(src.device):   # src's node and graph must not change under a compute of another thread
+        with device_locks.lock_of(src.device):   # src's node and graph must not change under a compute of another thread
             self._node, self._block, self._pending = src._node, src._block, src._pending
             self.shape, self.dtype, self.device = src.shape, src.dtype, src.device
             if src._pending is not None:
@@ -187,15 +187,6 @@ class Tensor(_Methods):
         self.grad_fn.retained[self._output_nr] = weakref.ref(self)
         return self
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False,
-                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
-        """Accumulate the gradient of this tensor into the `.grad` of every leaf that requires grad
-        (of `inputs` only, when given); `retain_graph` defaults to `create_graph`."""
-        if inputs is None:
-            engine.backward(self, gradient, create_graph if retain_graph is None else retain_graph, create_graph)
-        else:
-            grad_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> hooks.RemovableHandle:
         """`hook(grad)` runs on this tensor's gradient in every backward; a Tensor it returns replaces
         the gradient. Returns a handle whose `remove()` unregisters it."""
@@ -215,14 +206,13 @@ class Tensor(_Methods):
     def numpy(self) -> np.ndarray:
         """A numpy copy of the values (float32 for bf16, np.int64 for int64, np.bool_ for bool)."""
         if view_tracking.blocks_across(self):
-            from .ops.quant import dequantize   # the ops build on this module
-            return dequantize(self).numpy()
+            return self.dequantize().numpy()
         self.realize()
         shape = self.shape
-        with execution.lock_of(self.device):   # a result of the last compute moves before the next one
+        with device_locks.lock_of(self.device):   # a result of the last compute moves before the next one
             out = ggml.get_data(self._node, shape if shape else (1,))
-        execution.stats.bytes_read += self._node.nbytes
-        execution.stats.host_reads += 1
+        memory.stats.bytes_read += self._node.nbytes
+        memory.stats.host_reads += 1
         return from_storage(out.reshape(shape), self.dtype)
 
     def is_floating_point(self) -> bool:
@@ -283,10 +273,6 @@ class Tensor(_Methods):
 
     def __hash__(self) -> int:
         return id(self)
-
-    def __reduce__(self):
-        from .factory import tensor
-        return (tensor, (self.numpy(), self.dtype.name, None, self.requires_grad))
 
 
 def _axis(dim, ndim):

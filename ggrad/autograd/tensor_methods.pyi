@@ -21,6 +21,9 @@ class _ValuesIndices(NamedTuple):
 
 
 class TensorMethods:
+    def sum_to_size(self, *size: _int | Sequence[_int]) -> Tensor: ...
+    def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None, create_graph: _bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None: ...
     @overload
     def max(self) -> Tensor: ...
     @overload

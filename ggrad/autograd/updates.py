@@ -16,8 +16,8 @@ import numpy as np
 from .. import ggml
 from ..ggml import kernels, ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
-from . import execution
-from .pending import graph_of
+from . import device_locks, memory
+from .memory import graph_of
 from .primitive import Primitive
 from .tensor import Tensor
 
@@ -97,7 +97,7 @@ def adamw_all(steps):
             hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
         per_device.setdefault(param.device, []).append((param, grad, exp_avg, exp_avg_sq, hparams, pick))
     for device, group in per_device.items():
-        with execution.lock_of(device):
+        with device_locks.lock_of(device):
             graph = graph_of(*[t for step in group for t in step[:4]])
             items = []
             for param, grad, exp_avg, exp_avg_sq, hparams, pick in group:
@@ -120,7 +120,7 @@ def sgd_(param, grad, hparams):
     if guard is not None:
         pick = guard.choice(grad, 0.0) if grad.numel() else None   # skipped: p * (1 - 0*0) - 0 * (+0) == p bitwise
         hparams = guard.hyperparameters(hparams, _SGD_SKIP)
-    with execution.lock_of(param.device):
+    with device_locks.lock_of(param.device):
         graph = graph_of(param, grad)
         target = graph.target(param)
         target.set_param()
@@ -167,7 +167,7 @@ def assign_(target, value):
     if guard is not None:   # skipped: the target's own value is written back
         value = guard.select(value.to(ggml.f32), target.detach().to(ggml.f32))
     value = value.to(target.dtype)
-    with execution.lock_of(target.device):
+    with device_locks.lock_of(target.device):
         graph = graph_of(target, value)
         nodes = (graph.contiguous(value), graph.target(target))
         graph.effect(graph.event(_ASSIGN, nodes, lambda: ops.cpy(graph.ctx, *nodes)))
@@ -177,11 +177,11 @@ def assign_(target, value):
 def all_or_nothing():
     """Updates scheduled inside the block are dropped again if it ends in an exception (Ctrl-C included):
     a half-scheduled optimizer step never reaches a later compute."""
-    marks = {name: (rt.graph, len(rt.graph.effects)) for name, rt in list(execution._runtimes.items())}
+    marks = {name: (rt.graph, len(rt.graph.effects)) for name, rt in list(memory.runtimes_by_name())}
     try:
         yield
     except BaseException:
-        for name, rt in list(execution._runtimes.items()):
+        for name, rt in list(memory.runtimes_by_name()):
             graph, count = marks.get(name, (None, 0))
             # a graph made during the block (after a compute inside it) holds only the block's updates
             del rt.graph.effects[count if rt.graph is graph else 0:]

@@ -16,7 +16,7 @@ import dataclasses
 from typing import Union
 
 from .. import ggml
-from ..autograd import execution
+from ..autograd import execution, memory
 from ..autograd.factory import manual_seed as _manual_seed
 from ..ggml import DeviceError
 from . import amp
@@ -126,7 +126,7 @@ def synchronize(device: DeviceArg = None) -> None:
 def _memory(device):
     if not is_available():
         return None
-    return execution.runtime(_device(device)).memory()
+    return memory.runtime(_device(device)).memory()
 
 
 def memory_allocated(device: DeviceArg = None) -> int:
@@ -150,7 +150,7 @@ def memory_reserved(device: DeviceArg = None) -> int:
 def reset_peak_memory_stats(device: DeviceArg = None) -> None:
     """Start the peak again from what is allocated now (on every device: ggrad keeps one reset)."""
     _device(device)
-    execution.stats.reset_peaks()
+    memory.stats.reset_peaks()
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
@@ -159,4 +159,4 @@ reset_max_memory_allocated = reset_peak_memory_stats
 def empty_cache() -> None:
     """Free the buffers ggrad keeps for reuse on the CUDA devices (tensors still held keep theirs)."""
     for dev in _devices():
-        execution.runtime(dev).pool.clear()
+        memory.runtime(dev).pool.clear()

@@ -6,7 +6,7 @@ import pytest
 
 import ggrad
 from ggrad import ggml
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering
 from ggrad.examples.char_gpt import CharGPT
 
 DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16}
@@ -46,7 +46,7 @@ def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
     monkeypatch.setattr(ggml.ops, "cross_entropy_loss", cross_entropy_loss)
     want = _gradients(DTYPES[name])
     built.clear()
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)):
         got = _gradients(DTYPES[name])
     assert all(op[1:] == ("f32", "f32") for op in built if op[0] == "out_prod"), built
     # CUDA's twins take every product of the blocks' half operands, forward and both gradients (6 a block)
@@ -67,7 +67,7 @@ def test_products_keep_their_low_precision_rows(backend):
     ggrad.manual_seed(0)
     w = ggrad.nn.Parameter(ggrad.randn(8, 16))
     x = ggrad.randn(4, 16, requires_grad=True)
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)):
         with ggrad.autocast("cpu", dtype=ggrad.float16):
             y = ggrad.linear(x * 2.0, w)
         product = y.grad_fn.next_functions[0][0]
@@ -94,7 +94,7 @@ def test_cuda_input_gradient_reads_the_master_weight_in_place(name):
     def run(backend):
         w = ggrad.nn.Parameter(ggrad.tensor(w_np))
         x = ggrad.tensor(x_np, requires_grad=True)
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)):
             with ggrad.autocast("cpu", dtype=DTYPES[name]):
                 y = ggrad.linear(x * 1.0, w)
             with ggrad.profile() as prof:
@@ -127,7 +127,7 @@ def test_cuda_twins_take_both_gradients_from_half_operands(name):
     dtype = DTYPES[name]
     w = ggrad.nn.Parameter(ggrad.tensor(w_np))
     x = ggrad.tensor(x_np, requires_grad=True)
-    with lowering.forced(ggrad.device("cpu"), lowering.CUDA_TWINS):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA_TWINS):
         with ggrad.autocast("cpu", dtype=dtype):
             y = ggrad.linear(x * 1.0, w)
         with ggrad.profile() as prof:
@@ -160,7 +160,7 @@ def test_autocast_products_have_second_derivatives_as_torch(backend):
 
     w = ggrad.nn.Parameter(ggrad.tensor(w_np))
     x = ggrad.tensor(x_np, requires_grad=True)
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, backend)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)):
         with ggrad.autocast("cpu", dtype=ggrad.float16):
             y = ggrad.linear(x * 1.0, w)
         gx, = ggrad.autograd.grad(y.float().square().sum(), x, create_graph=True)

@@ -232,7 +232,7 @@ _COMPUTE_BUFFER = """
 import numpy as np, ggrad
 from ggrad import optim
 from ggrad.amp import GradScaler
-from ggrad.autograd import execution
+from ggrad.autograd import execution, memory
 from ggrad.examples.char_gpt import CharGPT
 ggrad.manual_seed(0)
 model = CharGPT(96, 64, 4, 2, 32)
@@ -249,7 +249,7 @@ for _ in range(2):
     scaler.step(opt)
     scaler.update()
     loss.item()
-print(execution.runtime(ggrad.device("cpu")).memory()["compute_buffer"])
+print(memory.runtime(ggrad.device("cpu")).memory()["compute_buffer"])
 """
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import ggrad.ggml as gg
-from ggrad.autograd.execution import Block, BufferPool
+from ggrad.autograd.memory import Block, BufferPool
 
 _SIZES = (256, 512, 1024)
 

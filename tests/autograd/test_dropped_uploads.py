@@ -7,7 +7,7 @@ import pytest
 import ggrad
 import ggrad.nn as nn
 from ggrad import optim
-from ggrad.autograd import execution, pending
+from ggrad.autograd import execution, recording
 
 pytestmark = pytest.mark.skipif(execution.EAGER, reason="GGRAD_EAGER=1 uploads each leaf as it is made")
 
@@ -90,7 +90,7 @@ def test_dropped_leaves_that_are_viewed_read_or_aliased_survive_the_pruning(grap
     read = ggrad.tensor(base + 1.0)
     total = read.sum()
     aliased = ggrad.tensor(base + 2.0)
-    alias = pending.alias(aliased)   # a Tensor of the same node that does not hold the first (`.to()` across devices)
+    alias = recording.alias(aliased)   # a Tensor of the same node that does not hold the first (`.to()` across devices)
     detached = ggrad.tensor(base + 3.0)
     held = detached.detach()
     del viewed, read, aliased, detached

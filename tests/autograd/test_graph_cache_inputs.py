@@ -4,7 +4,7 @@ same dtypes and shapes (held results of an earlier compute) replays the cached g
 import numpy as np
 
 import ggrad
-from ggrad.autograd import execution
+from ggrad.autograd import memory
 
 
 def _two_graph_steps(cached, steps=5):
@@ -88,7 +88,7 @@ def test_parameters_and_optimizer_moments_enter_the_cached_graph_as_themselves()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    entry = execution.runtime(x.device).cache[0]
+    entry = memory.runtime(x.device).cache[0]
     assert entry.layouts == [(x.dtype, x.shape)]
     assert ggrad.stats()["cache_hits"] >= 2
 

@@ -1,6 +1,6 @@
 """Results held across computes: a compute's held results live in its compute buffer, where GGML's allocator
 made them (a gradient takes the memory of activations the backward is done with), and the next compute
-on the device first moves those still held into pooled buffers of their own (execution.Runtime.evacuate)."""
+on the device first moves those still held into pooled buffers of their own (memory.Runtime.evacuate)."""
 
 import os
 import subprocess
@@ -88,10 +88,10 @@ def test_a_graph_computed_again_is_planned_again(monkeypatch):
 
 _VIEWS_OF_A_GRAPH_COMPUTED_AGAIN = """
 import numpy as np, ggrad
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering
 logits = ggrad.tensor(np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32), requires_grad=True)
 y = ggrad.tensor(np.array([0, 1, 2, 3, 0, 1]))
-with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):   # the composed loss: an op of several results
+with execution.forced_lowering(ggrad.device("cpu"), lowering.VULKAN):   # the composed loss: an op of several results
     ggrad.cross_entropy(logits, y).backward()
 print(" ".join(f"{v:.6f}" for v in logits.grad.numpy().ravel()))
 """

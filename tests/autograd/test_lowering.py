@@ -6,7 +6,7 @@ import pytest
 
 import ggrad
 from ggrad import nn
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering, memory
 from gradcheck import check
 
 GPU_LIKE = lowering.CUDA
@@ -14,7 +14,7 @@ GPU_LIKE = lowering.CUDA
 
 @pytest.fixture
 def gpu_choices():
-    with lowering.forced(ggrad.device("cpu"), GPU_LIKE):
+    with execution.forced_lowering(ggrad.device("cpu"), GPU_LIKE):
         yield
 
 
@@ -27,7 +27,7 @@ def _profile_ops(fn):
 def test_backends_get_their_choices():
     cpu = ggrad.device("cpu")
     assert lowering.for_device(cpu) is lowering.CPU
-    with lowering.forced(cpu, GPU_LIKE):
+    with execution.forced_lowering(cpu, GPU_LIKE):
         assert lowering.for_device(cpu) is GPU_LIKE
     assert lowering.for_device(cpu) is lowering.CPU
     assert lowering.CUDA.weight_grad == "out_prod" and lowering.CUDA.reduce_leading == "out_prod"
@@ -45,7 +45,7 @@ def test_backends_get_their_choices():
 def test_bias_gradient_by_the_gpu_reductions(choices, shapes):
     a, b = shapes
     rng = np.random.default_rng(0)
-    with lowering.forced(ggrad.device("cpu"), choices):
+    with execution.forced_lowering(ggrad.device("cpu"), choices):
         check(lambda x, y: x + y, lambda x, y: x + y, [rng.standard_normal(a), rng.standard_normal(b)])
         # twice differentiable: the reduction's own backward
         check(lambda x, y: (x + y) * (x + y), lambda x, y: (x + y) * (x + y),
@@ -62,7 +62,7 @@ def _bias_step():
 
 
 def test_sum_rows_lowering_is_used():
-    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.VULKAN):
         ops = _bias_step()
     assert "SUM_ROWS" in ops and "REPEAT_BACK" not in ops
 
@@ -92,7 +92,7 @@ def test_half_bias_gradient_under_out_prod_choice(gpu_choices, monkeypatch):
     assert got.dtype is ggrad.float16
     got = got.numpy()
     assert all(types == (ggml.f32, ggml.f32) for types in built), built
-    with lowering.forced(ggrad.device("cpu"), lowering.CPU):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.CPU):
         want = bias_grad().numpy()
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)
 
@@ -115,7 +115,7 @@ def test_out_prod_lowering_is_used_and_matches_cpu_choice():
         return layer.weight.grad.numpy()
 
     on_cpu = weight_grad()
-    with lowering.forced(ggrad.device("cpu"), GPU_LIKE):
+    with execution.forced_lowering(ggrad.device("cpu"), GPU_LIKE):
         assert "OUT_PROD" in _profile_ops(weight_grad)
         np.testing.assert_allclose(weight_grad(), on_cpu, rtol=1e-5, atol=1e-6)
 
@@ -130,14 +130,14 @@ def test_forced_choices_hold_for_a_graph_begun_before_the_block(no_graph_cache):
     x = ggrad.randn(9, 6)
     cpu = ggrad.device("cpu")
     before = x * 2.0   # pending: the graph is under way, under the CPU's choices
-    assert not execution.pending_graph(cpu).is_empty()
-    with lowering.forced(cpu, GPU_LIKE):
-        assert execution.pending_graph(cpu).is_empty()   # `before` was computed on entry
+    assert not memory.pending_graph(cpu).is_empty()
+    with execution.forced_lowering(cpu, GPU_LIKE):
+        assert memory.pending_graph(cpu).is_empty()   # `before` was computed on entry
         with ggrad.profile() as prof:
             layer(before).sum().backward()
             got = layer.weight.grad.numpy()
         assert "OUT_PROD" in set(prof.by_op())
-    assert execution.pending_graph(cpu).is_empty()   # computed on exit
+    assert memory.pending_graph(cpu).is_empty()   # computed on exit
     np.testing.assert_allclose(got, np.ones((4, 1)) * before.numpy().sum(0), rtol=1e-5)
 
 
@@ -159,7 +159,7 @@ def test_composed_cross_entropy_where_a_backend_may_lack_the_fused_one(choices):
     # Vulkan has no kernel; an RPC server may be a Vulkan one, and would compute the op as nothing
     logits = ggrad.randn(6, 4, requires_grad=True)
     y = ggrad.tensor(np.array([0, 1, 2, 3, 0, 1]))
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         ops = _profile_ops(lambda: ggrad.cross_entropy(logits, y).backward() or logits.grad.numpy())
     assert "CROSS_ENTROPY_LOSS" not in ops
 
@@ -186,7 +186,7 @@ def test_gpt_training_is_the_same_under_gpu_choices(choices):
         return out
 
     reference = losses()
-    with lowering.forced(ggrad.device("cpu"), choices):
+    with execution.forced_lowering(ggrad.device("cpu"), choices):
         np.testing.assert_allclose(losses(), reference, rtol=1e-4)
 
 
@@ -215,7 +215,7 @@ def test_the_graph_cache_does_not_replay_nodes_built_under_another_lowering():
     with ggrad.profile() as prof:
         expected = step()
     assert "REPEAT_BACK" in set(prof.by_op())
-    with lowering.forced(cpu, GPU_LIKE):
+    with execution.forced_lowering(cpu, GPU_LIKE):
         with ggrad.profile() as prof:
             got = step()
         ops = set(prof.by_op())
@@ -264,7 +264,7 @@ def test_transposed_matmul_operands_by_kernel_concat_or_cont(no_graph_cache):
     copies = {}
     for name in ("CPU", "RPC", "VULKAN"):
         choices = getattr(lowering, name)
-        with lowering.forced(ggrad.device("cpu"), choices):
+        with execution.forced_lowering(ggrad.device("cpu"), choices):
             x.grad = w.grad = None
             with ggrad.profile() as prof:
                 (x @ w.t()).square().sum().backward()
@@ -296,7 +296,7 @@ def test_column_broadcast_by_out_prod_matches_repeat(op, no_graph_cache):
           "div": lambda a, b: a / b}[op]
     results = {}
     for name, choices in (("out_prod", lowering.CPU), ("repeat", lowering.VULKAN)):
-        with lowering.forced(ggrad.device("cpu"), choices):
+        with execution.forced_lowering(ggrad.device("cpu"), choices):
             a = ggrad.tensor(a_np, requires_grad=True)
             b = ggrad.tensor(b_np, requires_grad=True)
             ops_run = _ops_of(lambda: fn(a, b))
@@ -313,7 +313,7 @@ def test_column_broadcast_by_out_prod_matches_repeat(op, no_graph_cache):
 def test_row_sums_by_mul_mat_match_sum_rows(shape, no_graph_cache):
     x_np = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     x = ggrad.tensor(x_np)
-    with lowering.forced(ggrad.device("cpu"), lowering.VULKAN):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.VULKAN):
         assert "SUM_ROWS" in _ops_of(lambda: x.sum(-1))
         want = x.sum(-1, keepdim=True).numpy()
     assert "SUM_ROWS" not in _ops_of(lambda: x.sum(-1))
@@ -331,7 +331,7 @@ def test_layer_norm_backward_by_the_cpu_choices_matches_torch(no_graph_cache, ch
     rng = np.random.default_rng(3)
     x_np = rng.standard_normal((4, 6, 32)).astype(np.float32) * 3 + 1
     g_np = rng.standard_normal((4, 6, 32)).astype(np.float32)
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x = ggrad.tensor(x_np, requires_grad=True)
         y = ggrad.nn.functional.layer_norm(x, (32,))
         with ggrad.profile() as prof:
@@ -352,7 +352,7 @@ def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch(no_graph_cache, choices,
     finite = np.linspace(-30, 30, 6001, dtype=np.float32)
     x_np = np.concatenate([finite, np.array([np.inf, -np.inf, np.nan, 1e20, -1e20, 1e13, -1e13, 20.0, -20.0],
                                             dtype=np.float32)])
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x = ggrad.tensor(x_np)
         assert op in _ops_of(lambda: ggrad.nn.functional.gelu(x, approximate="tanh"))
         got = ggrad.nn.functional.gelu(x, approximate="tanh").numpy()
@@ -374,7 +374,7 @@ def test_gelu_tanh_kernel_gradient_equals_the_composition_everywhere(no_graph_ca
                     dtype=np.float32)
     grads = {}
     for choices in ("CPU", "RPC"):
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
             x = ggrad.tensor(x_np, requires_grad=True)
             ggrad.nn.functional.gelu(x, approximate="tanh").sum().backward()
             grads[choices] = x.grad.numpy()
@@ -392,7 +392,7 @@ def test_layer_norm_kernel_equals_the_composition_with_double_backward(no_graph_
     w_np = np.random.default_rng(8).standard_normal(40).astype(np.float32)
     results = {}
     for choices in ("CPU", "RPC"):
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
             x = ggrad.tensor(x_np, requires_grad=True)
             with ggrad.profile() as prof:
                 y = ggrad.nn.functional.layer_norm(x, (40,), ggrad.tensor(w_np))
@@ -415,7 +415,7 @@ def test_adamw_step_by_kernel_on_the_cpu_and_by_ggml_for_rpc(no_graph_cache):
     w_np = np.random.default_rng(5).standard_normal((33, 17)).astype(np.float32)
     results = {}
     for choices, op in (("CPU", "ADAMW_F32"), ("RPC", "OPT_STEP_ADAMW")):
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
             w = ggrad.nn.Parameter(ggrad.tensor(w_np))
             opt = ggrad.optim.AdamW([w], lr=1e-2, weight_decay=0.1)
             for _ in range(3):
@@ -478,7 +478,7 @@ def test_composed_gradients_are_one_recorded_op_of_the_same_nodes(monkeypatch, n
         recorded.append(cls.__name__)
         return record(cls, ctx, args, tensors)
 
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x = ggrad.tensor(x_np, requires_grad=True)
         y = fn(x)
         loss = (y * ggrad.tensor(np.linspace(-2, 2, x_np.size, dtype=np.float32).reshape(x_np.shape))).sum()
@@ -508,7 +508,7 @@ def test_gelu_tanh_gradient_pairs_its_products_for_cuda_fusion(no_graph_cache):
                              int(ffi.cast("uintptr_t", ptr.src[0])), list(ptr.ne)))
         return True
 
-    with lowering.forced(ggrad.device("cpu"), lowering.CUDA):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA):
         x = ggrad.tensor(rng.standard_normal((6, 24)).astype(np.float32), requires_grad=True)
         w = ggrad.tensor(rng.standard_normal((24, 5)).astype(np.float32), requires_grad=True)
         (ggrad.nn.functional.gelu(x, approximate="tanh") @ w).sum().backward()
@@ -543,7 +543,7 @@ def test_vulkan_copies_strided_bfloat16_second_operands(no_graph_cache, monkeypa
     scores = {}
     for choices in (lowering.CUDA, lowering.VULKAN):
         strided_bf16_second.clear()
-        with lowering.forced(ggrad.device("cpu"), choices), ggrad.autocast("cpu", dtype=ggrad.bfloat16):
+        with execution.forced_lowering(ggrad.device("cpu"), choices), ggrad.autocast("cpu", dtype=ggrad.bfloat16):
             q, k = (ggrad.tensor(t).bfloat16().transpose(1, 2) for t in (q_np, k_np))   # heads: permuted views
             scores[choices.strided_bf16_second] = (q @ k.transpose(-2, -1)).float().numpy()
         assert strided_bf16_second and any(strided_bf16_second) == choices.strided_bf16_second
@@ -562,7 +562,7 @@ def test_class_labels_by_kernel_or_ggml_ops_give_the_same_loss(no_graph_cache, l
     fn = getattr(ggrad.nn.functional, loss)
     results = {}
     for choices in ("CPU", "RPC", "CUDA"):
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
             x = ggrad.tensor(x_np, requires_grad=True)
             ops_run = _ops_of(lambda: fn(x, ggrad.tensor(y_np), ignore_index=ignore_index))
             assert ("CLASS_LABELS_F32" in ops_run) == (choices == "CPU"), ops_run
@@ -587,7 +587,7 @@ def test_relu_by_kernel_or_ggml_ops_matches_torch_at_special_values(no_graph_cac
     g_np = np.array([1.0, 2.0, 3.0, np.nan, 4.0, np.inf, 5.0, 6.0, -np.inf], np.float32)
     if choices != "CPU":
         g_np[~np.isfinite(g_np)] = 7.0
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x = ggrad.tensor(x_np, requires_grad=True)
         ops_run = _ops_of(lambda: ggrad.relu(x))
         assert ("RELU_F32" in ops_run) == (choices == "CPU"), ops_run
@@ -626,7 +626,7 @@ def test_masked_softmax_by_kernel_or_ggml_matches_torch(no_graph_cache, choices)
     x_np = rng.standard_normal((2, 3, 5, 21)).astype(np.float32) * 4
     mask_np = np.triu(np.full((5, 21), -np.inf, np.float32), 17) + rng.standard_normal((5, 21)).astype(np.float32)
     g_np = rng.standard_normal(x_np.shape).astype(np.float32)
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x = ggrad.tensor(x_np, requires_grad=True)
         ops_run = _ops_of(lambda: softmax_ext(x, ggrad.tensor(mask_np), 0.3))
         assert ("SOFTMAX_F32" in ops_run) == (choices == "CPU"), ops_run
@@ -645,7 +645,7 @@ def _autocast_gelu_grads(route=True, dtype=ggrad.float16):
     ggrad.manual_seed(0)
     model = ggrad.nn.Sequential(ggrad.nn.Linear(16, 32), ggrad.nn.GELU("tanh"), ggrad.nn.Linear(32, 8))
     x = ggrad.tensor(np.random.default_rng(6).standard_normal((2, 5, 16)).astype(np.float32))
-    with lowering.forced(ggrad.device("cpu"), lowering.CUDA):
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA):
         with ggrad.autocast("cpu", dtype=dtype or ggrad.float16, enabled=dtype is not None):
             y = model(x)
         y.float().square().sum().backward()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ggrad
-from ggrad.autograd import lowering
+from ggrad.autograd import execution, lowering
 
 torch = pytest.importorskip("torch")
 
@@ -53,7 +53,7 @@ def _run(lib, form, operands):
 def test_product_values_gradients_and_second_derivatives_match_torch(form, choices):
     operands = FORMS[form][1]
     expected = _run(torch, form, operands)
-    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+    with execution.forced_lowering(ggrad.device("cpu"), CHOICES[choices]):
         got = _run(ggrad, form, operands)
     for g, t in zip(got, expected):
         assert (g is None) == (t is None)   # a bias's second derivative is none, in both
@@ -126,7 +126,7 @@ def test_half_precision_products_and_gradients_match_torch(shapes, dtype, choice
         return [y.float().detach().numpy(), a.grad.float().numpy(), b.grad.float().numpy()]
 
     expected = run(torch)
-    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+    with execution.forced_lowering(ggrad.device("cpu"), CHOICES[choices]):
         got = run(ggrad)
     tol = 1e-2 if dtype == "float16" else 3e-2
     for g, t in zip(got, expected):
@@ -152,7 +152,7 @@ def test_float16_products_ask_for_float32_sums(monkeypatch, choices, dtype):
         return real_set_prec(node, prec)
     monkeypatch.setattr(ops, "mul_mat", mul_mat)
     monkeypatch.setattr(GTensor, "set_prec", set_prec)
-    with lowering.forced(ggrad.device("cpu"), CHOICES[choices]):
+    with execution.forced_lowering(ggrad.device("cpu"), CHOICES[choices]):
         a = ggrad.tensor(X3).to(getattr(ggrad, dtype)).requires_grad_()
         w = ggrad.tensor(W).to(getattr(ggrad, dtype)).requires_grad_()
         (ggrad.nn.functional.linear(a, w).float() ** 2).sum().backward()
@@ -179,7 +179,7 @@ def test_linear_gradients_in_one_op_match_torch(no_graph_cache, choices, x_shape
         recorded.append(cls.__name__)
         return original(cls, ctx, args, tensors)
 
-    with lowering.forced(ggrad.device("cpu"), choice):
+    with execution.forced_lowering(ggrad.device("cpu"), choice):
         ours = [ggrad.tensor(a, requires_grad=name in wanted) for a, name in ((x_np, "x"), (W, "w"), (B, "b"))]
         y = ggrad.nn.functional.linear(*ours)
         primitive.Primitive._record = classmethod(record)

@@ -8,7 +8,7 @@ import pytest
 
 import ggrad
 from ggrad import optim
-from ggrad.autograd import execution, lowering
+from ggrad.autograd import execution, lowering, trace_cache
 from ggrad.examples.char_gpt import CharGPT
 
 # W2: vocab 96, d_model 128, 4 layers, 4 heads, context 64 (batch 2: the counts do not depend on it)
@@ -32,7 +32,7 @@ def step_conts(choices, autocast=None):
     """CONT and CONCAT nodes of the second step built with `choices`, under autocast `autocast` (a dtype) if
     given (the graph cache, which does not key on the lowering, is off and forgets graphs built under other
     choices)."""
-    was = execution.trace_cache.ENABLED
+    was = trace_cache.ENABLED
     execution.set_graph_cache(False)
     try:
         return _conts(choices, autocast)
@@ -43,7 +43,7 @@ def step_conts(choices, autocast=None):
 def _conts(choices, autocast):
     ggrad.manual_seed(0)
     cpu = ggrad.device("cpu")
-    with lowering.forced(cpu, choices):
+    with execution.forced_lowering(cpu, choices):
         model = CharGPT(96, 128, 4, 4, 64)
         opt = optim.AdamW(model.parameters(), lr=3e-4)
         rng = np.random.default_rng(0)

@@ -148,7 +148,7 @@ def test_bad_input_raises_clear_errors(call, exc, message):
 
 
 def test_mixing_devices_raises(monkeypatch):
-    from ggrad.autograd.pending import graph_of
+    from ggrad.autograd.memory import graph_of
     from ggrad.ggml.errors import DeviceError
     a, b = ggrad.ones(2), ggrad.ones(2)
 

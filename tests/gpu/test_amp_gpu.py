@@ -14,7 +14,7 @@ import pytest
 import ggrad
 from ggrad import optim
 from ggrad.amp import GradScaler
-from ggrad.autograd import execution
+from ggrad.autograd import memory
 from ggrad.examples.char_gpt import VOCAB, CharGPT, batches, load_corpus
 
 from test_gpu import gpu  # noqa: F401  (the parametrized GPU device fixture)
@@ -57,7 +57,7 @@ def test_autocast_gpt_step_is_one_split_and_tracks_float32(gpu, corpus, name):  
     ref = _train(gpu, corpus, None)
     losses = _train(gpu, corpus, DTYPES[name])
     if gpu.backend_name != "RPC":   # an RPC device's backend is another machine's: its splits say nothing
-        splits = execution.runtime(gpu).scheduler.n_splits
+        splits = memory.runtime(gpu).scheduler.n_splits
         assert splits == 1, f"the autocast {name} step ran in {splits} splits (an op fell back to the CPU)"
     assert np.isfinite(losses).all()
     assert abs(losses[-10:].mean() - ref[-10:].mean()) / ref[-10:].mean() < 0.02, (losses[-10:], ref[-10:])

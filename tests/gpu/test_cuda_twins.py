@@ -11,7 +11,7 @@ import pytest
 
 import ggrad
 from ggrad import optim
-from ggrad.autograd import execution, lowering
+from ggrad.autograd import execution, lowering, memory
 from ggrad.ggml import gpu_twins
 
 DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16}
@@ -76,7 +76,7 @@ def test_autocast_linear_gradients_from_half_operands(cuda, name):
     for device in (ggrad.device("cpu"), cuda):
         x, w, b = (ggrad.tensor(a, device=device, requires_grad=True) for a in arrays[:3])
         g = ggrad.tensor(arrays[3], device=device)
-        with lowering.forced(ggrad.device("cpu"), lowering.CUDA_TWINS):
+        with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA_TWINS):
             with ggrad.autocast(device.torch_name.split(":")[0], dtype=DTYPES[name]):
                 out = ggrad.linear(x, w, b)
             ran = _ops(lambda: (out.float() * g).sum().backward())
@@ -156,6 +156,6 @@ def test_a_gpt_step_runs_the_twins_in_one_split(cuda, name):
         loss.item()
     step()   # the first step also uploads the initial parameters
     ran = _ops(step)
-    assert execution.runtime(cuda).scheduler.n_splits == 1
+    assert memory.runtime(cuda).scheduler.n_splits == 1
     assert "GELU_TANH_BACK_F32" in ran or name != "f32", ran
     assert ran.get("MATMUL_HALF", 0) >= (12 if name != "f32" else 0), ran

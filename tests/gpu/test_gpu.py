@@ -15,7 +15,7 @@ import pytest
 
 import ggrad
 from ggrad import nn, optim
-from ggrad.autograd import execution
+from ggrad.autograd import memory
 
 
 def _gpu_devices():
@@ -217,7 +217,7 @@ def test_model_to_device_and_optimizer_keep_parameters_there(gpu):
 
 def test_device_memory_reported(gpu):
     gc.collect()
-    execution.reset_pools()   # earlier tests' pooled buffers, which an allocation may release meanwhile
+    memory.reset_pools()   # earlier tests' pooled buffers, which an allocation may release meanwhile
     free, total = gpu.memory()
     assert isinstance(free, int) and isinstance(total, int)
     assert 0 < free <= total, (free, total)
@@ -229,7 +229,7 @@ def test_device_memory_reported(gpu):
         after = gpu.free_memory
         assert free - after >= 200 << 20, (free, after)
         del t
-        execution.reset_pools()
+        memory.reset_pools()
 
 
 def test_gpt_training_step_is_one_split(gpu):
@@ -249,4 +249,4 @@ def test_gpt_training_step_is_one_split(gpu):
         loss.backward()
         opt.step()
         loss.item()
-    assert execution.runtime(gpu).scheduler.n_splits == 1
+    assert memory.runtime(gpu).scheduler.n_splits == 1

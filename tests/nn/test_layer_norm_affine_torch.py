@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ggrad
-from ggrad.autograd import lowering, primitive
+from ggrad.autograd import execution, lowering, primitive
 
 torch = pytest.importorskip("torch")
 SHAPE, C = (3, 5, 24), 24
@@ -38,7 +38,7 @@ def _recorded(fn):
 @pytest.mark.parametrize("choices", ["CPU", "RPC", "CUDA", "VULKAN"])
 def test_values_and_gradients_as_torch(no_graph_cache, choices):
     x_np, w_np, b_np, g_np = _data()
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         x, w, b = (ggrad.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
         out = {}
 

@@ -94,11 +94,11 @@ def test_every_backends_choices_as_torch(no_graph_cache, choices, batch):
     """The GPUs' lowerings (built and run on the CPU): under CUDA's, the products of v and k and the k and v
     gradients by out_prod of the heads' views, with the batch dim or (more batches than heads) the heads'
     dim GGML's outer one."""
-    from ggrad.autograd import lowering
+    from ggrad.autograd import execution, lowering
     ours, theirs = _mha()
     x = _inputs(6, batch)
     causal = np.triu(np.ones((T, T), bool), 1)
-    with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
         xo = ggrad.tensor(x, requires_grad=True)
         out = ours(xo, xo, xo, need_weights=False, attn_mask=causal)[0]
         (out * out).sum().backward()
@@ -179,14 +179,14 @@ def test_autocast_gives_the_low_precision_output_of_the_general_path(no_graph_ca
     dtype, as the general path's (which rounds nothing else either); the input's gradient is float32. Under
     CUDA's choices the one-op path casts qkv to float32 for its out_prods; its gradient at qkv is rounded
     to the half dtype as the general path's."""
-    from ggrad.autograd import lowering
+    from ggrad.autograd import execution, lowering
     ours, _ = _mha()
     low = getattr(ggrad, dtype)
     x = _inputs()
     results = []
     for need_weights in (False, True):   # True: the general path (the weights are not returned here)
         xo = ggrad.tensor(x, requires_grad=True)
-        with lowering.forced(ggrad.device("cpu"), getattr(lowering, choices)):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
             with ggrad.autocast("cpu", dtype=low):
                 out = ours(xo, xo, xo, need_weights=need_weights)[0]
             assert out.dtype is low
@@ -234,10 +234,10 @@ def test_under_autocast_the_gradient_goes_to_the_float32_projection_uncast(dtype
 
 def test_a_transformer_step_replays_its_cached_graph_with_the_same_losses():
     """Three steps of a transformer block with and without the graph cache give the same losses."""
-    from ggrad.autograd import execution
+    from ggrad.autograd import execution, trace_cache
     losses = {}
     for cache in (True, False):
-        was = execution.trace_cache.ENABLED
+        was = trace_cache.ENABLED
         execution.set_graph_cache(cache)
         try:
             ggrad.manual_seed(0)

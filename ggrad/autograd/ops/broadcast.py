@@ -3,7 +3,8 @@
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from ..dtype_rules import NUMERIC
-from ..pending import contiguous_node, lowering_of, ne_of
+from ..pending import contiguous_node, ne_of
+from ..memory import lowering_of
 from ..primitive import Primitive
 
 
@@ -65,6 +66,21 @@ def reduce_to(g, shape):
     if how == "repeat_back":
         return SumTo.apply(g, shape)
     return LeadingSums.apply(g, shape, how)
+
+
+def sum_to_size(input, *size):
+    """`input` summed over the dimensions it was broadcast along, down to `size` (PyTorch's
+    `Tensor.sum_to_size`; `size` as ints or one sequence)."""
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
+        raise TypeError(f"sum_to_size(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size[0]).__name__}")
+    padded = (1,) * (len(input.shape) - len(shape)) + shape
+    if len(shape) > len(input.shape) or any(n != 1 and n != m for n, m in zip(padded, input.shape)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.shape)}}}.")
+    return reduce_to(input, shape)
 
 
 def _kept_trailing(g_shape, shape):

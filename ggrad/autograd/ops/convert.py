@@ -3,7 +3,7 @@
 int16 a value outside their range wraps modulo 2**bits (floats truncated first), as PyTorch's."""
 
 from ... import ggml
-from .. import execution, grad_mode, view_tracking
+from .. import device_locks, grad_mode, view_tracking
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL, SMALL_INTS, integer_range, is_integer, refuse_float64, resolve
 from . import quant, unary as un
@@ -11,7 +11,7 @@ from . import quant, unary as un
 
 def relabel(t, dtype):
     """A Tensor over the same node as `t` reporting `dtype` (whose storage is `t`'s), with no history."""
-    with execution.lock_of(t.device):
+    with device_locks.lock_of(t.device):
         out = Tensor._make(t._node, t.shape, dtype, t.device, t._pending, t._block)
     out._version = t._version
     return out

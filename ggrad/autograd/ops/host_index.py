@@ -10,8 +10,8 @@ import numpy as np
 
 from ...ggml import data
 from ...ggml.errors import IndexOutOfRangeError
-from .. import execution, grad_mode
-from ..pending import leaf_bytes
+from .. import device_locks, grad_mode, memory
+from ..recording import leaf_bytes
 from ..tensor import Tensor
 
 
@@ -39,7 +39,7 @@ def rows(x, key):
     positions = _host_indices(key)
     if positions is None or positions.ndim + x.ndim - 1 > 4:
         return None
-    with execution.lock_of(x.device):
+    with device_locks.lock_of(x.device):
         raw = _host_bytes(x)
         if raw is None:
             return None
@@ -78,7 +78,7 @@ def _host_indices(key):
 def _host_values(t):
     """t's integer values copied from its host bytes, else None (a copy: a result of the last compute moves
     before the next one)."""
-    with execution.lock_of(t.device):
+    with device_locks.lock_of(t.device):
         raw = _host_bytes(t)
         return None if raw is None else np.frombuffer(raw, dtype=t._node.dtype.numpy).reshape(t.shape).copy()
 
@@ -88,7 +88,7 @@ def _host_bytes(t):
     if id(t) in _hidden:
         return None
     pending = t._pending
+    memory.stats.host_reads += 1
     if pending is not None:
-        return pending.host_bytes(t) if pending.__class__ is not execution.FailedGraph else None
-    execution.stats.host_reads += 1
+        return pending.host_bytes(t) if pending.__class__ is not memory.FailedGraph else None
     return data.host_bytes(t._node) if t._node.is_packed else None

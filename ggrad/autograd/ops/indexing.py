@@ -5,8 +5,9 @@ import numpy as np
 
 from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, IndexOutOfRangeError, ShapeError
-from .. import execution, view_tracking
-from ..pending import alias, graph_of
+from .. import device_locks, memory, view_tracking
+from ..recording import alias
+from ..memory import graph_of
 from ..arguments import as_int
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
@@ -71,6 +72,7 @@ def known_values(t):
     if host_index.is_hidden(t):
         return None
     if t._pending is not None:
+        memory.stats.host_reads += 1
         return t._pending.host_value(t)
     return t.numpy() if t.device.is_cpu else None
 
@@ -107,7 +109,7 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
         if wrap and (values < 0).any():
             return tensor(wrapped.astype(np.int32), device=device)
         return index
-    with execution.lock_of(index.device):   # the count, the clamp and the check go into one pending graph
+    with device_locks.lock_of(index.device):   # the count, the clamp and the check go into one pending graph
         as_float = index.to(f32)
         if wrap:
             as_float = as_float + un.Step.apply(-as_float) * float(size)
@@ -126,7 +128,7 @@ def check_labels(target, classes, ignore_index, op):
         if bad.size:
             raise IndexError(f"{op}: Target {bad.flat[0]} is out of bounds (classes: {classes})")
         return
-    with execution.lock_of(target.device):
+    with device_locks.lock_of(target.device):
         graph_of(target).check(count_outside(target.to(f32), 0.0, classes - 1.0, allowed=ignore_index),
                                IndexError(f"{op}: a target computed on the device is out of bounds "
                                           f"(classes: {classes}, ignore_index: {ignore_index})"))

@@ -18,8 +18,9 @@ import numpy as np
 from ... import ggml
 from ...ggml import ops
 from ...ggml.errors import DTypeError, ShapeError
-from .. import execution, grad_mode
-from ..pending import graph_of, leaf
+from .. import device_locks, grad_mode, memory
+from ..memory import graph_of
+from ..recording import emit, leaf
 from ..tensor import Tensor, _axis
 from .indexing import checked_index
 
@@ -65,7 +66,7 @@ def index_write_(target, dim, index, source):
     inner = int(np.prod(target.shape[d + 1:], dtype=np.int64))
     if rows is None:
         rows = leaf(target.device, positions, ggml.i32)
-    with execution.lock_of(target.device):
+    with device_locks.lock_of(target.device):
         graph = graph_of(target, source, rows)
         node = graph.node(target)   # keeps target's memory alive until the compute
         entry = _latest.get(id(target))
@@ -81,7 +82,7 @@ def index_write_(target, dim, index, source):
         key = id(target)
         _latest[key] = (weakref.ref(target, lambda _, key=key: _latest.pop(key, None)), graph, node, written)
         ne = tuple(node.ne)
-        return graph.emit(graph.event(("index_write_ view", ne), (written,),
+        return emit(graph, graph.event(("index_write_ view", ne), (written,),
                                       lambda: ops.reshape_4d(graph.ctx, written, *ne)), target.shape, target.dtype)
 
 
@@ -91,7 +92,7 @@ def _checked_rows(index, size, device, d):
     key = id(index)
     hit = _checked.get(key)
     if hit is not None and hit[0]() is index and hit[1] == size and hit[2]._pending is not None:
-        if hit[2]._pending is execution.pending_graph(device):
+        if hit[2]._pending is memory.pending_graph(device):
             return hit[2]
     rows = checked_index(index, size, device, "index_write_", dim=d)
     if rows is not index:   # index itself (host data, checked at once) needs no second check

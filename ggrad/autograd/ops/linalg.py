@@ -20,7 +20,8 @@ from ..tensor import Tensor
 from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import quant
-from ..pending import contiguous_node, lowering_of
+from ..pending import contiguous_node
+from ..memory import lowering_of
 from . import views as mv
 
 

@@ -10,7 +10,7 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import require_float
 from ..function import Function
 from ..grad_api import composite_vjp
-from ..pending import lowering_of
+from ..memory import lowering_of
 from ..primitive import Primitive
 from ..factory import ones
 from . import binary as bi

@@ -11,7 +11,8 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from .. import grad_mode
 from ..function import Function
-from ..pending import lowering_of, ne_of
+from ..pending import ne_of
+from ..memory import lowering_of
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
 from ..torch_dtypes import resolve

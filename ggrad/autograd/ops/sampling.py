@@ -11,11 +11,11 @@ import numpy as np
 
 from ...ggml import f32
 from ..torch_dtypes import INT64, resolve
-from .. import execution
+from .. import device_locks
 from ..dtype_rules import require_float
 from ..factory import generator as _host_generator, tensor
 from ..grad_mode import no_grad
-from ..pending import graph_of
+from ..memory import graph_of
 from . import reduce as rd
 from . import unary as un
 from .indexing import count_outside, known_values
@@ -78,7 +78,7 @@ def check_values(values, count, message):
         if np.isnan(host).any() or float(count(tensor(host.astype(np.float32))).item()) > 0:
             raise RuntimeError(message)
         return
-    with execution.lock_of(values.device):
+    with device_locks.lock_of(values.device):
         graph_of(values).check(count(values), RuntimeError(message))
 
 

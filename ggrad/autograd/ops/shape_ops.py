@@ -14,9 +14,9 @@ from ...ggml import f32, ops
 from ...ggml.errors import ShapeError, UnsupportedDTypeError
 from ..torch_dtypes import BOOL, INT64
 from ..factory import arange, tensor, zeros
-from .. import execution
+from .. import device_locks
 from ..grad_mode import no_grad
-from ..pending import graph_of
+from ..memory import graph_of
 from ..primitive import Primitive
 from ..arguments import as_int
 from ..tensor import Tensor, _axis
@@ -311,7 +311,7 @@ def one_hot(x, num_classes=-1):
             num_classes = int(values.max()) + 1 if values.size else 0
         if values.size and values.max() >= num_classes:
             raise RuntimeError("one_hot: Class values must be smaller than num_classes.")
-    with no_grad(), execution.lock_of(x.device):
+    with no_grad(), device_locks.lock_of(x.device):
         labels = x.to(f32)
         if values is None:
             graph_of(x).check(count_outside(labels, 0.0, num_classes - 1.0),

@@ -10,7 +10,8 @@ from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from .. import dtype_view, view_tracking
 from ..factory import zeros
-from ..pending import alias, ne_of
+from ..pending import ne_of
+from ..recording import alias
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from .broadcast import Expand

@@ -1,0 +1,304 @@
+"""Device memory: each device's runtime (its current pending graph, scheduler and buffer pool), the pooled
+buffers and Blocks that hold computed tensors, moving results out of the compute buffer before the next
+compute (`Runtime.evacuate`) and onto metadata of their own after one (`rehome`), and the public counters.
+"""
+
+import threading
+import weakref
+
+from .. import ggml
+from ..ggml import placement
+from ..ggml.errors import DeviceError
+from . import device_locks
+from .pending import PendingGraph
+
+_POOL_BYTES = 1 << 30           # freed buffers kept for reuse, per device
+
+
+class Stats:
+    """Public counters: graph computes, nodes computed, bytes moved. `ggrad.stats()` returns them."""
+
+    __slots__ = ("computes", "nodes", "bytes_uploaded", "bytes_read", "host_reads", "persisted", "cache_hits",
+                 "cache_misses", "backward_replays", "step_replays", "compute_seconds")
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.reset_peaks()
+        self.computes = self.nodes = self.bytes_uploaded = self.bytes_read = self.host_reads = self.persisted = 0
+        self.cache_hits = self.cache_misses = self.backward_replays = self.step_replays = 0
+        self.compute_seconds = 0.0   # wall time inside GGML's graph compute (the rest of a step is host work)
+
+    def as_dict(self):
+        out = {k: getattr(self, k) for k in self.__slots__}
+        out["memory"] = {name: rt.memory() for name, rt in list(_runtimes.items())}
+        return out
+
+    def reset_peaks(self):
+        for rt in list(_runtimes.values()):
+            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes()
+
+    def __repr__(self):
+        return f"Stats({self.as_dict()})"
+
+
+_runtimes = {}   # device name -> Runtime
+stats = Stats()
+_runtimes_lock = threading.Lock()
+
+
+class BufferPool:
+    """Freed per-tensor buffers of one device, kept by size so that steady training allocates nothing.
+
+    The buffers are unmanaged (freed here, never by cffi's garbage hooks): a Block dying inside a
+    reference cycle must not hand back memory that the collector already freed. A Block dies in whichever
+    thread drops it last, while another computes on the device (dp_train's threads): the lock keeps the
+    counts and the free lists whole; it is re-entrant so that a Block the collector frees while its own
+    thread holds the lock cannot deadlock that thread.
+    """
+
+    def __init__(self, device):
+        self.device = device
+        self.free = {}
+        self.bytes = 0       # in free buffers kept for reuse
+        self.in_use = 0      # in buffers handed out: every computed tensor still held, and cached uploads
+        self.limit = _POOL_BYTES   # kept here: a Block may die at interpreter exit, after the module's globals
+        self.lock = threading.RLock()
+
+    def take(self, size, prefer=None):
+        """A buffer of `size` bytes: `prefer` where it is free (the same memory as before), else any free one,
+        else a new one."""
+        with self.lock:
+            bucket = self.free.get(size)
+            if bucket:
+                self.bytes -= size
+                self.in_use += size
+                if prefer is not None and bucket[-1] is not prefer:
+                    for i, buffer in enumerate(bucket):
+                        if buffer is prefer:
+                            bucket[i] = bucket[-1]
+                            bucket[-1] = prefer
+                            break
+                return bucket.pop()
+        buffer = ggml.Buffer(self.device.buffer_type, size, managed=False)   # outside: RPC allocates remotely
+        with self.lock:
+            self.in_use += buffer.size
+        return buffer
+
+    def give(self, buffer):
+        with self.lock:
+            self.in_use -= buffer.size
+            if self.bytes + buffer.size > self.limit:
+                buffer.free()
+                return
+            self.free.setdefault(buffer.size, []).append(buffer)
+            self.bytes += buffer.size
+
+    def clear(self):
+        """Free every buffer kept for reuse (those handed out stay theirs)."""
+        with self.lock:
+            for bucket in self.free.values():
+                for buffer in bucket:
+                    buffer.free()
+            self.free.clear()
+            self.bytes = 0
+
+
+class Block:
+    """The memory of one realized tensor; returns its buffer to the pool when the last user lets go.
+
+    A result of the last compute lives in the scheduler's compute buffer, where GGML's allocator put it
+    (buffer and pool None, `node` its metadata): the next compute on the device moves it into a pooled
+    buffer first if anybody still holds it (`Runtime.evacuate`)."""
+
+    __slots__ = ("buffer", "pool", "node", "__weakref__")
+
+    def __init__(self, buffer, pool, node=None):
+        self.buffer = buffer
+        self.pool = pool
+        self.node = node
+
+    def __del__(self):
+        pool = self.pool
+        if pool is not None:
+            pool.give(self.buffer)
+
+
+class FailedGraph:
+    """Where the results of a graph whose checks failed point: reading or using one raises the error again
+    (their values were computed from clamped indices and mean nothing). Host data in it stays valid."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+    def track(self, t):
+        """A new Tensor on a failed result's node (a relabel, a view) fails as using the result does."""
+        raise self.error
+
+
+class Runtime:
+    """Per-device state: the current pending graph, the scheduler and the buffer pool."""
+
+    def __init__(self, device):
+        self.device = device
+        self.lock = device_locks.lock_of(device)
+        self.cache = []            # trace_cache Entries of this device, most recently used first
+        self.planned_for = None    # the Entry whose graph the scheduler's memory is laid out for
+        self.graph = PendingGraph(device, self.cache)
+        self.scheduler = None
+        self.pool = BufferPool(device)
+        self.peak = 0              # the most device memory a compute has used (see memory())
+        self.held = []             # weak references to the Blocks of the last compute's results that live
+        #                            in the compute buffer (Block)
+        # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
+        # server then runs its stored copy with the tensor addresses of last time; a replayed entry's inputs
+        # and held host data may have other buffers. Planning again gives the splits new uids: the graph is
+        # sent again.
+        self.resends_graphs = device.backend_name == "RPC"
+
+    def compute_buffer_bytes(self):
+        return self.scheduler.buffer_size() if self.scheduler is not None else 0
+
+    def memory(self):
+        """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
+        tensors (every tensor held: parameters, optimizer state, gradients, held results, cached uploads;
+        `in_compute_buffer` of them are results of the last compute still where it made them), free
+        buffers kept for reuse, and the peak of compute buffer + pooled tensors over the computes since
+        `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
+        held = 0
+        for ref in self.held:
+            block = ref()
+            if block is not None and block.pool is None:
+                held += block.node.nbytes
+        return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use + held,
+                "in_compute_buffer": held, "pooled": self.pool.bytes,
+                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
+
+    def evacuate(self, pending):
+        """Before a compute overwrites the compute buffer: move the results of the last compute that are
+        still held (by a Tensor, or read by `pending`) into pooled buffers of their own, and point what
+        `pending` built on their old memory (views, the graph cache's stand-ins) at the new."""
+        held, self.held = self.held, []
+        moved = set()
+        home = None
+        for ref in held:
+            block = ref()
+            if block is None or block.pool is not None:
+                continue
+            node = block.node
+            buffer = self.pool.take(ggml.alloc_size(self.device.buffer_type, node))
+            if home is None:
+                home = ggml.Context(n_tensors=len(held))
+            copy = home.like(node)
+            buffer.place(copy)
+            ggml.copy_tensor(node, copy)
+            placement.bind(node.ptr, copy.ptr)
+            block.buffer, block.pool, block.node = buffer, self.pool, None
+            moved.add(node.ptr)
+        if not moved:
+            return
+        trace = pending.trace
+        if trace is not None:   # stand-ins were bound to the old memory while the step recorded (views of
+            for g, slot in zip(trace.sources, trace.proxies):   # a replayed entry's follow them in _reuse)
+                if g.ptr in moved:
+                    for proxy in slot:
+                        placement.bind(proxy.ptr, g.ptr)
+                        moved.add(proxy.ptr)
+        placement.follow_sources(placement.views_of_chain(pending.contexts, moved))
+
+    def scheduler_for(self, graph_size):
+        if self.scheduler is None or self.scheduler.graph_size < graph_size:
+            size = max(graph_size, 2 * (self.scheduler.graph_size if self.scheduler else 2048))
+            self.scheduler = ggml.Scheduler(self.device, size)
+        return self.scheduler
+
+
+def runtime(device):
+    rt = _runtimes.get(device.name)
+    if rt is None:
+        with _runtimes_lock:
+            rt = _runtimes.get(device.name) or Runtime(device)
+            _runtimes[device.name] = rt
+    return rt
+
+
+def runtimes_by_name():
+    """(device name, runtime) of every device used so far."""
+    return list(_runtimes.items())
+
+
+def all_runtimes():
+    """The runtimes of every device used so far."""
+    return list(_runtimes.values())
+
+
+def pending_graph(device):
+    """The graph that new ops on `device` add their nodes to."""
+    return runtime(device).graph
+
+
+def lowering_of(device):
+    """The Lowering that `device`'s pending graph builds with (its first use fixes it: PendingGraph.lowering).
+    The Tensor-level rules choose by it too, so that their choices and the nodes of the graph's ops agree
+    where `lowering.forced` begins while a graph is under way."""
+    return runtime(device).graph.lowering
+
+
+def graph_of(*tensors):
+    """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
+    compute for a tensor whose graph failed its checks)."""
+    device = tensors[0].device
+    for t in tensors:
+        if t.device is not device and t.device != device:
+            raise DeviceError(f"expected all tensors on the same device, got {device.torch_name} and "
+                              f"{t.device.torch_name}; move one with .to(device)")
+        if t._pending.__class__ is FailedGraph:
+            raise t._pending.error
+    return runtime(device).graph
+
+
+def rehome(rt, alive, blocks, homes=None):
+    """Give the held tensors `alive` of a finished compute their memory on metadata of their own (so the pending
+    graph's contexts can be freed); returns how many distinct results were kept.
+
+    A held result in the compute buffer gets a Block that `Runtime.evacuate` moves before the next compute;
+    held host data its pooled buffer (`blocks`). `homes` (a replayed Entry's) keeps, per held result, the
+    metadata it was re-homed onto the last time and its Block (weakly): where that Block is gone and the
+    metadata still points at this result's memory (the entry's plan places it at the same address), no tensor
+    uses it any more and it is used again (a W2 step re-homes its 50 gradients every step)."""
+    home = None
+    homed = {}
+    held = rt.held
+    for t in alive:
+        key = t._node.ptr
+        entry = homed.get(key)
+        if entry is None:
+            buffer = blocks.get(key)
+            last = homes.get(key) if homes is not None else None
+            if last is not None and last[1]() is None and last[0].ptr.data == key.data:
+                stored = last[0]
+            else:
+                if home is None:
+                    home = ggml.Context(n_tensors=len(alive))
+                stored = home.like(t._node)
+                placement.bind(stored.ptr, key)   # the node's memory (its buffer's start, or the compute buffer)
+            if buffer is not None:
+                block = Block(buffer, rt.pool)
+            else:
+                block = Block(None, None, stored)
+                held.append(weakref.ref(block))
+            if homes is not None:
+                homes[key] = (stored, weakref.ref(block))
+            entry = homed[key] = (stored, block)
+        t._node, t._block = entry
+        t._pending = None
+    return len(homed)
+
+
+def reset_pools():
+    """Drop every pooled buffer (frees memory after a large job)."""
+    for rt in all_runtimes():
+        rt.pool.clear()

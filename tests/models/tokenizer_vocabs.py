@@ -73,10 +73,20 @@ def write_gguf(path, model, tokens, types=None, scores=None, merges=None, pre=No
 
 
 class Vocab:
-    """A test vocabulary: tokens, types, scores, merges (GGUF side) and `reference` (a tokenizers.Tokenizer)."""
+    """A test vocabulary: tokens, types, scores, merges (GGUF side) and `reference` (a tokenizers.Tokenizer
+    whose BPE model was made with `options` and `ref_merges`)."""
 
-    def __init__(self, tokens, types, reference, scores=None, merges=None):
+    def __init__(self, tokens, types, reference, scores=None, merges=None, options=None, ref_merges=None):
         self.tokens, self.types, self.scores, self.merges, self.reference = tokens, types, scores, merges, reference
+        self.options, self.ref_merges = options, ref_merges
+
+    def extended(self, token, score=0.0, ref_merges=()):
+        """This vocabulary with one more normal token (last id), `ref_merges` put first in the reference's."""
+        tokens, merged = self.tokens + [token], list(ref_merges) + self.ref_merges
+        reference = tokenizers.Tokenizer.from_str(self.reference.to_str())
+        reference.model = models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merged, **self.options)
+        scores = None if self.scores is None else self.scores + [score]
+        return Vocab(tokens, self.types + [NORMAL], reference, scores, self.merges, self.options, merged)
 
     def write(self, path, model, **keys):
         return write_gguf(path, model, self.tokens, self.types, self.scores, self.merges, **keys)
@@ -107,8 +117,8 @@ def byte_level(pre):
     tokens, merges = _trained_byte_level()
     tokens = tokens + SPECIALS + USER
     types = [NORMAL] * (len(tokens) - len(SPECIALS) - len(USER)) + [CONTROL] * len(SPECIALS) + [USER_DEFINED]
-    model = models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, ignore_merges=pre == "llama3")
-    ref = tokenizers.Tokenizer(model)
+    options = {"ignore_merges": pre == "llama3"}
+    ref = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, **options))
     if pre == "gpt2":
         ref.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     else:
@@ -119,7 +129,7 @@ def byte_level(pre):
     ref.decoder = decoders.ByteLevel()
     ref.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIALS])
     ref.add_tokens([AddedToken(t, special=False, normalized=False) for t in USER])
-    return Vocab(tokens, types, ref, merges=[f"{a} {b}" for a, b in merges])
+    return Vocab(tokens, types, ref, merges=[f"{a} {b}" for a, b in merges], options=options, ref_merges=merges)
 
 
 def sentencepiece():
@@ -141,15 +151,14 @@ def sentencepiece():
     # transformers' SentencePiece converter: every split of a piece into two pieces, by the piece's score
     merges = sorted(((p[:k], p[k:]) for p in pieces for k in range(1, len(p))
                      if p[:k] in normal and p[k:] in normal), key=lambda m: -score[m[0] + m[1]])
-    model = models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, unk_token="<unk>",
-                       byte_fallback=True, fuse_unk=True)
-    ref = tokenizers.Tokenizer(model)
+    options = {"unk_token": "<unk>", "byte_fallback": True, "fuse_unk": True}
+    ref = tokenizers.Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, **options))
     ref.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
     ref.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
                                      decoders.Strip(" ", 1, 0)])
     ref.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<unk>", "<s>", "</s>")])
     ref.add_tokens([AddedToken(t, special=False, normalized=False) for t in USER])
-    return Vocab(tokens, types, ref, scores=np.asarray(scores, np.float32).tolist())
+    return Vocab(tokens, types, ref, np.asarray(scores, np.float32).tolist(), options=options, ref_merges=merges)
 
 
 # Strings both sides tokenize: ASCII, accents, CJK, emoji, digit runs, whitespace runs, newlines, contractions

@@ -17,12 +17,18 @@ Behaviour follows llama.cpp's `llama_tokenize` / `llama_detokenize` (llama-vocab
 """
 
 import os
+import re
+from typing import Any, Iterable, List, Mapping, Optional
 
 from ..ggml import gguf
 from ..ggml.errors import FormatError
 from .tokenizer_bpe import CHAR_TO_BYTE, ByteLevelBPE
 from .tokenizer_spm import SPACE, SentencePieceBPE
 from .tokenizer_vocab import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Vocab
+
+
+_BEFORE_MARK = re.compile(rb" (?=[?!.,])")
+_BEFORE_CONTRACTION = re.compile(rb" (?='(?:s|m|re|ve))")
 
 
 class Tokenizer:
@@ -33,7 +39,7 @@ class Tokenizer:
     add_eos_token (what `add_bos=True` adds), model ("llama" or "gpt2"), pre (the pre-tokenizer's name).
     """
 
-    def __init__(self, vocab):
+    def __init__(self, vocab: Vocab):
         self._vocab = vocab
         self.model, self.pre = vocab.model, vocab.pre
         self.bos_token_id, self.eos_token_id = vocab.bos, vocab.eos
@@ -48,7 +54,7 @@ class Tokenizer:
         self._specials = [(vocab.tokens[i], i, vocab.types[i] == USER_DEFINED) for i in specials]
 
     @classmethod
-    def from_gguf(cls, path):
+    def from_gguf(cls, path: "str | os.PathLike[str]") -> "Tokenizer":
         """The tokenizer of the GGUF file at `path` (its `tokenizer.ggml.*` metadata; tensors are not read).
 
         Raises FormatError (a ValueError) for a file that is not GGUF, has no vocabulary, an unknown
@@ -57,24 +63,24 @@ class Tokenizer:
         return cls.from_metadata(gguf.read(path).metadata, source=os.fspath(path))
 
     @classmethod
-    def from_metadata(cls, metadata, source="the GGUF metadata"):
+    def from_metadata(cls, metadata: Mapping[str, Any], source: str = "the GGUF metadata") -> "Tokenizer":
         """The tokenizer of GGUF metadata already read (a dict as `ggrad.ggml.gguf.read(path).metadata`)."""
         return cls(Vocab(metadata, source))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._vocab.tokens)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Tokenizer(model={self.model!r}, pre={self.pre!r}, vocab_size={len(self)}, "
                 f"bos_token_id={self.bos_token_id}, eos_token_id={self.eos_token_id}, "
                 f"add_bos_token={self.add_bos_token})")
 
     # ---- vocabulary ------------------------------------------------------------------------------
-    def id_to_token(self, token_id):
+    def id_to_token(self, token_id: int) -> str:
         """The text of token `token_id` as the file stores it (e.g. "▁the", "Ġthe", "<0x0A>")."""
         return self._vocab.tokens[self._check_id(token_id)]
 
-    def token_to_id(self, text):
+    def token_to_id(self, text: str) -> Optional[int]:
         """The id of the token whose stored text is `text`, or None."""
         return self._vocab.token_to_id.get(text)
 
@@ -87,7 +93,7 @@ class Tokenizer:
         return token_id
 
     # ---- encoding --------------------------------------------------------------------------------
-    def encode(self, text, add_bos=True, parse_special=False):
+    def encode(self, text: str, add_bos: bool = True, parse_special: bool = False) -> List[int]:
         """Token ids of `text`, as llama.cpp's `llama_tokenize(text, add_special=add_bos, parse_special)`.
 
         Args:
@@ -169,7 +175,7 @@ class Tokenizer:
                 out.append(b)
         return bytes(out), False
 
-    def decode(self, ids, skip_special_tokens=False):
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """The text of token ids, as llama.cpp's `llama_detokenize`.
 
         Control and unknown tokens (BOS, EOS, "<|im_end|>", ...) are written as their text, or left
@@ -197,34 +203,7 @@ class Tokenizer:
 
 
 def _clean_spaces(text):
-    """llama.cpp's three clean-up passes over the decoded bytes, in place as it does them."""
-    t = bytearray(text)
-    n = len(t)
-    total = min(n, 1)                       # " ?", " !", " .", " ,": the space goes
-    for i in range(1, n):
-        x = t[i]
-        if t[i - 1] == 0x20 and x in b"?!.,":
-            total -= 1
-        t[total] = x
-        total += 1
-    n, total, i = total, min(total, 1), 1   # " ' ": both spaces go
-    while i < n:
-        x = t[i]
-        if x == 0x27 and i + 1 < n and t[i - 1] == 0x20 and t[i + 1] == 0x20:
-            total -= 1
-            i += 1
-            t[i] = 0                        # the next space, which the next step then reads as "before"
-        t[total] = x
-        total += 1
-        i += 1
-    n, total = total, min(total, 1)         # " 's", " 'm", " 're", " 've": the space goes; " 't", " 'd",
-    for i in range(1, n):                   # " 'll" keep it (llama.cpp's choice)
-        x = t[i]
-        if t[i - 1] == 0x20 and x == 0x27 and i + 1 < n:
-            if t[i + 1] in b"sm":
-                total -= 1
-            elif t[i + 1] not in b"td" and i + 2 < n and t[i + 1:i + 3] in (b"re", b"ve"):
-                total -= 1
-        t[total] = x
-        total += 1
-    return t[:total]
+    """llama.cpp's three clean-up passes over the decoded bytes (its in-place loops, as substitutions)."""
+    text = _BEFORE_MARK.sub(b"", bytes(text))          # " ?", " !", " .", " ,": the space goes
+    text = text.replace(b" ' ", b"'")                 # " ' ": both spaces go
+    return _BEFORE_CONTRACTION.sub(b"", text)          # " 's", " 'm", " 're", " 've" (" 't", " 'd", " 'll" stay)

@@ -124,16 +124,19 @@ class PreTokenizer:
     def split(self, text):
         """The words of `text` (str pieces that concatenate to it)."""
         spans = [(0, len(text))] if text else []
-        collapsed = None
+        subjects = {}                   # the collapsed text, and the text with non-ASCII spaces as "\v"
         for regex, on_collapsed in self._steps:
-            if on_collapsed:
-                collapsed = collapsed if collapsed is not None else collapse(text)
-                subject = collapsed
-            else:
-                subject = "".join(_SPACE if ord(c) in WHITESPACE and c >= "\x80" else c for c in text) \
-                    if not text.isascii() else text
-            spans = _split_spans(regex, subject, spans)
+            if on_collapsed not in subjects:
+                subjects[on_collapsed] = collapse(text) if on_collapsed else _plain(text)
+            spans = _split_spans(regex, subjects[on_collapsed], spans)
         return [text[a:b] for a, b in spans]
+
+
+def _plain(text):
+    """`text` with non-ASCII White_Space as a vertical tab, as llama.cpp gives regexes without \\p{...}."""
+    if text.isascii():
+        return text
+    return "".join(_SPACE if c >= "\x80" and ord(c) in WHITESPACE else c for c in text)
 
 
 def _split_spans(regex, subject, spans):

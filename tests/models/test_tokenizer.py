@@ -132,13 +132,46 @@ def test_byte_level_decode(tmp_path, byte_level_vocabs, pre):
 
 
 def _llama_cpp_clean_up(text):
-    """llama.cpp's clean-up, written from its description (one pass each, left to right)."""
-    for mark in "?!.,":
-        text = text.replace(" " + mark, mark)
-    text = text.replace(" ' ", "'")
-    for tail in ("'s", "'m", "'re", "'ve"):
-        text = text.replace(" " + tail, tail)
-    return text
+    """llama.cpp's clean-up as llama_detokenize writes it: three in-place passes over the bytes."""
+    t = bytearray(text.encode())
+    n = len(t)
+    total = min(n, 1)
+    for i in range(1, n):                   # " ?", " !", " .", " ,"
+        x = t[i]
+        if t[i - 1] == 0x20 and x in b"?!.,":
+            total -= 1
+        t[total] = x
+        total += 1
+    n, total, i = total, min(total, 1), 1
+    while i < n:                            # " ' "
+        x = t[i]
+        if x == 0x27 and i + 1 < n and t[i - 1] == 0x20 and t[i + 1] == 0x20:
+            total -= 1
+            i += 1
+            t[i] = 0
+        t[total] = x
+        total += 1
+        i += 1
+    n, total = total, min(total, 1)
+    for i in range(1, n):                   # " 's", " 'm", " 're", " 've"
+        x = t[i]
+        if t[i - 1] == 0x20 and x == 0x27 and i + 1 < n:
+            if t[i + 1] in b"sm":
+                total -= 1
+            elif t[i + 1] not in b"td" and i + 2 < n and t[i + 1:i + 3] in (b"re", b"ve"):
+                total -= 1
+        t[total] = x
+        total += 1
+    return t[:total].decode()
+
+
+def test_clean_up_equals_llama_cpp_loops():
+    from ggrad.models.tokenizer import _clean_spaces
+    rng = random.Random(0)
+    alphabet = " 'smtdrevl.,?!x"
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert _clean_spaces(text.encode()).decode() == _llama_cpp_clean_up(text), repr(text)
 
 
 def test_clean_up_rules(tmp_path, byte_level_vocabs):

@@ -176,7 +176,7 @@ class Tokenizer:
         return bytes(out), False
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
-        """The text of token ids, as llama.cpp's `llama_detokenize`.
+        """The text of token ids (a list, or a 1-D Tensor or numpy array), as llama.cpp's `llama_detokenize`.
 
         Control and unknown tokens (BOS, EOS, "<|im_end|>", ...) are written as their text, or left
         out with `skip_special_tokens=True`. For "llama" vocabularies the leading space that encoding
@@ -184,6 +184,11 @@ class Tokenizer:
         too, as transformers does, so that `decode(encode(s)) == s`). Invalid UTF-8 (a sequence cut in
         the middle of a character) becomes U+FFFD.
         """
+        if hasattr(ids, "tolist"):                  # a Tensor or numpy array of ids
+            ids = ids.tolist()
+            if isinstance(ids, int) or (ids and isinstance(ids[0], list)):
+                raise TypeError("Tokenizer.decode: ids must be one sequence of ids (a 1-D tensor or array); "
+                                "decode the rows of a batch one by one")
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"Tokenizer.decode: ids must be a sequence of ints, got {type(ids).__name__}")
         out = bytearray()

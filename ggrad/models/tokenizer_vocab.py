@@ -109,6 +109,9 @@ class Vocab:
         self.clean_spaces = self.ignore_merges = False
         add_bos = spm
         if not spm:
+            if self.pre is None:
+                warnings.warn(f"Tokenizer: {self.source} names no pre-tokenizer ({KEY}pre); using llama.cpp's "
+                              "'default', which may split text unlike the model's own tokenizer", stacklevel=4)
             name = "default" if self.pre is None else self.pre
             if name not in PRE_TOKENIZERS:
                 known = ", ".join(sorted(PRE_TOKENIZERS))

@@ -3,10 +3,12 @@ ids over many strings, special tokens parsed or not, BOS/EOS by metadata, decodi
 
 import random
 
+import numpy as np
 import pytest
 
 from tokenizer_vocabs import SPECIAL_STRINGS, STRINGS, byte_level, sentencepiece, write_gguf  # skips without tokenizers/gguf
 
+import ggrad
 from ggrad.models import Tokenizer
 
 PRE_NAMES = {"gpt2": "gpt-2", "llama3": "llama-bpe", "qwen2": "qwen2", "default": None}
@@ -30,6 +32,14 @@ def _random_texts(seed, count=40):
     return ["".join(rng.choice(pool) + rng.choice(glue) for _ in range(rng.randint(1, 12))) for _ in range(count)]
 
 
+def _byte_level_tokenizer(tmp_path, vocab, pre):
+    """The GGUF file's tokenizer; a file without tokenizer.ggml.pre ("default") warns that it names none."""
+    if PRE_NAMES[pre] is not None:
+        return Tokenizer.from_gguf(vocab.write(tmp_path / "v.gguf", "gpt2", pre=PRE_NAMES[pre]))
+    with pytest.warns(UserWarning, match="names no pre-tokenizer"):
+        return Tokenizer.from_gguf(vocab.write(tmp_path / "v.gguf", "gpt2"))
+
+
 def _check_ids(tok, vocab, texts, parse_special):
     for text in texts:
         assert tok.encode(text, add_bos=False, parse_special=parse_special) == \
@@ -40,8 +50,7 @@ def _check_ids(tok, vocab, texts, parse_special):
 @pytest.mark.parametrize("parse_special", [False, True])
 def test_byte_level_ids_equal_tokenizers(tmp_path, byte_level_vocabs, pre, parse_special):
     vocab = byte_level_vocabs[pre]
-    keys = {"pre": PRE_NAMES[pre]} if PRE_NAMES[pre] else {}
-    tok = Tokenizer.from_gguf(vocab.write(tmp_path / "v.gguf", "gpt2", **keys))
+    tok = _byte_level_tokenizer(tmp_path, vocab, pre)
     assert len(tok) == len(vocab.tokens) and tok.model == "gpt2"
     _check_ids(tok, vocab, STRINGS + SPECIAL_STRINGS + _random_texts(len(pre)), parse_special)
 
@@ -117,8 +126,7 @@ def test_special_tokens_and_end_of_generation(tmp_path, byte_level_vocabs):
 @pytest.mark.parametrize("pre", ["qwen2", "gpt2", "llama3", "default"])
 def test_byte_level_decode(tmp_path, byte_level_vocabs, pre):
     vocab = byte_level_vocabs[pre]
-    keys = {"pre": PRE_NAMES[pre]} if PRE_NAMES[pre] else {}
-    tok = Tokenizer.from_gguf(vocab.write(tmp_path / "v.gguf", "gpt2", **keys))
+    tok = _byte_level_tokenizer(tmp_path, vocab, pre)
     for text in STRINGS + SPECIAL_STRINGS + _random_texts(3):
         ids = tok.encode(text, parse_special=True)
         expected = vocab.reference.decode(ids, skip_special_tokens=False)
@@ -211,4 +219,8 @@ def test_arguments(tmp_path, spm_vocab):
         tok.decode([len(tok)])
     with pytest.raises(IndexError):
         tok.decode([-1])
+    ids = tok.encode("tensor of ids")
+    assert tok.decode(ggrad.tensor(np.array(ids))) == tok.decode(np.array(ids)) == tok.decode(ids)
+    with pytest.raises(TypeError, match="one sequence"):
+        tok.decode(np.array([ids, ids]))
     assert f"vocab_size={len(spm_vocab.tokens)}" in repr(tok)

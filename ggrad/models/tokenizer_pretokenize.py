@@ -5,7 +5,9 @@ Python's `re` lacks. As llama.cpp does (unicode.cpp, `unicode_regex_split`), eve
 is first replaced by one stand-in per class (found with `unicodedata`; White_Space characters by a
 vertical tab, which `\\s` matches) and each \\p{X} in the regex by its stand-in plus the ASCII members
 of the class; the matches on that collapsed text give the pieces of the real text, since it keeps
-every character's position. Regexes without \\p{...} run on the real text.
+every character's position. Regexes without \\p{...} run on the real text. The classes are those of
+Python's Unicode tables (14.0 on Python 3.11): a character added to Unicode since is unassigned here and
+so falls with the symbols, where newer tables may call it a letter.
 
 A pre-tokenizer is a list of regexes applied in turn: each splits every piece of the one before into
 its matches and the gaps between them (llama.cpp's split, and `tokenizers`' Split with "isolated").

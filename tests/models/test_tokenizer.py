@@ -40,6 +40,31 @@ def _byte_level_tokenizer(tmp_path, vocab, pre):
         return Tokenizer.from_gguf(vocab.write(tmp_path / "v.gguf", "gpt2"))
 
 
+@pytest.mark.parametrize("pre", list(PRE_NAMES))
+def test_pre_tokenizer_equals_tokenizers_split(pre):
+    """Word boundaries on random text of every script, controls and spaces (characters assigned in this
+    Python's Unicode tables: one added to Unicode later is unassigned there, a letter in newer tables)."""
+    import unicodedata
+    from tokenizer_vocabs import DEFAULT_PATTERNS, HF_PATTERNS, Regex, pre_tokenizers
+    from ggrad.models.tokenizer_pretokenize import PreTokenizer
+    patterns = DEFAULT_PATTERNS if pre == "default" else [HF_PATTERNS[pre]]
+    reference = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(p), "isolated") for p in patterns])
+    mine = PreTokenizer(PRE_NAMES[pre] or "default")
+    rng = random.Random(2)
+
+    def character():
+        r = rng.random()
+        if r < 0.5:
+            return rng.choice([chr(rng.randint(0, 127)), *" \n\r\t\x0b\x85\xa0\u2028\u3000\u200b'sStT"])
+        while True:
+            c = chr(rng.randint(0x80, 0xFFFF) if r < 0.9 else rng.randint(0x10000, 0x10FFFF))
+            if unicodedata.category(c) not in ("Cn", "Cs"):
+                return c
+    for _ in range(3000):
+        text = "".join(character() for _ in range(rng.randint(1, 30)))
+        assert mine.split(text) == [w for w, _ in reference.pre_tokenize_str(text)], repr(text)
+
+
 def _check_ids(tok, vocab, texts, parse_special):
     for text in texts:
         assert tok.encode(text, add_bos=False, parse_special=parse_special) == \

@@ -2,14 +2,18 @@
 ids over many strings, special tokens parsed or not, BOS/EOS by metadata, decoding and its clean-up."""
 
 import random
+import unicodedata
 
 import numpy as np
 import pytest
 
-from tokenizer_vocabs import SPECIAL_STRINGS, STRINGS, byte_level, sentencepiece, write_gguf  # skips without tokenizers/gguf
+from tokenizer_vocabs import (DEFAULT_PATTERNS, HF_PATTERNS, SPECIAL_STRINGS, STRINGS, Regex,  # skips without
+                              byte_level, pre_tokenizers, sentencepiece, write_gguf)           # tokenizers/gguf
 
 import ggrad
 from ggrad.models import Tokenizer
+from ggrad.models.tokenizer import _clean_spaces
+from ggrad.models.tokenizer_pretokenize import PreTokenizer
 
 PRE_NAMES = {"gpt2": "gpt-2", "llama3": "llama-bpe", "qwen2": "qwen2", "default": None}
 
@@ -44,9 +48,6 @@ def _byte_level_tokenizer(tmp_path, vocab, pre):
 def test_pre_tokenizer_equals_tokenizers_split(pre):
     """Word boundaries on random text of every script, controls and spaces (characters assigned in this
     Python's Unicode tables: one added to Unicode later is unassigned there, a letter in newer tables)."""
-    import unicodedata
-    from tokenizer_vocabs import DEFAULT_PATTERNS, HF_PATTERNS, Regex, pre_tokenizers
-    from ggrad.models.tokenizer_pretokenize import PreTokenizer
     patterns = DEFAULT_PATTERNS if pre == "default" else [HF_PATTERNS[pre]]
     reference = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(p), "isolated") for p in patterns])
     mine = PreTokenizer(PRE_NAMES[pre] or "default")
@@ -199,7 +200,6 @@ def _llama_cpp_clean_up(text):
 
 
 def test_clean_up_equals_llama_cpp_loops():
-    from ggrad.models.tokenizer import _clean_spaces
     rng = random.Random(0)
     alphabet = " 'smtdrevl.,?!x"
     for _ in range(20000):

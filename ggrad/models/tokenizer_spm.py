@@ -1,0 +1,105 @@
+"""SentencePiece BPE (`tokenizer.ggml.model` = "llama"): merges chosen by the score of the merged token.
+
+As llama.cpp's SPM session (llama-vocab.cpp): the text, spaces already written as "▁", starts as one
+symbol per character; every adjacent pair whose concatenation is a token is a candidate, and the
+candidate of the highest score (leftmost on ties) merges first, until none is left (a priority queue).
+A final symbol that is not a token is written as its UTF-8 bytes, each the byte token "<0xNN>" (or,
+as llama.cpp falls back to, the one-character token of an ASCII byte); a vocabulary with neither gives
+the unknown token where it has one.
+
+Pieces whose merges cannot reach each other are tokenized separately and cached: where no token holds
+"▁" after a character other than "▁", no merge crosses the start of a "▁" run, so the text is cut there.
+"""
+
+import heapq
+import re
+
+from ..ggml.errors import FormatError
+
+SPACE = "\u2581"
+_WORD_START = re.compile(f"(?<=[^{SPACE}])(?={SPACE})")
+
+
+class SentencePieceBPE:
+    def __init__(self, vocab):
+        self.vocab = vocab
+        self.token_to_id = vocab.token_to_id
+        self.scores = vocab.scores
+        self._byte_ids = [self._byte_token(b) for b in range(256)]
+        spans_words = any(re.search(f"[^{SPACE}]{SPACE}", t) for t in vocab.tokens)
+        self._cut = None if spans_words else _WORD_START
+        self._cache = {}
+
+    def _byte_token(self, b):
+        i = self.token_to_id.get(f"<0x{b:02X}>")
+        if i is None and b < 0x80:
+            i = self.token_to_id.get(chr(b))
+        return i
+
+    def tokenize(self, text):
+        """Token ids of `text` (spaces already escaped as "▁")."""
+        if self._cut is None:
+            return self._merge(text)
+        ids, cache = [], self._cache
+        for piece in self._cut.split(text):
+            got = cache.get(piece)
+            if got is None:
+                got = self._merge(piece)
+                if len(cache) < 1 << 16:
+                    cache[piece] = got
+            ids.extend(got)
+        return ids
+
+    def _merge(self, text):
+        token_to_id, scores = self.token_to_id, self.scores
+        symbols = list(text)
+        n = len(symbols)
+        nxt = [*range(1, n), -1] if n else []
+        prv = list(range(-1, n - 1))
+
+        def candidate(left, right):
+            """The queue entry of merging two adjacent symbols, or None where they make no token."""
+            merged = symbols[left] + symbols[right]
+            i = token_to_id.get(merged)
+            return None if i is None else (-scores[i], left, right, merged)
+
+        queue = [c for c in (candidate(k - 1, k) for k in range(1, n)) if c is not None]
+        heapq.heapify(queue)
+        while queue:
+            _, left, right, merged = heapq.heappop(queue)
+            if not symbols[left] or not symbols[right] or symbols[left] + symbols[right] != merged:
+                continue                                   # a side already merged elsewhere
+            symbols[left], symbols[right] = merged, ""
+            after = nxt[right]
+            nxt[left] = after
+            if after >= 0:
+                prv[after] = left
+            for pair in ((prv[left], left), (left, after)):
+                if pair[0] >= 0 and pair[1] >= 0:
+                    c = candidate(*pair)
+                    if c is not None:
+                        heapq.heappush(queue, c)
+
+        ids = []
+        k = 0 if n else -1
+        while k >= 0:
+            i = token_to_id.get(symbols[k])
+            if i is not None:
+                ids.append(i)
+            else:
+                ids.extend(self._bytes_of(symbols[k]))
+            k = nxt[k]
+        return ids
+
+    def _bytes_of(self, symbol):
+        out = []
+        for b in symbol.encode("utf-8", "surrogatepass"):
+            i = self._byte_ids[b]
+            if i is None:
+                i = self.vocab.unk
+                if i is None:
+                    raise FormatError(f"Tokenizer: {self.vocab.source} has no token for {symbol!r}, no byte token "
+                                      f"<0x{b:02X}> and no unknown token")
+            out.append(i)
+        return out
+

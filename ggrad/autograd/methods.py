@@ -309,7 +309,7 @@ for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p"
               "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
               "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "isnan", "isinf", "isposinf", "isneginf",
               "isfinite",
-              "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk",
+              "nan_to_num", "cumsum", "cumprod", "sort", "argsort", "msort", "topk",
               "fliplr", "flipud", "roll", "repeat", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",
               "minimum", "fmax", "fmin", "atan2", "arctan2"):

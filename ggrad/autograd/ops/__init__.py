@@ -9,9 +9,11 @@ einsum_lowering, resample (interpolate).
 """
 
 from .unary import neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, leaky_relu, gelu, silu, square, sign
-from .binary import add, sub, mul, reciprocal, rsqrt, masked_fill, where
+from .binary import add, sub, mul, reciprocal, rsqrt
+from .selection import masked_fill, where
 from .broadcast import broadcast_shapes
-from .reduce import sum, mean, var, std, amax, amin, max, min, argmax, argmin, logsumexp
+from .reduce import sum, mean, var, std, amax, amin, argmax, argmin, logsumexp
+from .extrema import max, min
 from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow, select, unbind
 from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem, diagonal
@@ -29,7 +31,7 @@ from .activations import (elu, selu, celu, softplus, logsigmoid, mish, hardsigmo
                           softsign, tanhshrink, glu, prelu, hardshrink, softshrink)
 from .extrema import maximum, minimum, fmax, fmin
 from .arith import div, floor_divide, remainder, fmod, clamp, pow, bitwise_left_shift, bitwise_right_shift
-from .scan import cumsum, cumprod, logcumsumexp
+from .scan import cumsum, cumprod
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot
 from .scatter_ops import scatter, scatter_add, index_add

@@ -17,8 +17,8 @@ from . import unary as un
 from .broadcast import reduce_to
 from .math import composite, Expm1
 from .unary import unary
-from .binary import where
-from .logical import gt
+from .selection import where
+from .logical import ge, gt, le, logical_and, logical_not
 
 
 def _neg_part(x):
@@ -202,7 +202,6 @@ def _outside(x, lambd):
     """True where x is not in [-lambd, lambd] (nan included, as PyTorch's shrink kernels leave nan)."""
     if isinstance(lambd, bool) or not isinstance(lambd, numbers.Real):
         raise TypeError(f"lambd must be a number, not {type(lambd).__name__}")
-    from .logical import ge, le, logical_and, logical_not   # logical builds on the modules above
     return logical_not(logical_and(ge(x, -lambd), le(x, lambd)))
 
 

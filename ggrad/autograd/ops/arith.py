@@ -18,8 +18,10 @@ from ...ggml.errors import ArgumentError, UnsupportedDTypeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import promote, result_type
 from ..function import Function
+from ..factory import tensor
 from ..tensor import Tensor
 from . import binary as bi
+from .selection import where
 from . import math as mt
 from . import reduce as rd
 from . import unary as un
@@ -28,7 +30,7 @@ from . import logical as lg
 from .convert import relabel
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from .indexing import known_values
-from .sampling import check_values
+from .indexing import check_values
 
 
 class _Rounded(Function):
@@ -155,7 +157,7 @@ def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
         if dtype.is_float:
             x = x.to(dtype)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        bounds = [b if b is None or isinstance(b, Tensor) else bi.tensor(float(b), device=x.device)
+        bounds = [b if b is None or isinstance(b, Tensor) else tensor(float(b), device=x.device)
                   for b in (min, max)]
         shape = x.shape
         for b in bounds:
@@ -203,10 +205,10 @@ def _integer_pow(x, p):
     rest, out = un.abs(exponent), bi.mul(base, 0.0) + 1.0
     for _ in range(bits):
         odd = lg.eq(remainder(rest, 2.0), 1.0)
-        out = bi.where(odd, out * base, out)
+        out = where(odd, out * base, out)
         base, rest = base * base, un_floor(rest / 2.0)
     unit = lg.eq(un.abs(x.to(f32)), 1.0)
-    out = bi.where(lg.lt(exponent, 0.0), bi.where(unit, out, 0.0), out)
+    out = where(lg.lt(exponent, 0.0), where(unit, out, 0.0), out)
     return out.to(x.dtype)
 
 

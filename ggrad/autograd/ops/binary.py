@@ -7,16 +7,15 @@ only ever see that case; the Expand node's own backward sums the gradient back d
 
 import numbers
 
-from ...ggml import f32, i32, ops
-from ...ggml.errors import ShapeError
+from ...ggml import f32, ops
 from ..dtype_rules import FLOAT, NUMERIC, TRUE_DIVIDE, promote, result_type
 from ..function import Function
 from ..primitive import Primitive
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
-from ..factory import arange, tensor
 from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
+from .unary import ScaleBias
 from . import views as vw
 
 
@@ -86,22 +85,6 @@ class Div(Primitive):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return g / b if need_a else None, reduce_to(-(g * a) / (b * b), ctx.shapes[1]) if need_b else None
-
-
-class ScaleBias(Primitive):
-    """y = x * scale + bias for Python numbers scale and bias (one GGML node)."""
-    dtypes = FLOAT
-
-    @staticmethod
-    def build(ctx, graph, x, scale, bias):
-        ctx.scale = scale
-        if bias == 0:
-            return ops.scale(graph.ctx, x, float(scale))
-        return ops.scale_bias(graph.ctx, x, float(scale), float(bias))
-
-    @staticmethod
-    def backward(ctx, g):
-        return ScaleBias.apply(g, ctx.scale, 0.0), None, None
 
 
 class ScalarDiv(Primitive):
@@ -247,14 +230,6 @@ def rsqrt(x):
     return reciprocal(un.sqrt(x))
 
 
-_ONE_ARGUMENT = object()   # where(condition) with no input and other
-
-
-def _eq_one(x):
-    from .logical import eq   # logical builds on this module
-    return eq(x.detach(), 1.0)
-
-
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     """x ** p for a number exponent (Tensor exponents: arith.pow, the public pow)."""
     if isinstance(x, Tensor) and _is_number(p):
@@ -263,69 +238,11 @@ def pow(x, p):  # noqa: A001 (PyTorch's name)
             if not dtype.is_float and p < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
             return pow(x.to(f32), p).to(dtype)
-        if p != p:   # x ** nan is nan, except 1 ** nan = 1 (C's pow, as PyTorch)
-            return where(_eq_one(x), 1.0, float("nan")).to(x.dtype)
+        if p != p:   # x ** nan is nan, except 1 ** nan = 1 (C's pow, as PyTorch): by Tensor's operators and
+            one = x.detach() == 1.0   # methods (logical and selection.py build on this module)
+            return one.to(x.dtype).masked_fill(~one, float("nan"))
         return FLOAT(PowScalar, (x, float(p)))
     promote(x, p, "pow")   # no Tensor, or not a number: PyTorch's TypeError
     raise TypeError(f"pow: the exponent must be a number or a Tensor, got {type(p).__name__}")
 
 
-# ---- selection by a mask -------------------------------------------------------------------------
-def _as_mask(mask, op):
-    """A bool mask Tensor as its float32 0/1 storage; PyTorch's errors for anything else."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{op}(): the mask must be a bool Tensor, got {type(mask).__name__}")
-    if mask.dtype is not BOOL:
-        raise RuntimeError(f"{op}: expected a boolean mask, but got a mask with dtype {mask.dtype!r}; "
-                           "compare first (mask == 0) or use .bool()")
-    return relabel(mask.detach(), f32)
-
-
-def masked_fill(x, mask, value):
-    """x with `value` wherever the bool `mask` (broadcastable into x) is True; exact for any value,
-    infinities and nan included, as PyTorch."""
-    m = _as_mask(mask, "masked_fill")
-    broadcast_shapes(m.shape, x.shape, "masked_fill")
-    if broadcast_shapes(m.shape, x.shape) != x.shape:
-        raise ShapeError(f"masked_fill: mask of shape {m.shape} does not broadcast to the input's {x.shape}")
-    fill = value.to(x.dtype) if isinstance(value, Tensor) else tensor(value, dtype=x.dtype, device=x.device)
-    return where(mask, fill, x)
-
-
-_EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
-
-
-def where(condition, a=_ONE_ARGUMENT, b=_ONE_ARGUMENT):
-    """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
-    nan in the branch not taken stays out of the result (and out of its gradient). `where(condition)`
-    alone is `nonzero(condition, as_tuple=True)`, as PyTorch."""
-    if a is _ONE_ARGUMENT and b is _ONE_ARGUMENT:
-        from .logical import nonzero   # logical builds on this module
-        return nonzero(condition, as_tuple=True)
-    if a is _ONE_ARGUMENT or b is _ONE_ARGUMENT:
-        raise TypeError("where() takes the condition alone or with both input and other")
-    m = _as_mask(condition, "where")
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and isinstance(condition, Tensor):
-        a = tensor(a, dtype=result_type(a, b), device=condition.device)   # where(c, 1, 0) is int64
-    ref = a if isinstance(a, Tensor) else b
-    a, b = promote(a, b, "where")
-    shape = broadcast_shapes(broadcast_shapes(a.shape, b.shape, "where"), m.shape, "where")
-    n = 1
-    for s in shape:
-        n *= s
-    if n == 0 or n > _EXACT_SELECT:
-        return b + m * (a - b)   # beyond float32's exact integers, a blend (inf/nan leak as documented)
-    flat = [views.reshape(expand_to(views.reshape(t, (1,) * (len(shape) - t.ndim) + t.shape), shape), n, 1)
-            for t in (b, a)]
-    stacked = joins.cat(flat, 0)                                              # rows: b's, then a's
-    pick = views.reshape(expand_to(views.reshape(m, (1,) * (len(shape) - m.ndim) + m.shape), shape), n)
-    rows = (pick * float(n) + arange(n, dtype=f32, device=ref.device)).to(i32)
-    out = indexing.GetRows.apply(stacked, rows)
-    out = views.reshape(out, shape)
-    return out if out.dtype is a.dtype else out.to(a.dtype)
-
-
-# views, joins and indexing build on the arithmetic above: imported last, so either may be loaded first
-from . import indexing, joins, views  # noqa: E402
-from .convert import relabel  # noqa: E402
-from ..torch_dtypes import BOOL  # noqa: E402

@@ -29,8 +29,7 @@ def convert(x, dtype):
     if x._view_of is not None and view_tracking.blocks_across(x):   # w.T of quantized w: dequantized w, viewed
         x = quant.dequantize(x)
     if dtype is BOOL:
-        from .logical import ne
-        return ne(x, 0)
+        return x != 0   # logical.ne, through Tensor's operator (logical builds on this module)
     if x.dtype is BOOL:
         x = relabel(x, ggml.f32)
     if dtype in SMALL_INTS and not _fits(x.dtype, dtype):
@@ -60,11 +59,10 @@ def _fits(source, dtype):
 def _wrapped(x, dtype):
     """x (truncated towards zero when float) wrapped into `dtype`'s range, in float32: exact for
     |x| < 2**24, as ggrad's integer arithmetic."""
-    from .math import Floor, Trunc
     low, high = integer_range(dtype)
     span = float(high - low + 1)
     with grad_mode.no_grad():
         v = convert(x, ggml.f32)
         if x.dtype.is_float:
-            v = Trunc.apply(v)
-        return v - Floor.apply((v - float(low)) * (1.0 / span)) * span
+            v = un.Trunc.apply(v)
+        return v - un.Floor.apply((v - float(low)) * (1.0 / span)) * span

@@ -12,9 +12,11 @@ from ..dtype_rules import promote
 from ..function import Function
 from ..tensor import Tensor
 from . import logical as lg
-from .binary import where
+from .selection import where
 from .broadcast import broadcast_shapes, reduce_to
+from . import reduce as rd
 from .convert import relabel
+from .indexing import gather
 from .math import isnan, nan_carrier
 from ...ggml import f32
 
@@ -88,3 +90,33 @@ def fmin(a, other):
     """Elementwise minimum ignoring nan: the other value where one is nan."""
     a, b = _pair(a, other, "fmin")
     return _Extremum.apply(a, b, "fmin")
+
+
+def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
+    if isinstance(dim, Tensor):
+        return maximum(x, dim)
+    rd.check_flag(keepdim, "keepdim", "max")
+    if dim is None:
+        return rd.amax(x)
+    return _picked(x, dim, keepdim, rd.argmax(x, dim, keepdim))
+
+
+def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
+    if isinstance(dim, Tensor):
+        return minimum(x, dim)
+    rd.check_flag(keepdim, "keepdim", "min")
+    if dim is None:
+        return rd.amin(x)
+    return _picked(x, dim, keepdim, rd.argmin(x, dim, keepdim))
+
+
+def _picked(x, dim, keepdim, index):
+    """(values, indices) of max/min along dim: the values gathered at the indices, so that the gradient
+    goes to the one entry picked (PyTorch's; amax/amin share it among ties)."""
+    if x.ndim == 0:
+        return rd.values_indices(x * 1, index)
+    d = rd.normalize_dims(dim, x.ndim)[0]
+    kept = index if keepdim else index.unsqueeze(d)
+    values = gather(x, d, kept)
+    return rd.values_indices(values if keepdim else values.squeeze(d), index)

@@ -6,7 +6,7 @@ from ..dtype_rules import require_float
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ...ggml import i32
-from .binary import where
+from .selection import where
 from .math import isnan
 
 

@@ -77,6 +77,17 @@ def known_values(t):
     return t.numpy() if t.device.is_cpu else None
 
 
+def check_values(values, count, message):
+    """RuntimeError(message) when count(values) > 0: at once for host values, else by the compute."""
+    host = known_values(values)
+    if host is not None:
+        if np.isnan(host).any() or float(count(tensor(host.astype(np.float32))).item()) > 0:
+            raise RuntimeError(message)
+        return
+    with device_locks.lock_of(values.device):
+        graph_of(values).check(count(values), RuntimeError(message))
+
+
 def count_outside(values, lo, hi, allowed=None):
     """A 0-d float Tensor: how many of the float Tensor `values` lie outside [lo, hi] (and are not `allowed`)."""
     below = un.Step.apply(lo - values)

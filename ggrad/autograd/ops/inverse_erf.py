@@ -9,7 +9,7 @@ sqrt(pi) / 2 * exp(y^2).
 import math as _math
 
 from . import unary as un
-from .binary import where
+from .selection import where
 from .logical import eq
 from .math import float_math, nan_carrier
 

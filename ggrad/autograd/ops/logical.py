@@ -13,6 +13,7 @@ import numpy as np
 from ... import ggml
 from .. import grad_mode
 from ...ggml.errors import UnsupportedDTypeError
+from ..dtype_rules import result_type
 from ..factory import tensor
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL, INT64
@@ -164,8 +165,8 @@ def _integer_bitwise(op, a, b):
         weights = tensor(weights.reshape(_BITS, 1).astype(np.float32), device=fa.device)
 
         def bits(x):
-            y = from_math.floor(bi.expand_to(x, shape).reshape(1, n) * powers)
-            return y - from_math.floor(y * 0.5) * 2.0
+            y = un.Floor.apply(bi.expand_to(x, shape).reshape(1, n) * powers)
+            return y - un.Floor.apply(y * 0.5) * 2.0
 
         ba, bb = bits(fa), bits(fb)
         if op == "bitwise_and":
@@ -179,7 +180,6 @@ def _integer_bitwise(op, a, b):
 
 
 def _result_int(a, b):
-    from ..dtype_rules import result_type
     return result_type(a, b)
 
 
@@ -262,5 +262,3 @@ def equal(a, b):
         return False
     return bool(all(eq(a, b)).item())
 
-
-from . import math as from_math  # noqa: E402  (math builds on the arithmetic this module uses)

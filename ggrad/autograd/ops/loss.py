@@ -13,7 +13,7 @@ from ..grad_api import composite_vjp
 from ..memory import lowering_of
 from ..primitive import Primitive
 from ..factory import ones
-from . import binary as bi
+from .selection import where
 from . import logical as lg
 from . import unary as un
 from . import views as mv
@@ -291,7 +291,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = un.exp(target) * (target - input)
     else:
         zero = lg.eq(target, 0.0)
-        loss = bi.where(zero, 0.0, target * un.log(target)) - target * input
+        loss = where(zero, 0.0, target * un.log(target)) - target * input
     if reduction == "batchmean":
         return rd.sum(loss) / input.shape[0] if input.ndim else rd.sum(loss)
     return _reduce(loss, reduction)

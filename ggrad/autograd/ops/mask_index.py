@@ -10,6 +10,7 @@ from ..factory import tensor
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL, INT64
 from . import binary as bi
+from .selection import where
 from . import indexing as ix
 from . import scatter_ops as sc
 from . import views as vw
@@ -83,7 +84,7 @@ def put(x, k, flat, value, accumulate):
         hit = np.zeros(rows.shape[0], dtype=bool)
         hit[flat] = True
         spread = ix.index_select(value, 0, tensor(source, dtype=INT64, device=x.device))
-        out = bi.where(tensor(hit.reshape(-1, 1), device=x.device), spread, rows)
+        out = where(tensor(hit.reshape(-1, 1), device=x.device), spread, rows)
     return vw.reshape(out, x.shape)
 
 

@@ -18,13 +18,17 @@ import math as _math
 
 from ...ggml import f32, ops
 from ..arguments import as_int
-from ..dtype_rules import FLOAT, INT_TO_FLOAT, require_float
+from ..dtype_rules import FLOAT, INT_TO_FLOAT, promote, require_float
 from ..function import Function
 from ..grad_mode import no_grad
 from . import unary as un
-from .unary import unary, _zero, _F32_MAX
+from .unary import Ceil, Floor, RoundAway, Trunc, unary, _F32_MAX
 from ..torch_dtypes import BOOL
+from ..tensor import Tensor
+from .broadcast import broadcast_shapes, expand_to
 from .convert import relabel
+from .logical import eq, ge, lt
+from .selection import where
 
 
 def composite(name, forward, grad, doc, dtypes=FLOAT):
@@ -54,10 +58,6 @@ def float_math(name, forward, grad, doc):
     return composite(name, forward, grad, doc, INT_TO_FLOAT)
 
 
-Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
-Ceil = unary("Ceil", ops.ceil, _zero, "input", "y = ceil(x) (gradient 0)")
-Trunc = unary("Trunc", ops.trunc, _zero, "input", "y = trunc(x), towards zero (gradient 0)")
-RoundAway = unary("RoundAway", ops.round, _zero, "input", "y = round(x), halves away from zero (GGML's)")
 Expm1 = unary("Expm1", ops.expm1, lambda ctx, g, y: g * (y + 1.0), "output", "y = e**x - 1", INT_TO_FLOAT)
 
 
@@ -176,8 +176,6 @@ class _Atan2(Function):
 
     @staticmethod
     def forward(ctx, y, x):
-        from .binary import where   # binary and logical build on this module's neighbours
-        from .logical import eq, ge, lt
         ctx.save_for_backward(y, x)
         with no_grad():
             base = _atan(y / x)
@@ -187,8 +185,6 @@ class _Atan2(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .binary import where
-        from .logical import eq
         y, x = ctx.saved_tensors
         r2 = x * x + y * y
         inverse = where(eq(r2, 0.0), 0.0, 1.0 / r2)   # 0 at the origin, as PyTorch (not 0 / 0)
@@ -199,7 +195,6 @@ def atan2(input, other):  # noqa: A002 (PyTorch's names)
     """The angle of the point (other, input) in (-pi, pi] (float32 for integer inputs). Differences from
     PyTorch: both coordinates infinite gives nan (C: a multiple of pi/4), and the signs of zeros are not
     read (atan2(0, -0) is 0, C's pi)."""
-    from .binary import promote, broadcast_shapes, expand_to, Tensor
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("atan2(): input and other must be Tensors (PyTorch takes no numbers here)")
     y, x = promote(input, other, "atan2")
@@ -316,7 +311,6 @@ def isneginf(bad, pos, neg):
 
 def _nan_to_num(x, nan, posinf, neginf):
     """Each replacement picked by a mask, not blended: a replacement may itself be inf or nan."""
-    from .binary import where   # binary builds on this module's neighbours; math is imported by them
     bad, pos, neg = _tests(x)
     is_nan = bad * pos * neg
     is_inf = bad - is_nan

@@ -19,7 +19,7 @@ from ..factory import tensor
 from ..grad_mode import no_grad
 from ..pending import ne_of
 from ..primitive import Primitive
-from ..tensor import Tensor, _axis
+from ..tensor import _axis
 from . import unary as un
 from .broadcast import Expand, SumTo, row_sums_node
 
@@ -292,39 +292,6 @@ def _descending(n, device):
 
 def argmin(x, dim=None, keepdim=False):
     return argmax(-x, dim, keepdim)
-
-
-def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
-    """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
-    if isinstance(dim, Tensor):
-        from .extrema import maximum   # extrema builds on logical, which imports this module
-        return maximum(x, dim)
-    check_flag(keepdim, "keepdim", "max")
-    if dim is None:
-        return amax(x)
-    return _picked(x, dim, keepdim, argmax(x, dim, keepdim))
-
-
-def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
-    if isinstance(dim, Tensor):
-        from .extrema import minimum
-        return minimum(x, dim)
-    check_flag(keepdim, "keepdim", "min")
-    if dim is None:
-        return amin(x)
-    return _picked(x, dim, keepdim, argmin(x, dim, keepdim))
-
-
-def _picked(x, dim, keepdim, index):
-    """(values, indices) of max/min along dim: the values gathered at the indices, so that the gradient
-    goes to the one entry picked (PyTorch's; amax/amin share it among ties)."""
-    from .indexing import gather   # indexing imports this module
-    if x.ndim == 0:
-        return values_indices(x * 1, index)
-    d = normalize_dims(dim, x.ndim)[0]
-    kept = index if keepdim else index.unsqueeze(d)
-    values = gather(x, d, kept)
-    return values_indices(values if keepdim else values.squeeze(d), index)
 
 
 @autocast_op("logsumexp")

@@ -15,7 +15,7 @@ from ..arguments import TENSOR, require
 from ..factory import arange, tensor
 from ..tensor import _axis
 from . import logical, reduce as reductions
-from .binary import where
+from .selection import where
 from .extrema import maximum, minimum
 from .scan import cumprod
 from .shape_ops import pad

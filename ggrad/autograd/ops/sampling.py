@@ -11,14 +11,12 @@ import numpy as np
 
 from ...ggml import f32
 from ..torch_dtypes import INT64, resolve
-from .. import device_locks
 from ..dtype_rules import require_float
 from ..factory import generator as _host_generator, tensor
 from ..grad_mode import no_grad
-from ..memory import graph_of
 from . import reduce as rd
 from . import unary as un
-from .indexing import count_outside, known_values
+from .indexing import check_values, count_outside
 from .scan import cumsum
 from .sorting import topk
 
@@ -69,17 +67,6 @@ def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
         check_values(probs, lambda t: count_outside(t, 0.0, 1.0), "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true")
         out = un.Step.apply(probs - _uniform(input.shape, input.device, generator))
         return out if out.dtype is input.dtype else out.to(input.dtype)
-
-
-def check_values(values, count, message):
-    """RuntimeError(message) when count(values) > 0: at once for host values, else by the compute."""
-    host = known_values(values)
-    if host is not None:
-        if np.isnan(host).any() or float(count(tensor(host.astype(np.float32))).item()) > 0:
-            raise RuntimeError(message)
-        return
-    with device_locks.lock_of(values.device):
-        graph_of(values).check(count(values), RuntimeError(message))
 
 
 def _bad_probs(t):

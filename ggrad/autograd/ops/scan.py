@@ -62,9 +62,9 @@ def cumprod(x, dim, dtype=None):
     src = as_float32(x, "cumprod", allow_int=True)
     out = src * 1.0
     if x.ndim > 4:
-        out = folding().along(out, _axis(dim, x.ndim), lambda y, d: _doubling_scan(y, d, lambda a, b: a * b, 1.0))
+        out = folding().along(out, _axis(dim, x.ndim), lambda y, d: doubling_scan(y, d, lambda a, b: a * b, 1.0))
     elif x.ndim:
-        out = _doubling_scan(out, _axis(dim, x.ndim), lambda a, b: a * b, 1.0)
+        out = doubling_scan(out, _axis(dim, x.ndim), lambda a, b: a * b, 1.0)
     want = _result_dtype(x, dtype)
     return out if out.dtype is want else out.to(want)
 
@@ -82,7 +82,7 @@ def _shifted(y, d, k, fill):
     return moved + tensor(edge, device=y.device)
 
 
-def _doubling_scan(x, d, combine, fill):
+def doubling_scan(x, d, combine, fill):
     """The inclusive scan of `combine` along d in log2(n) steps: y_i <- combine(y_i, y_{i-k}), k = 1, 2, 4..."""
     out, k = x, 1
     while k < x.shape[d]:
@@ -90,14 +90,5 @@ def _doubling_scan(x, d, combine, fill):
         k *= 2
     return out
 
-
-def logcumsumexp(x, dim):
-    """log(cumsum(exp(x))) along dim: a scan of logaddexp, so every prefix keeps its own range (a row-wide
-    shift would underflow the prefixes far below the row's maximum)."""
-    from .torch_composites import logaddexp
-    src = as_float32(x, "logcumsumexp") * 1.0
-    if not x.ndim:
-        return src
-    return _doubling_scan(src, _axis(dim, x.ndim), logaddexp, -np.inf)
 
 

@@ -26,7 +26,9 @@ from ..primitive import Primitive
 from ..tensor import _axis
 from . import unary as un
 from .indexing import gather
+from .math import isnan
 from .scan import cumsum
+from .selection import where
 from .views import PadTo, Slice, contiguous
 
 _STABLE_MAX = 4096
@@ -66,8 +68,6 @@ def _nan_last(src, x):
     """The sort key of float data: nan as +inf, the largest (PyTorch orders nan above every number)."""
     if not x.dtype.is_float:
         return src
-    from .math import isnan   # math builds on the modules this one uses
-    from .binary import where
     with no_grad():
         return where(isnan(src), float("inf"), src)
 

@@ -18,7 +18,7 @@ from ..grad_mode import no_grad
 from ..tensor import Tensor, _axis
 from ..torch_dtypes import INT64
 from . import logical, reduce as rd
-from .binary import where
+from .selection import where
 from .indexing import gather
 from .joins import stack
 from .math import isnan

@@ -7,10 +7,11 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 import numpy as np
 
 from ...ggml.errors import DTypeError, ShapeError
-from ..dtype_rules import promote, require_float
+from ..dtype_rules import as_float32, promote, require_float
 from ..factory import zeros_like
 from . import arith, binary, indexing, joins, linalg, logical, reduce, scan, shape_ops, unary, views
-from .math import log1p
+from .math import isnan, log1p
+from .selection import where
 from ..tensor import Tensor, _axis
 
 _ALL = object()  # prod's "no dim given" (PyTorch refuses dim=None there)
@@ -156,9 +157,18 @@ def logaddexp(input, other):  # noqa: A002
     equal operands (both -inf or +inf too) giving max + log 2, as PyTorch."""
     a, b = promote(input, other, "logaddexp")
     require_float(a, "logaddexp")   # PyTorch has no integer kernel
-    top = binary.where(logical.ge(a, b), a, b)
-    gap = binary.where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
+    top = where(logical.ge(a, b), a, b)
+    gap = where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
     return binary.add(top, log1p(unary.exp(gap)))
+
+
+def logcumsumexp(x, dim):
+    """log(cumsum(exp(x))) along dim: a scan of logaddexp, so every prefix keeps its own range (a row-wide
+    shift would underflow the prefixes far below the row's maximum)."""
+    src = as_float32(x, "logcumsumexp") * 1.0
+    if not x.ndim:
+        return src
+    return scan.doubling_scan(src, _axis(dim, x.ndim), logaddexp, -np.inf)
 
 
 def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
@@ -259,10 +269,9 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """The sum with nan entries counted as zero (their gradient is 0)."""
-    from .math import isnan   # math builds on the modules this one uses
     if not input.dtype.is_float:
         return reduce.sum(input, dim, keepdim, dtype)
-    return reduce.sum(binary.where(isnan(input), 0.0, input), dim, keepdim, dtype)
+    return reduce.sum(where(isnan(input), 0.0, input), dim, keepdim, dtype)
 
 
 def _index_key(x, dim, index, op):
@@ -323,7 +332,7 @@ def meshgrid(*tensors, indexing="ij"):
 
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
            "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
-           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "prod", "unflatten", "tile", "diff",
+           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "logcumsumexp", "prod", "unflatten", "tile", "diff",
            "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive", "take_along_dim", "nansum",
            "index_fill", "index_copy", "diag", "meshgrid"]
 # All but rsub, hstack, vstack and meshgrid are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).

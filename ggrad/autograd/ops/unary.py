@@ -46,6 +46,10 @@ Cos = unary("Cos", ops.cos, lambda ctx, g, x: -(g * Sin.apply(x)), "input", "y =
 Tanh = unary("Tanh", ops.tanh, lambda ctx, g, y: g * (1.0 - y * y), "output", "y = tanh x", INT_TO_FLOAT)
 Sigmoid = unary("Sigmoid", ops.sigmoid, lambda ctx, g, y: g * y * (1.0 - y), "output", "y = 1/(1+e**-x)",
                 INT_TO_FLOAT)
+Floor = unary("Floor", ops.floor, _zero, "input", "y = floor(x) (gradient 0)")
+Ceil = unary("Ceil", ops.ceil, _zero, "input", "y = ceil(x) (gradient 0)")
+Trunc = unary("Trunc", ops.trunc, _zero, "input", "y = trunc(x), towards zero (gradient 0)")
+RoundAway = unary("RoundAway", ops.round, _zero, "input", "y = round(x), halves away from zero (GGML's)")
 
 
 def _nan01(c, x):
@@ -68,6 +72,22 @@ def _pos_or_nan(c, x):
 
 PosOrNan = unary("PosOrNan", _pos_or_nan, _zero, "input", "y = 1 where x > 0 or x is nan, else 0 (gradient 0)")
 IsNan = unary("IsNan", _nan01, _zero, "input", "y = 1 where x is nan, else 0 (gradient 0)")
+
+
+class ScaleBias(Primitive):
+    """y = x * scale + bias for Python numbers scale and bias (one GGML node)."""
+    dtypes = FLOAT
+
+    @staticmethod
+    def build(ctx, graph, x, scale, bias):
+        ctx.scale = scale
+        if bias == 0:
+            return ops.scale(graph.ctx, x, float(scale))
+        return ops.scale_bias(graph.ctx, x, float(scale), float(bias))
+
+    @staticmethod
+    def backward(ctx, g):
+        return ScaleBias.apply(g, ctx.scale, 0.0), None, None
 
 
 class Relu(Primitive):
@@ -198,7 +218,6 @@ def _gelu_erf_grad(ctx, g, x, y):
     """Phi(x) + x phi(x), with Phi(x) read off the forward's y = x Phi(x) as y / x (and 1/2 at x = 0)."""
     at_zero = 1.0 - Sqr.apply(Sgn.apply(x))
     cdf = (y + at_zero * 0.5) / (x + at_zero)
-    from .binary import ScaleBias   # binary builds on this module
     pdf = Exp.apply(ScaleBias.apply(Sqr.apply(x), -0.5, -0.5 * math.log(2.0 * math.pi)))   # e^(-x^2/2) / sqrt(2 pi)
     return g * (cdf + x * pdf)
 
@@ -240,7 +259,6 @@ class GeluTanh(Primitive):
         x, = ctx.saved_tensors
         if one_op_gradient(g, x):
             return GeluTanhBack.apply(g, x)
-        from .binary import ScaleBias   # binary builds on this module
         return _gelu_tanh_grad(g, x, Sqr.apply, Sigmoid.apply, lambda a, b: a * b, ScaleBias.apply)
 
 

@@ -32,7 +32,8 @@ from .autograd.ops.logical import (eq, ne, lt, le, gt, ge, greater, less, greate
                                    logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or,
                                    bitwise_xor, bitwise_not, any, all, count_nonzero, nonzero, argwhere, isclose,
                                    allclose, equal)  # noqa: A001
-from .autograd.execution import realize
+from .autograd.execution import realize, set_graph_cache as _set_graph_cache
+from .autograd.memory import stats as _stats
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .autograd.profiler import profile
 from .autograd.generator import Generator
@@ -76,12 +77,10 @@ __version__ = "0.1.0"
 def stats() -> dict[str, _Any]:
     """Counters of the execution engine: graph computes, nodes, bytes uploaded/read and host reads, tensors
     persisted, graph-cache hits and misses, backward passes replayed."""
-    from .autograd.memory import stats as _stats
     return _stats.as_dict()
 
 
 def reset_stats() -> None:
-    from .autograd.memory import stats as _stats
     _stats.reset()
 
 
@@ -98,5 +97,4 @@ def numel(input: Tensor) -> _builtins.int:  # noqa: A002 (PyTorch's name)
 def set_graph_cache(enabled: _builtins.bool) -> None:
     """Reuse the graph, nodes and memory plan of a step whose recorded trace repeats (on by default;
     `GGRAD_GRAPH_CACHE=0` turns it off at start). Results are the same either way."""
-    from .autograd.execution import set_graph_cache as _set
-    _set(enabled)
+    _set_graph_cache(enabled)

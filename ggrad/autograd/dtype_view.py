@@ -18,6 +18,7 @@ As PyTorch's, the result has no autograd history (view.dtype is not differentiab
 import numpy as np
 
 from . import view_tracking
+from .factory import tensor
 from .recording import leaf_bytes
 from .torch_dtypes import BOOL, INT64, INT8, UINT8, INT16, refuse_float64, resolve
 from .. import ggml
@@ -43,7 +44,6 @@ def view_dtype(x, dtype):
     shape = _shape(x, dst, src_size, dst_size)
     bits = _bits(x).view(_LAYOUT[dst.name]).reshape(shape)
     if dst in _STORED:   # uint8 bytes other than 0 and 1 read as True, as PyTorch prints them
-        from .factory import tensor
         return tensor(bits != 0 if dst is BOOL else bits, dtype=dst, device=x.device)
     return leaf_bytes(x.device, np.ascontiguousarray(bits).view(np.uint8).reshape(-1), dst, shape)
 

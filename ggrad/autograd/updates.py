@@ -18,6 +18,8 @@ from ..ggml import kernels, ops
 from ..ggml.errors import DeviceError, DTypeError, ShapeError
 from . import device_locks, memory
 from .memory import graph_of
+from .factory import arange, full, tensor
+from .ops.unary import Step
 from .primitive import Primitive
 from .tensor import Tensor
 
@@ -222,7 +224,6 @@ class _Guard:
     taken never reaches the result (a product with a 0/1 flag would turn 0 * inf into nan)."""
 
     def __init__(self, check):
-        from .ops.unary import Step   # the ops import this package's tensor module: loaded at first use
         self.device = check.device
         self.ok = Step.apply(check.detach() + 1.0)   # 1 when check is finite, 0 when nan (nan > 0 is false)
         self.bad = 1.0 - self.ok
@@ -243,7 +244,6 @@ class _Guard:
     def choice(self, new, fallback):
         """(fallback row, index, width) that select `new` or the number `fallback` inside an update's
         event (`_updates`, `_picked`)."""
-        from .factory import full
         rows, width = _rows(new.shape)
         row = self._once(("row", width, str(fallback)),
                          lambda: full((1, width), fallback, dtype=ggml.f32, device=self.device))
@@ -252,7 +252,6 @@ class _Guard:
     def _index(self, rows, whole):
         """Row indices into [new (rows); fallback (rows if whole, else 1)]: 0..rows-1 when the check is
         finite, else rows.. (whole) or rows (one fallback row)."""
-        from .factory import arange
 
         def make():
             base = arange(rows, dtype=ggml.f32, device=self.device)
@@ -262,7 +261,6 @@ class _Guard:
 
     def hyperparameters(self, hparams, skip):
         """`hparams`' values, or `skip` for a skipped step, as a tensor of this step's graph."""
-        from .factory import tensor
 
         def make():
             values = tensor(hparams.values, device=self.device)

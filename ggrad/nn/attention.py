@@ -9,6 +9,8 @@ that returns no weights (a transformer block's) is one recorded op forward and o
 
 import math
 
+import numpy as np
+
 from ..autograd.autocast_hook import autocast_op
 from ..autograd.factory import empty, tensor
 from ..autograd.ops.attention import SelfAttention
@@ -309,5 +311,4 @@ def _batched(x, unbatched, batch_first, name):
 def _unsqueeze_mask(mask):
     if hasattr(mask, "unsqueeze"):
         return mask.unsqueeze(0)
-    import numpy as np
     return np.asarray(mask)[None]

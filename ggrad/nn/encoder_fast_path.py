@@ -22,11 +22,11 @@ from . import functional as F
 from .activation import GELU, ReLU
 
 
-def why_no_nested_tensor(layer):
-    """torch's reason (a sentence) why an encoder of copies of `layer` never takes the nested path, or ''."""
-    from .transformer_layers import TransformerEncoderLayer   # the layers module builds the encoder on this
+def why_no_nested_tensor(layer, is_encoder_layer):
+    """torch's reason (a sentence) why an encoder of copies of `layer` (`is_encoder_layer`: a
+    TransformerEncoderLayer) never takes the nested path, or ''."""
     attn = getattr(layer, "self_attn", None)
-    if not isinstance(layer, TransformerEncoderLayer):
+    if not is_encoder_layer:
         return "encoder_layer was not TransformerEncoderLayer"
     if layer.norm_first:
         return "encoder_layer.norm_first was True"
@@ -46,9 +46,10 @@ def why_no_nested_tensor(layer):
     return ""
 
 
-def use_nested_tensor(layer, enable_nested_tensor):
+def use_nested_tensor(layer, is_encoder_layer, enable_nested_tensor):
     """Whether the encoder may take the nested path; warns as torch when enabled but impossible."""
-    reason = why_no_nested_tensor(layer) if enable_nested_tensor else "enable_nested_tensor was False"
+    reason = why_no_nested_tensor(layer, is_encoder_layer) if enable_nested_tensor else \
+        "enable_nested_tensor was False"
     if enable_nested_tensor and reason:
         warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {reason}",
                       stacklevel=3)

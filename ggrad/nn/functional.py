@@ -49,7 +49,7 @@ from .rrelu import rrelu  # noqa: F401
 from ..autograd.ops.sliding_windows import im2col as unfold, col2im as fold  # noqa: F401  (torch's F.unfold / F.fold)
 from .embedding_bag import embedding_bag  # noqa: F401
 from .adaptive_max_pool import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: F401
-from .conv3d import conv3d  # noqa: F401
+from ..autograd.ops.conv3d import conv3d  # noqa: F401
 from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embedding_loss,  # noqa: F401
                             cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
                             poisson_nll_loss, gaussian_nll_loss)

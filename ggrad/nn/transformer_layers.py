@@ -167,7 +167,8 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
-        self.use_nested_tensor = use_nested_tensor(encoder_layer, enable_nested_tensor)
+        self.use_nested_tensor = use_nested_tensor(encoder_layer, isinstance(encoder_layer, TransformerEncoderLayer),
+                                                   enable_nested_tensor)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         keep = nested_keep(self, src, mask, src_key_padding_mask)

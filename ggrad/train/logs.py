@@ -6,6 +6,8 @@ until a bar refreshes (about twice a second) or an epoch ends.
 
 import time
 
+from tqdm.auto import tqdm
+
 from ..autograd import Tensor
 
 
@@ -73,7 +75,6 @@ def detached(value):
 def progress_bar(total, desc, enabled):
     if not enabled:
         return None
-    from tqdm.auto import tqdm
     bar = tqdm(total=total, desc=desc, unit="batch", dynamic_ncols=True, leave=True)
     bar._ggrad_last_read = time.monotonic()
     return bar

@@ -107,7 +107,7 @@ def test_write_into_unfoldable_5d_slice_is_a_runtime_error():
 
 
 def test_code_of_at_most_4_dims_never_reaches_folding(monkeypatch):
-    from ggrad.autograd import folding
+    from ggrad.autograd.ops import folding
 
     def refuse(*args):
         raise AssertionError("a <=4-D op went through folding.py")

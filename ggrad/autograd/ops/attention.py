@@ -15,7 +15,8 @@ Shapes are numpy's: qkv (B, T, 3E) holds q, k and v side by side, each of H head
 from ...ggml import f32, ops
 from .. import grad_mode
 from ..primitive import Primitive
-from .joins import cat, join_nodes
+from .concat import join_nodes
+from .joins import cat
 from .linalg import MatMulNT
 from .nn import SoftmaxBack, SoftmaxExt, softmax_node
 

@@ -16,7 +16,7 @@ from ..torch_dtypes import BOOL
 from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
 from .unary import ScaleBias
-from . import views as vw
+from . import folding
 
 
 class Add(Primitive):
@@ -173,7 +173,7 @@ def _broadcast_apply(fn, a, b, op, commutative):
         return fn.apply(a, b)
     out_shape = broadcast_shapes(a.shape, b.shape, op)
     if len(out_shape) > 4:
-        return vw.folding().broadcast_apply(lambda x, y: _broadcast_apply(fn, x, y, op, commutative), a, b,
+        return folding.broadcast_apply(lambda x, y: _broadcast_apply(fn, x, y, op, commutative), a, b,
                                             out_shape, op)
     if a.shape != out_shape:
         if commutative and b.shape == out_shape:

@@ -13,6 +13,7 @@ from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
 from . import nn as _nn
 from . import views as mv
+from .view_primitives import prod
 from . import windows
 from .linalg import matmul
 from .shape_ops import pad as _pad
@@ -67,12 +68,12 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     else:
         cols = _nn.Im2Col.apply(as_float32(x, op), kernel, (1, s[0]), (0, p[0]), (1, d[0]), False)
     spatial = cols.shape[1:-1]
-    rows = mv.prod(cols.shape[:-1])
+    rows = prod(cols.shape[:-1])
     per_group = cols.shape[-1] // groups
     grouped = mv.permute(mv.reshape(cols, rows, groups, per_group), 1, 0, 2)       # (G, rows, C/G*K)
     filters = mv.reshape(weight, groups, o // groups, per_group)                   # (G, O/G, C/G*K)
     out = matmul(grouped, mv.transpose(filters, -1, -2))                           # (G, rows, O/G)
-    out = mv.reshape(mv.permute(out, 1, 0, 2), x.shape[0], mv.prod(spatial), o)   # (N, L, O)
+    out = mv.reshape(mv.permute(out, 1, 0, 2), x.shape[0], prod(spatial), o)   # (N, L, O)
     out = mv.reshape(mv.contiguous(mv.permute(out, 0, 2, 1)), (x.shape[0], o) + spatial)
     if bias is not None:
         out = out + mv.reshape(bias, (1, o) + (1,) * n)
@@ -113,8 +114,8 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
         raise ShapeError(f"{op}: the output size {out_spatial} is not positive (input {x.shape}, "
                          f"weight {weight.shape})")
     batch, spatial = x.shape[0], x.shape[2:]
-    rows = batch * mv.prod(spatial)
-    per = mv.prod(k)
+    rows = batch * prod(spatial)
+    per = prod(k)
     src = mv.reshape(mv.contiguous(mv.permute(as_float32(x, op), (0,) + tuple(range(2, n + 2)) + (1,))), rows, c)
     grouped = mv.permute(mv.reshape(src, rows, groups, c // groups), 1, 0, 2)       # (G, rows, C/G)
     filters = mv.reshape(weight, groups, c // groups, o_per * per)                  # (G, C/G, O/G*K)

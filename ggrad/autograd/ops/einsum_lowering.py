@@ -14,7 +14,8 @@ from ..tensor import Tensor
 from .indexing import diagonal
 from .linalg import matmul
 from .reduce import sum as _sum
-from .views import expand, permute, prod, reshape
+from .views import expand, permute, reshape
+from .view_primitives import prod
 
 _ELLIPSIS_LABELS = "0123456789"   # stand-ins for the dimensions an ellipsis covers
 

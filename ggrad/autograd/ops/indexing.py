@@ -17,6 +17,7 @@ from . import host_index
 from . import reduce as rd
 from . import unary as un
 from . import views as vw
+from .view_primitives import Reshape, Slice, prod
 from .joins import cat
 
 
@@ -195,7 +196,7 @@ def gather(x, dim, index):
     if index.shape[:-1] != x.shape[:-1]:
         raise ShapeError(f"gather: index shape {index.shape} must match input shape {x.shape} except in the "
                          f"last dimension")
-    rows = vw.prod(x.shape[:-1])
+    rows = prod(x.shape[:-1])
     n, k = x.shape[-1], index.shape[-1]
     base = vw.reshape(arange(rows, device=x.device) * n, rows, 1)
     flat_index = vw.reshape(vw.reshape(index.to(f32), rows, k) + base.to(f32), rows * k).to(i32)
@@ -359,7 +360,7 @@ class DiagonalStep:
 
     def _flat(self, x):
         n, m = self.in_shape[-2:]
-        return vw.Reshape.apply(x, self.in_shape[:-2] + (n * m,))
+        return Reshape.apply(x, self.in_shape[:-2] + (n * m,))
 
     def _positions(self):
         return self.start + np.arange(self.count) * (self.in_shape[-1] + 1)
@@ -367,13 +368,13 @@ class DiagonalStep:
     def apply(self, x):
         flat = self._flat(x)
         if not self.count:
-            return vw.Slice.apply(flat, (0,) * flat.ndim, flat.shape[:-1] + (0,))
+            return Slice.apply(flat, (0,) * flat.ndim, flat.shape[:-1] + (0,))
         return index_select(flat, -1, self._positions())
 
     def scatter(self, x, value):
         if not self.count:
             return x
-        return vw.Reshape.apply(_replaced(self._flat(x), x.ndim - 2, self._positions(), value), self.in_shape)
+        return Reshape.apply(_replaced(self._flat(x), x.ndim - 2, self._positions(), value), self.in_shape)
 
     def geometry(self, sizes, strides, offset):
         row, col = (0, self.offset) if self.offset >= 0 else (-self.offset, 0)

@@ -1,41 +1,14 @@
 """Joining and splitting: cat, stack, split, chunk."""
 
-from ...ggml import f32, kernels, ops
 from ...ggml.errors import ArgumentError, ShapeError
 from ..dtype_rules import result_type
 from ..function import Function
 from .. import view_tracking
-from ..primitive import Primitive
 from ..tensor import Tensor, _axis
-from .views import Slice, SliceStep, folding, narrow, slice_view, unsqueeze
-
-
-class Concat(Primitive):
-    """a and b joined along `dim`; backward narrows the gradient into the two parts."""
-
-    @staticmethod
-    def build(ctx, graph, a, b, dim):
-        ctx.dim = dim
-        return join_nodes(graph, a, b, len(ctx.shapes[0]) - 1 - dim)
-
-    @staticmethod
-    def shape(a, b, dim):
-        shape = list(a.shape)
-        shape[dim] += b.shape[dim]
-        return tuple(shape)
-
-    @staticmethod
-    def backward(ctx, g):
-        na, nb = ctx.shapes[0][ctx.dim], ctx.shapes[1][ctx.dim]
-        return narrow(g, ctx.dim, 0, na), narrow(g, ctx.dim, na, nb), None
-
-
-def join_nodes(graph, a, b, ggml_dim):
-    """The node of nodes a and b (any strides) joined along GGML dimension `ggml_dim`: ggrad's kernel or
-    GGML's concat, as the lowering says."""
-    if a.dtype is f32 and b.dtype is f32 and graph.lowering.concat == "kernel":
-        return kernels.concat_f32(graph.ctx, a, b, ggml_dim)
-    return ops.concat(graph.ctx, a, b, ggml_dim)
+from . import folding
+from .concat import Concat
+from .views import SliceStep, slice_view, unsqueeze
+from .view_primitives import Slice
 
 
 def sequence(tensors, op):
@@ -65,7 +38,7 @@ def cat(tensors, dim=0):
     if len(parts) == 1 and len(tensors) > 1:
         return parts[0] * 1   # a new tensor, as cat always gives
     if first.ndim > 4:
-        return folding().cat(parts, d)
+        return folding.cat(parts, d)
     # joined pairwise, level by level (a balanced tree): each element is copied log2(len(parts)) times, where a
     # left-to-right chain copies the first part len(parts) - 1 times (a gradient bucket of 52 parts: 6 against 51)
     while len(parts) > 1:

@@ -19,7 +19,7 @@ from ..primitive import Primitive
 from ..tensor import Tensor
 from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
-from . import quant
+from . import folding, quant
 from ..pending import contiguous_node
 from ..memory import lowering_of
 from . import views as mv
@@ -426,7 +426,7 @@ def matmul(a, b):
                          f"(inner dims {a.shape[-1]} != {b.shape[-2]})")
     if a.ndim > 4 or b.ndim > 4:
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], "matmul")
-        out = mv.folding().matmul(matmul, a, b, batch)
+        out = folding.matmul(matmul, a, b, batch)
     else:
         out = matmul_nt(a, b, w_transposed=True)
     if a.dtype is b.dtype and a.dtype.name in ("f16", "bf16"):

@@ -22,6 +22,7 @@ from ..primitive import Primitive
 from ..tensor import _axis
 from . import unary as un
 from .broadcast import Expand, SumTo, row_sums_node
+from .folding import sum_to
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -97,7 +98,6 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
         if dims == (x.ndim - 1,):
             out = SumRows.apply(src)
         elif x.ndim > 4:
-            from ..folding import sum_to   # folding builds on this module
             out = sum_to(src, kept)
         else:
             out = SumTo.apply(src, kept)

@@ -17,7 +17,9 @@ from ..primitive import Primitive
 from ..tensor import _axis
 from ..torch_dtypes import INT64, resolve
 from .shape_ops import flip
-from .views import PadTo, Slice, contiguous, folding
+from . import folding
+from .views import contiguous
+from .view_primitives import PadTo, Slice
 
 
 class CumsumRows(Primitive):
@@ -62,7 +64,7 @@ def cumprod(x, dim, dtype=None):
     src = as_float32(x, "cumprod", allow_int=True)
     out = src * 1.0
     if x.ndim > 4:
-        out = folding().along(out, _axis(dim, x.ndim), lambda y, d: doubling_scan(y, d, lambda a, b: a * b, 1.0))
+        out = folding.along(out, _axis(dim, x.ndim), lambda y, d: doubling_scan(y, d, lambda a, b: a * b, 1.0))
     elif x.ndim:
         out = doubling_scan(out, _axis(dim, x.ndim), lambda a, b: a * b, 1.0)
     want = _result_dtype(x, dtype)

@@ -18,7 +18,8 @@ from ..primitive import Primitive
 from ..tensor import Tensor, _axis
 from .indexing import GetRows, GetRowsBack, checked_index, known_values
 from .reduce_into import scatter_reduce
-from .views import Slice, prod, reshape, transpose
+from .views import reshape, transpose
+from .view_primitives import Slice, prod
 
 _EXACT = 2 ** 24
 

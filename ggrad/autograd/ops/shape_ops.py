@@ -23,7 +23,9 @@ from ..tensor import Tensor, _axis
 from .broadcast import Expand
 from . import unary as un
 from .indexing import count_outside, index_select, known_values
-from .views import PadTo, Slice, folding, narrow, reshape
+from . import folding
+from .views import narrow, reshape
+from .view_primitives import PadTo, Slice
 
 
 def _dims(dims, ndim, op):
@@ -91,7 +93,7 @@ def roll(x, shifts, dims=None):
         out = src
         for d, shift in enumerate(per_dim):
             if shift:
-                out = folding().along(out, d, lambda y, k, shift=shift: Roll.apply(y, (0, shift, 0)))
+                out = folding.along(out, d, lambda y, k, shift=shift: Roll.apply(y, (0, shift, 0)))
     else:
         out = Roll.apply(src, tuple(per_dim))
     return out if out.dtype is x.dtype else out.to(x.dtype)
@@ -113,7 +115,7 @@ def repeat(x, *sizes):
     if 0 in shape:
         return zeros(shape, dtype=x.dtype, device=x.device)
     if len(shape) > 4 and shape != src:
-        return folding().tile(base, src, sizes)
+        return folding.tile(base, src, sizes)
     return base * 1 if shape == src else Expand.apply(base, shape)
 
 
@@ -281,7 +283,7 @@ def _pad_constant(x, amounts, value):
         out = src
         for d, (before, after) in enumerate(amounts):
             if before or after:
-                out = folding().along(out, d, lambda y, _, b=before, a=after: PadTo.apply(
+                out = folding.along(out, d, lambda y, _, b=before, a=after: PadTo.apply(
                     y, (0, b, 0), (y.shape[0], y.shape[1] + b + a, y.shape[2])))
     else:
         out = PadTo.apply(src, starts, shape)

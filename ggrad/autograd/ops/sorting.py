@@ -29,7 +29,8 @@ from .indexing import gather
 from .math import isnan
 from .scan import cumsum
 from .selection import where
-from .views import PadTo, Slice, contiguous
+from .views import contiguous
+from .view_primitives import PadTo, Slice
 
 _STABLE_MAX = 4096
 

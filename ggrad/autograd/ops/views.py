@@ -6,143 +6,13 @@ share storage with their input, as PyTorch's: each records a step (how it derive
 how a write into it goes back, see view_tracking.py).
 """
 
-from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from .. import dtype_view, view_tracking
-from ..factory import zeros
-from ..pending import ne_of
 from ..recording import alias
-from ..primitive import Primitive
 from ..tensor import Tensor, _axis
+from . import folding
 from .broadcast import Expand
-
-
-def prod(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def infer_shape(shape, numel, op="reshape"):
-    """Resolve one -1 in `shape` so that it holds `numel` elements."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    shape = tuple(int(s) for s in shape)
-    if shape.count(-1) > 1:
-        raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
-    if -1 in shape:
-        known = prod(s for s in shape if s != -1)
-        if known == 0 or numel % known:
-            raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
-        shape = tuple(numel // known if s == -1 else s for s in shape)
-    if prod(shape) != numel or any(s < 0 for s in shape):
-        raise ShapeError(f"{op}: shape {shape} is invalid for input of size {numel}")
-    return shape
-
-
-class Reshape(Primitive):
-    """The same elements in another shape (a view of contiguous memory)."""
-
-    @staticmethod
-    def build(ctx, graph, x, shape):
-        return ops.reshape_4d(graph.ctx, x, *ne_of(shape))
-
-    @staticmethod
-    def shape(x, shape):
-        return shape
-
-    @staticmethod
-    def backward(ctx, g):
-        return Reshape.apply(g, ctx.shapes[0]), None
-
-
-class Permute(Primitive):
-    """Reorder dimensions (numpy's transpose with axes): output dim i is input dim perm[i]."""
-    views = True
-
-    @staticmethod
-    def build(ctx, graph, x, perm):
-        ctx.perm = perm
-        n = len(perm)
-        axes = [0, 1, 2, 3]
-        for i, p in enumerate(perm):
-            axes[n - 1 - p] = n - 1 - i
-        return ops.permute(graph.ctx, x, *axes)
-
-    @staticmethod
-    def shape(x, perm):
-        return tuple(x.shape[p] for p in perm)
-
-    @staticmethod
-    def backward(ctx, g):
-        inverse = [0] * len(ctx.perm)
-        for i, p in enumerate(ctx.perm):
-            inverse[p] = i
-        return Permute.apply(g, tuple(inverse)), None
-
-
-class Contiguous(Primitive):
-    """A contiguous copy of a strided view."""
-    views = True
-
-    @staticmethod
-    def build(ctx, graph, x):
-        return ops.cont(graph.ctx, x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g
-
-
-class Slice(Primitive):
-    """x[starts[0]:stops[0], ...] with unit steps: a view; backward pads the gradient with zeros."""
-    views = True
-
-    @staticmethod
-    def build(ctx, graph, x, starts, stops):
-        ctx.starts = starts
-        if x.nb[0] != x.dtype.type_size:   # GGML views keep a unit innermost stride
-            x = ops.cont(graph.ctx, x)
-        nb = x.nb
-        offset = 0
-        for i, start in enumerate(reversed(starts)):
-            offset += start * nb[i]
-        ne = ne_of(tuple(b - a for a, b in zip(starts, stops)))
-        return ops.view_4d(graph.ctx, x, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], offset)
-
-    @staticmethod
-    def shape(x, starts, stops):
-        return tuple(b - a for a, b in zip(starts, stops))
-
-    @staticmethod
-    def backward(ctx, g):
-        return PadTo.apply(g, ctx.starts, ctx.shapes[0]), None, None
-
-
-class SliceScatter(Primitive):
-    """x with y written over the block of x at offset `starts` (GGML set, on f32 or i32 storage); the
-    gradient goes to x outside the block and to y inside it."""
-
-    @staticmethod
-    def build(ctx, graph, x, y, starts):
-        ctx.starts = starts
-        stored = x.dtype
-        if stored.name not in ("f32", "i32"):
-            x, y = ops.cast(graph.ctx, x, f32), ops.cast(graph.ctx, y, f32)
-        nb = x.nb
-        offset = 0
-        for i, start in enumerate(reversed(starts)):
-            offset += start * nb[i]
-        out = ops.set(graph.ctx, x, y, nb[1], nb[2], nb[3], offset)
-        return out if out.dtype is stored else ops.cast(graph.ctx, out, stored)
-
-    @staticmethod
-    def backward(ctx, g):
-        block = ctx.shapes[1]
-        stops = tuple(a + n for a, n in zip(ctx.starts, block))
-        cleared = SliceScatter.apply(g, zeros(block, dtype=g.dtype, device=g.device), ctx.starts)
-        return cleared, Slice.apply(g, ctx.starts, stops), None
+from .view_primitives import Contiguous, Permute, Reshape, Slice, SliceScatter, infer_shape, prod
 
 
 def slice_scatter(x, y, starts):
@@ -150,33 +20,10 @@ def slice_scatter(x, y, starts):
     if not y.numel():
         return x
     if x.ndim > 4:
-        return folding().slice_scatter(x, y, tuple(starts))
+        return folding.slice_scatter(x, y, tuple(starts))
     return SliceScatter.apply(x, y, tuple(starts))
 
 
-class PadTo(Primitive):
-    """Place x at offset `starts` inside zeros of `shape` (GGML pad_ext); backward slices it out."""
-
-    @staticmethod
-    def build(ctx, graph, x, starts, shape):
-        inner = ctx.shapes[0]
-        ctx.starts, ctx.stops = starts, tuple(a + n for a, n in zip(starts, inner))
-        pads = []
-        for i in range(4):
-            d = len(shape) - 1 - i
-            pads += [0, 0] if d < 0 else [starts[d], shape[d] - starts[d] - inner[d]]
-        return ops.pad_ext(graph.ctx, x, *pads)
-
-    @staticmethod
-    def shape(x, starts, shape):
-        return shape
-
-    @staticmethod
-    def backward(ctx, g):
-        return Slice.apply(g, ctx.starts, ctx.stops), None, None
-
-
-# ---- view steps: how a view derives from its input, and how a write into it goes back -------------
 class _Step:
     """One view step over an input of shape `in_shape`: `apply(x)` derives the view, `scatter(x, value)`
     is x with `value` written where the view reads it, `geometry` maps PyTorch's (sizes, strides, offset)."""
@@ -230,7 +77,7 @@ class SliceStep(_Step):
 
     def apply(self, x):
         if x.ndim > 4:
-            return folding().slice_(x, self.starts, self.stops)
+            return folding.slice_(x, self.starts, self.stops)
         return Slice.apply(x, self.starts, self.stops)
 
     def scatter(self, x, value):
@@ -253,7 +100,7 @@ class ExpandStep(_Step):
 
     def apply(self, x):
         if len(self.shape) > 4:
-            return folding().expand(x, self.src, self.shape)
+            return folding.expand(x, self.src, self.shape)
         return Expand.apply(Reshape.apply(x, self.src) if self.src != self.in_shape else x, self.shape)
 
     def scatter(self, x, value):
@@ -285,14 +132,8 @@ class DetachStep(_Step):
         return sizes, strides, offset
 
 
-def folding():
-    """The module lowering >4-D tensors (imported when first needed: it builds on this one)."""
-    from .. import folding
-    return folding
-
-
 def _permuted(x, perm):
-    return folding().permute(x, perm) if len(perm) > 4 else Permute.apply(x, perm)
+    return folding.permute(x, perm) if len(perm) > 4 else Permute.apply(x, perm)
 
 
 def apply_view(x, step, meta=None):

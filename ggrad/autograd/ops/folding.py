@@ -19,9 +19,9 @@ What cannot be folded (a write into a slice cut in more than 4 blocks) raises a 
 the shapes. <=4-D code never comes here (the callers test the rank first).
 """
 
-from .ops import views as vw
-from .ops.broadcast import Expand, SumTo
-from .ops.joins import Concat
+from .broadcast import Expand, SumTo
+from .concat import Concat
+from .view_primitives import Permute, Reshape, Slice, SliceScatter
 
 MAX_DIMS = 4
 
@@ -35,7 +35,7 @@ def _prod(shape):
 
 def _reshape(x, shape):
     shape = tuple(shape)
-    return x if x.shape == shape else vw.Reshape.apply(x, shape)
+    return x if x.shape == shape else Reshape.apply(x, shape)
 
 
 def _runs(patterns, sizes):
@@ -74,7 +74,7 @@ def permute(x, perm):
     sizes = [_prod(x.shape[d] for d in g) for g in in_groups]
     target = [order.index(i) for i in range(len(groups))]   # output group i is input group target[i]
     if len(groups) <= MAX_DIMS:
-        merged = vw.Permute.apply(_reshape(x, sizes), tuple(target))
+        merged = Permute.apply(_reshape(x, sizes), tuple(target))
         return _reshape(merged, out_shape)
     current = list(range(len(groups)))   # labels of input groups, in the order the data holds them
     y = _reshape(x, sizes)
@@ -84,7 +84,7 @@ def permute(x, perm):
             continue
         cur = [sizes[c] for c in current]
         block = (_prod(cur[:j]), _prod(cur[j:i]), cur[i], _prod(cur[i + 1:]))
-        y = vw.Permute.apply(_reshape(y, block), (0, 2, 1, 3))
+        y = Permute.apply(_reshape(y, block), (0, 2, 1, 3))
         current.insert(j, current.pop(i))
     return _reshape(y, out_shape)
 
@@ -134,7 +134,7 @@ def slice_(x, starts, stops):
             g[0], g[1], g[2] = g[0] * n, g[1] * n, g[2] * n
         else:
             groups.append([n, starts[d], stops[d]])
-    merged = vw.Slice.apply(_reshape(x, [g[0] for g in groups]), tuple(g[1] for g in groups),
+    merged = Slice.apply(_reshape(x, [g[0] for g in groups]), tuple(g[1] for g in groups),
                             tuple(g[2] for g in groups))
     return _reshape(merged, tuple(b - a for a, b in zip(starts, stops)))
 
@@ -152,7 +152,7 @@ def slice_scatter(x, y, starts):
         raise RuntimeError(f"slice_scatter: GGML tensors have at most {MAX_DIMS} dimensions and a write of "
                            f"{y.shape} into {x.shape} at {tuple(starts)} cuts {len(groups)} blocks that cannot "
                            f"be merged; write through a view of fewer dimensions")
-    merged = vw.SliceScatter.apply(_reshape(x, [g[0] for g in groups]), _reshape(y, [g[1] for g in groups]),
+    merged = SliceScatter.apply(_reshape(x, [g[0] for g in groups]), _reshape(y, [g[1] for g in groups]),
                                    tuple(g[2] for g in groups))
     return _reshape(merged, x.shape)
 
@@ -200,8 +200,8 @@ def cat(parts, d):
 
 def matmul(matmul3, a, b, batch):
     """a @ b with >2 batch dimensions: both broadcast to `batch`, folded into one batch dimension."""
-    a = vw.expand(a, batch + a.shape[-2:])
-    b = vw.expand(b, batch + b.shape[-2:])
+    a = a.expand(batch + a.shape[-2:])   # views.expand (views build on this module)
+    b = b.expand(batch + b.shape[-2:])
     n = _prod(batch)
     out = matmul3(_reshape(a, (n,) + a.shape[-2:]), _reshape(b, (n,) + b.shape[-2:]))
     return _reshape(out, batch + out.shape[-2:])

@@ -11,7 +11,7 @@
 The inf/nan check is one scalar per device, computed in the same graph as the backward (sum over every
 gradient of g * 0, which is nan exactly when some element is inf or nan). For ggrad's optimizers whose
 gradients are on one device, `step` schedules the update conditional on that check
-(`ggrad.autograd.updates.skipped_if_nan`: a skipped step writes back the old values on the device), so
+(`ggrad.autograd.update_guards.skipped_if_nan`: a skipped step writes back the old values on the device), so
 backward, check and update are ONE compute; it then reads the check (as PyTorch's one host sync a step)
 and, for a skipped step, restores the optimizer's host state (step counts, state made on a first step).
 Other optimizers, and gradients on several devices (the skip is one decision for all of them), take two
@@ -24,7 +24,8 @@ still reuses the cached step graphs.
 
 import math
 
-from ..autograd import grad_mode, updates
+from ..autograd import grad_mode, update_guards
+from . import gradient_checks
 from ..autograd.factory import full
 from ..autograd.tensor import Tensor
 from ..ggml import f32
@@ -94,12 +95,12 @@ class GradScaler:
         with grad_mode.no_grad():
             found = []
             for params in per_device.values():
-                # all of a device's gradients times the inverse scale: one op (updates.Scaled); then nan exactly
-                # when some element is inf or nan: one op (updates.NonFinite)
-                grads = updates.scaled([p.grad for p in params], _as_data(1.0 / self._scale, params[0].grad))
+                # all of a device's gradients times the inverse scale: one op (gradient_checks.Scaled); then nan exactly
+                # when some element is inf or nan: one op (gradient_checks.NonFinite)
+                grads = gradient_checks.scaled([p.grad for p in params], _as_data(1.0 / self._scale, params[0].grad))
                 for p, g in zip(params, grads):
                     p.grad = g
-                found.append(updates.nonfinite(grads))
+                found.append(gradient_checks.nonfinite(grads))
             state["found_inf"] = found
         state["stage"] = UNSCALED
 
@@ -122,7 +123,7 @@ class GradScaler:
         state["stage"] = STEPPED
         if len(checks) == 1 and getattr(optimizer, "skips_in_graph", False):
             saved = {p: dict(s) for p, s in optimizer.state.items()}
-            with updates.skipped_if_nan(checks[0]):
+            with update_guards.skipped_if_nan(checks[0]):
                 result = optimizer.step(*args, **kwargs)
             state["found"] = math.isnan(checks[0].item())   # computed by the step's graph: no second compute
             if not state["found"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
@@ -52,7 +52,7 @@ class Adadelta(Optimizer):
             rho, eps = group["rho"], group["eps"]
             square_avg = state["square_avg"] * rho + (g * g) * (1.0 - rho)
             delta = (state["acc_delta"] + eps).sqrt() / (square_avg + eps).sqrt() * g
-            updates.assign_(state["square_avg"], square_avg)
-            updates.assign_(state["acc_delta"], state["acc_delta"] * rho + (delta * delta) * (1.0 - rho))
-            updates.assign_(p, p32 - delta * tensor(float(group["lr"]), device=p.device))
+            fused_updates.assign_(state["square_avg"], square_avg)
+            fused_updates.assign_(state["acc_delta"], state["acc_delta"] * rho + (delta * delta) * (1.0 - rho))
+            fused_updates.assign_(p, p32 - delta * tensor(float(group["lr"]), device=p.device))
         return params

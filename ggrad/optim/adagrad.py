@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import full_like, tensor
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
@@ -57,6 +57,6 @@ def adagrad(params, grads, state_sums, state_steps, *, lr, lr_decay, weight_deca
     for p, grad, state_sum, t in zip(params, grads, state_sums, state_steps):
         p32, g = l2_gradient(p, grad, weight_decay, maximize)
         total = state_sum + g * g
-        updates.assign_(state_sum, total)
+        fused_updates.assign_(state_sum, total)
         step_lr = tensor(lr / (1.0 + (t - 1) * lr_decay), device=p.device)   # data: it changes every step
-        updates.assign_(p, p32 - (g / (total.sqrt() + eps)) * step_lr)
+        fused_updates.assign_(p, p32 - (g / (total.sqrt() + eps)) * step_lr)

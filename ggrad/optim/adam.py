@@ -7,7 +7,7 @@ the gradient before it (g <- g + weight_decay * p), AdamW passes its decay throu
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
 from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags
@@ -93,14 +93,14 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
         if p.dtype is ggml.f32 and not amsgrad:
             key = (p.device.name, t)
             if key not in hparams:
-                hparams[key] = updates.hyperparameters(
+                hparams[key] = fused_updates.hyperparameters(
                     [lr, beta1, beta2, eps, weight_decay, 1.0 / bc1, 1.0 / bc2], p.device)
             fused.append((p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key]))
             continue
         _adamw_composed(p, grad, exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i], amsgrad=amsgrad,
                         beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, bc1=bc1, bc2=bc2,
                         hparams=hparams)
-    updates.adamw_all(fused)   # the fused steps of a device as one event of the graph cache
+    fused_updates.adamw_all(fused)   # the fused steps of a device as one event of the graph cache
 
 
 def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,
@@ -112,21 +112,21 @@ def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, be
     g = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
     m = exp_avg * beta1 + g * (1.0 - beta1)
     v = exp_avg_sq * beta2 + (g * g) * (1.0 - beta2)
-    updates.assign_(exp_avg, m)
-    updates.assign_(exp_avg_sq, v)
+    fused_updates.assign_(exp_avg, m)
+    fused_updates.assign_(exp_avg_sq, v)
     if amsgrad:
         v = maximum(max_exp_avg_sq, v)
-        updates.assign_(max_exp_avg_sq, v)
+        fused_updates.assign_(max_exp_avg_sq, v)
     denom = v.sqrt() * _datum(hparams, p.device, 1.0 / bc2 ** 0.5) + eps
     if p.dtype is ggml.f32:
         # p * (1 - lr wd) - lr * (m / bc1) / denom, written in place by GGML's fused SGD step.
         key = ("sgd", p.device.name, lr, weight_decay)
         if key not in hparams:
-            hparams[key] = updates.hyperparameters([lr, weight_decay], p.device)
-        updates.sgd_(p, m / denom * _datum(hparams, p.device, 1.0 / bc1), hparams[key])
+            hparams[key] = fused_updates.hyperparameters([lr, weight_decay], p.device)
+        fused_updates.sgd_(p, m / denom * _datum(hparams, p.device, 1.0 / bc1), hparams[key])
         return
     p32 = p.to(ggml.f32)
-    updates.assign_(p, p32 * _datum(hparams, p.device, 1.0 - lr * weight_decay)
+    fused_updates.assign_(p, p32 * _datum(hparams, p.device, 1.0 - lr * weight_decay)
                     - (m / denom) * _datum(hparams, p.device, lr / bc1))
 
 

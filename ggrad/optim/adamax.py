@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import maximum
 from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, l2_gradient
@@ -50,8 +50,8 @@ class Adamax(Optimizer):
             p32, g = l2_gradient(p, p.grad, group["weight_decay"], group["maximize"])
             exp_avg = state["exp_avg"] * beta1 + g * (1.0 - beta1)
             exp_inf = maximum(state["exp_inf"] * beta2, g.abs() + group["eps"])
-            updates.assign_(state["exp_avg"], exp_avg)
-            updates.assign_(state["exp_inf"], exp_inf)
+            fused_updates.assign_(state["exp_avg"], exp_avg)
+            fused_updates.assign_(state["exp_inf"], exp_inf)
             rate = tensor(group["lr"] / (1.0 - beta1 ** state["step"]), device=p.device)   # data: changes per step
-            updates.assign_(p, p32 - exp_avg / exp_inf * rate)
+            fused_updates.assign_(p, p32 - exp_avg / exp_inf * rate)
         return params

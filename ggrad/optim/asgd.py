@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
@@ -50,11 +50,11 @@ class ASGD(Optimizer):
             p32, g = l2_gradient(p, p.grad, group["weight_decay"], group["maximize"])
             eta = state["eta"]
             new_p = p32 * tensor(1.0 - lambd * eta, device=p.device) - g * tensor(eta, device=p.device)
-            updates.assign_(p, new_p)
+            fused_updates.assign_(p, new_p)
             if state["mu"] != 1:
-                updates.assign_(state["ax"], state["ax"] + (new_p - state["ax"]) * tensor(state["mu"], device=p.device))
+                fused_updates.assign_(state["ax"], state["ax"] + (new_p - state["ax"]) * tensor(state["mu"], device=p.device))
             else:
-                updates.assign_(state["ax"], new_p * 1.0)
+                fused_updates.assign_(state["ax"], new_p * 1.0)
             t = state["step"]
             state["eta"] = lr / (1.0 + lambd * lr * t) ** group["alpha"]
             state["mu"] = 1.0 / max(1.0, t - group["t0"])

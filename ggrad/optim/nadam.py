@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, decayed_gradient
 
@@ -59,10 +59,10 @@ class NAdam(Optimizer):
             state["mu_product"] *= mu
             exp_avg = state["exp_avg"] * beta1 + g * (1.0 - beta1)
             exp_avg_sq = state["exp_avg_sq"] * beta2 + (g * g) * (1.0 - beta2)
-            updates.assign_(state["exp_avg"], exp_avg)
-            updates.assign_(state["exp_avg_sq"], exp_avg_sq)
+            fused_updates.assign_(state["exp_avg"], exp_avg)
+            fused_updates.assign_(state["exp_avg_sq"], exp_avg_sq)
             denom = (exp_avg_sq * tensor(1.0 / (1.0 - beta2 ** t), device=p.device)).sqrt() + group["eps"]
             grad_rate = tensor(lr * (1.0 - mu) / (1.0 - state["mu_product"]), device=p.device)
             avg_rate = tensor(lr * mu_next / (1.0 - state["mu_product"] * mu_next), device=p.device)
-            updates.assign_(p, p32 - g / denom * grad_rate - exp_avg / denom * avg_rate)
+            fused_updates.assign_(p, p32 - g / denom * grad_rate - exp_avg / denom * avg_rate)
         return params

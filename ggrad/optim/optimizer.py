@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable, Union
 import numpy as np
 
 from .. import ggml
-from ..autograd import Tensor, grad_mode, realize, updates
+from ..autograd import Tensor, grad_mode, realize
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 
 ParamsT = Union[Iterable[Tensor], Iterable[dict[str, Any]]]
@@ -105,7 +106,7 @@ class Optimizer:
     """
 
     skips_in_graph = False
-    """True for optimizers that schedule every update through ggrad.autograd.updates (assign_, sgd_,
+    """True for optimizers that schedule every update through ggrad.optim.fused_updates (assign_, sgd_,
     adamw_) and keep their host state in `state` alone: a GradScaler then skips an overflowed step inside
     the step's graph (one compute), and restores `state` after a skipped one."""
 
@@ -226,7 +227,7 @@ class Optimizer:
         devices = {}
         saved_state = {p: dict(s) for p, s in self.state.items()}
         try:
-            with grad_mode.no_grad(), updates.all_or_nothing():
+            with grad_mode.no_grad(), fused_updates.all_or_nothing():
                 for group in self.param_groups:
                     for p in self._update_group(group):
                         devices.setdefault(p.device.name, p.device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from .optimizer import ParamsT, Optimizer, check_adam_like, check_flags, decayed_gradient
 
@@ -58,8 +58,8 @@ class RAdam(Optimizer):
             p32, g = decayed_gradient(p, group)
             exp_avg = state["exp_avg"] * beta1 + g * (1.0 - beta1)
             exp_avg_sq = state["exp_avg_sq"] * beta2 + (g * g) * (1.0 - beta2)
-            updates.assign_(state["exp_avg"], exp_avg)
-            updates.assign_(state["exp_avg_sq"], exp_avg_sq)
+            fused_updates.assign_(state["exp_avg"], exp_avg)
+            fused_updates.assign_(state["exp_avg_sq"], exp_avg_sq)
             bc1, bc2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
             rho_t = rho_inf - 2.0 * t * beta2 ** t / bc2
             if rho_t > 5.0:
@@ -68,5 +68,5 @@ class RAdam(Optimizer):
                     lr / bc1 * rect * math.sqrt(bc2), device=p.device)
             else:
                 step = exp_avg * tensor(lr / bc1, device=p.device)
-            updates.assign_(p, p32 - step)
+            fused_updates.assign_(p, p32 - step)
         return params

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative, l2_gradient
 
@@ -68,16 +68,16 @@ def rmsprop(params, grads, states, *, lr, alpha, eps, weight_decay, momentum, ce
         p32, g = l2_gradient(p, grad, weight_decay, maximize)
         rate = rates.setdefault(p.device.name, tensor(float(lr), device=p.device))
         square_avg = state["square_avg"] * alpha + (g * g) * (1.0 - alpha)
-        updates.assign_(state["square_avg"], square_avg)
+        fused_updates.assign_(state["square_avg"], square_avg)
         if centered:
             grad_avg = state["grad_avg"] * alpha + g * (1.0 - alpha)
-            updates.assign_(state["grad_avg"], grad_avg)
+            fused_updates.assign_(state["grad_avg"], grad_avg)
             denom = (square_avg - grad_avg * grad_avg).sqrt() + eps
         else:
             denom = square_avg.sqrt() + eps
         if momentum > 0:
             buf = state["momentum_buffer"] * momentum + g / denom
-            updates.assign_(state["momentum_buffer"], buf)
-            updates.assign_(p, p32 - buf * rate)
+            fused_updates.assign_(state["momentum_buffer"], buf)
+            fused_updates.assign_(p, p32 - buf * rate)
         else:
-            updates.assign_(p, p32 - (g / denom) * rate)
+            fused_updates.assign_(p, p32 - (g / denom) * rate)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from ..autograd.factory import full_like, zeros_like
 from ..autograd.ops import clamp, where
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative
@@ -54,7 +54,7 @@ class Rprop(Optimizer):
             factor = where(agreement > 0, etaplus, where(agreement < 0, etaminus, 1.0))
             step_size = clamp(state["step_size"] * factor, least, largest)
             g = where(agreement < 0, 0.0, g)
-            updates.assign_(state["step_size"], step_size)
-            updates.assign_(state["prev"], g)
-            updates.assign_(p, p.detach().to(ggml.f32) - g.sign() * step_size)
+            fused_updates.assign_(state["step_size"], step_size)
+            fused_updates.assign_(state["prev"], g)
+            fused_updates.assign_(p, p.detach().to(ggml.f32) - g.sign() * step_size)
         return params

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ggml
-from ..autograd import updates
+from . import fused_updates
 from .optimizer import ParamsT, Optimizer, check_flags, check_non_negative
 
 
@@ -75,8 +75,8 @@ def sgd(params, grads, momentum_buffers, *, weight_decay, momentum, lr, dampenin
     def fused(p, d, wd):
         key = (p.device.name, wd)
         if key not in hparams:
-            hparams[key] = updates.hyperparameters([lr, wd], p.device)
-        updates.sgd_(p, d, hparams[key])
+            hparams[key] = fused_updates.hyperparameters([lr, wd], p.device)
+        fused_updates.sgd_(p, d, hparams[key])
 
     for i, p in enumerate(params):
         grad = -grads[i] if maximize else grads[i]
@@ -94,10 +94,10 @@ def sgd(params, grads, momentum_buffers, *, weight_decay, momentum, lr, dampenin
                 momentum_buffers[i] = buf
             else:
                 new = buf * momentum + d * (1.0 - dampening)
-                updates.assign_(buf, new)
+                fused_updates.assign_(buf, new)
                 buf = new
             d = d + buf * momentum if nesterov else buf
         if p.dtype is ggml.f32:
             fused(p, d, 0.0)
         else:
-            updates.assign_(p, p32 - d * lr)
+            fused_updates.assign_(p, p32 - d * lr)

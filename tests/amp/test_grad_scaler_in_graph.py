@@ -155,10 +155,10 @@ def test_skipped_update_keeps_special_parameter_values():
 
 
 def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch):
-    """GradScaler's part of an AdamW step: the unscale of all gradients is one recorded op (updates.Scaled;
+    """GradScaler's part of an AdamW step: the unscale of all gradients is one recorded op (gradient_checks.Scaled;
     one a parameter before, and 9, then 3, before that); the inf/nan check is one op for all gradients
-    (updates.NonFinite) and the guard's selection of each gradient is built inside its update's event
-    (updates._updates); one SUM, CONCAT and GET_ROWS a parameter in the graph (counts, not times: recording
+    (gradient_checks.NonFinite) and the guard's selection of each gradient is built inside its update's event
+    (fused_updates._updates); one SUM, CONCAT and GET_ROWS a parameter in the graph (counts, not times: recording
     is the host's cost of every op)."""
     from ggrad.autograd.primitive import Primitive
     recorded = []
@@ -209,9 +209,9 @@ def test_unscale_is_one_op_and_leaves_gradients_without_elements():
 
 
 def test_the_check_is_nan_exactly_where_an_element_is_inf_or_nan(no_graph_cache):
-    """updates.nonfinite over gradients of several shapes (a matrix, a bias, a transposed view): nan for one
+    """gradient_checks.nonfinite over gradients of several shapes (a matrix, a bias, a transposed view): nan for one
     inf or nan anywhere, 0 for finite values whose plain sum would overflow (torch checks each element)."""
-    from ggrad.autograd import updates
+    from ggrad.amp import gradient_checks
     rng = np.random.default_rng(0)
     base = [rng.standard_normal(s).astype(np.float32) for s in [(7, 5), (5,), (3, 4)]]
     cases = [(None, None), ((0, (6, 4)), math.inf), ((1, (4,)), -math.inf), ((2, (2, 1)), math.nan)]
@@ -222,7 +222,7 @@ def test_the_check_is_nan_exactly_where_an_element_is_inf_or_nan(no_graph_cache)
             arrays[spot[0]][spot[1]] = value
         xs = [ggrad.tensor(a) for a in arrays]
         xs[2] = xs[2].t()   # a view with transposed strides
-        got = updates.nonfinite(xs).item()
+        got = gradient_checks.nonfinite(xs).item()
         assert math.isnan(got) == (spot is not None), (spot, got)
         if spot is None:
             assert got == 0.0

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import ggrad
-from ggrad.autograd import updates
+from ggrad.optim import fused_updates
 
 
 def _mlp(seed=0):
@@ -26,9 +26,9 @@ def _train_step(params, state, x, y, t):
     for p in params:
         p.grad = None
     loss.backward()
-    hp = updates.hyperparameters([1e-2, 0.9, 0.999, 1e-8, 0.0, 1 / (1 - 0.9 ** t), 1 / (1 - 0.999 ** t)], w1.device)
+    hp = fused_updates.hyperparameters([1e-2, 0.9, 0.999, 1e-8, 0.0, 1 / (1 - 0.9 ** t), 1 / (1 - 0.999 ** t)], w1.device)
     for p, (m, v) in zip(params, state):
-        updates.adamw_(p, p.grad, m, v, hp)
+        fused_updates.adamw_(p, p.grad, m, v, hp)
     ggrad.realize(w1.device)
     return loss
 

@@ -171,9 +171,9 @@ def test_load_state_dict_copies_values_in():
     assert dst.a.fc.weight is weight                   # same Parameter object, new values
     np.testing.assert_allclose(dst(x).numpy(), expected, rtol=1e-6, atol=1e-6)
     # Values are copied, not shared: an in-place update of the source (as optimizers make) leaves dst alone.
-    from ggrad.autograd import updates
+    from ggrad.optim import fused_updates
     kept = dst.a.fc.weight.numpy()
-    updates.assign_(src.a.fc.weight, ggrad.zeros(4, 3))
+    fused_updates.assign_(src.a.fc.weight, ggrad.zeros(4, 3))
     ggrad.realize("cpu")
     assert not src.a.fc.weight.numpy().any()
     np.testing.assert_array_equal(dst.a.fc.weight.numpy(), kept)

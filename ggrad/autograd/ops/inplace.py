@@ -3,7 +3,7 @@
 ggrad's in-place methods (`x.add_`, `x[i] = v`, `copy_`) rebind the Tensor to a new value and never
 overwrite memory. A key/value cache needs the opposite: one new row written into a large buffer per
 step, at the cost of that row. `index_write_` is GGML's `set_rows` on the buffer itself (as the
-optimizer's fused updates in updates.py are): the write runs when the graph is computed, and the
+optimizers' fused updates, optim/fused_updates.py, are): the write runs when the graph is computed, and the
 Tensor it returns reads the buffer after the write, since its node is the write's own result.
 (A `cpy` into a view of the buffer would write the same bytes, but its result views only the rows
 written: a read of the whole prefix would not depend on it, and effects are computed after the held

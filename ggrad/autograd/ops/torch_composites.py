@@ -332,8 +332,8 @@ def meshgrid(*tensors, indexing="ij"):
 
 __all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
            "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
-           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "logcumsumexp", "prod", "unflatten", "tile", "diff",
-           "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive", "take_along_dim", "nansum",
-           "index_fill", "index_copy", "diag", "meshgrid"]
+           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "logcumsumexp", "prod", "unflatten",
+           "tile", "diff", "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive",
+           "take_along_dim", "nansum", "index_fill", "index_copy", "diag", "meshgrid"]
 # All but rsub, hstack, vstack and meshgrid are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
 METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack", "meshgrid"))

@@ -1,59 +1,9 @@
 """Per-backend lowering: the one place that knows which GGML ops each backend runs fast.
 
-A rule says what to compute (sum a broadcast gradient, the weight gradient g^T x, a cross-entropy);
-the choices here say how, by the backend of the device the graph runs on, because what is fast on one
-backend is slow or missing on another (GGML 0.20.2, measured on this project's machines):
-
-- broadcast reductions (every bias gradient): on the CPU repeat_back is the fastest (2 ms for a
-  [8192, 512] gradient vs 4-8 ms otherwise); on CUDA it takes 1.9 ms where a transposed copy and
-  sum_rows take 0.05 ms, and out_prod with a column of ones (cuBLAS, f32) needs no copy at all.
-- weight gradients: on the CPU mul_mat of transposed copies runs about twice as fast as out_prod; on
-  CUDA out_prod (f32 only) needs no copies; Vulkan's out_prod is a slow kernel (H200, big GPT: 115 ms of
-  a 204 ms step in 49 out_prods), so Vulkan takes mul_mat too (that step: 550 -> 76 ms/step).
-- GGML's fused cross_entropy_loss_back has no Vulkan kernel (its forward, cross_entropy_loss, is not used:
-  it adds per-thread partial sums, so its result followed the thread count). An RPC server's backend is not
-  known to its client (GGML's protocol reports no capabilities, and the server computes an op its backend
-  lacks as nothing: a Vulkan server gave wrong losses), so RPC devices take only ops every backend has.
-- a contiguous copy of a transposed view (the operands of those mul_mats, attention's k^T): the CPU's cont
-  copies it element by element through a memcpy call each, 4-5 ns an element; its concat kernel assigns
-  typed elements, so a concat of the view's two halves copies it 2-2.5x faster (W2 step at one thread:
-  see the commit that made it). GPUs keep cont.
-- row sums (layer norm's backward, softmax's): the CPU's sum_rows adds each row serially in double
-  precision (a [1024, 128] f32 input: 283 us at one thread); mul_mat with a column of ones adds it in
-  vector lanes as every matmul does (11 us). GPUs keep sum_rows.
-- one value per row against a full operand (x - mean(x) in layer norm's backward): the CPU's binary
-  kernels make one call per element when b's rows have one element (a [1024, 128] sub: 453 us at one
-  thread); out_prod of a column of ones and b writes b out to a's shape first (52 us, both nodes).
-- GELU (tanh): the CPU's gelu looks x up in an f16 table (errors up to 4e-3; 1272 us for 512K f32
-  at one thread); silu(z) / u with z = x u, u = 2c(1 + a x^2) is f32-exact with GGML's vectorized
-  exp (about half the time, ten nodes; RPC servers take it), and its gradient eleven nodes more, with
-  GGML's scalar sigmoid. ggrad's CPU kernels (csrc/gelu.c) do each in one vectorized pass. GPUs keep
-  their gelu kernels.
-- f32 matrix products: GGML's CPU kernels (llamafile's, or its dot products) take the sum of each output
-  element across vector lanes at the end, which costs most at the small k of a transformer's products
-  ([1024, 128] @ [128, 512]: ~45 GF/s at one thread); ggrad's own kernel (ggrad/ggml/csrc/matmul.c,
-  a custom op) accumulates whole register tiles instead (~100 GF/s) and reads transposed and permuted
-  operands in place, so weight gradients and attention's head layouts need no copies. A custom op runs
-  only in this process: RPC servers keep mul_mat.
-- joins (cat; the gradients of attention's heads back into the fused projection's layout): the CPU's
-  concat assigns element by element with index arithmetic; ggrad's kernel (csrc/concat.c) copies whole
-  rows (a [32, 64, 8+4, 16] join: 0.35-0.56 -> 0.16-0.18 ms at one thread).
-- layer norm: GGML's norm has no backward; its composition (rms_norm_back of the centred input, then
-  centring's backward) is nine nodes. ggrad's CPU kernels (csrc/norm.c) do each way in one pass a row.
-- a classification loss's labels from class indices (a row of zeros with a one, zero rows where ignored):
-  GGML's ops take six elementwise nodes; ggrad's CPU kernel (csrc/labels.c) one.
-- ReLU: GGML's relu gives 0 at a nan (PyTorch's gives nan); carrying the nan takes six more nodes, and
-  the gradient four. ggrad's CPU kernels (csrc/relu.c) take one each way.
-- softmax with a scale and a mask (attention's probabilities): the CPU's soft_max_ext makes six passes
-  over each row, the mask's addition and the maximum scalar (~2.3 ns an element on 64-wide rows, 13% of
-  the W2 step at two threads); ggrad's kernel (csrc/softmax.c) three vector passes.
-- float16 and bfloat16 products on CUDA: GGML's product of float16 sums in float16 unless told to sum in
-  float32, which converts both operands to float32 and runs TF32; its out_prod takes float32 only, so an
-  autocast weight gradient casts its half rows up. ggrad's twin (kernels.matmul_half on cuBLAS, summing in
-  float32) reads half operands, transposed ones in place: chosen where the CUDA backend runs ggrad's twins
-  (gpu_twins.py), which then also run the GELU and layer norm kernels.
-- AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
-  parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
+A rule says what to compute (sum a broadcast gradient, the weight gradient g^T x, a cross-entropy); the
+`Lowering` of the device's backend says how: which GGML ops, or which of ggrad's own kernels (CPU, CUDA
+twins), since what is fast on one backend is slow or missing on another. The measurements behind each
+choice: benchmarks/README.md, "Per-backend lowering".
 """
 
 import dataclasses

@@ -50,3 +50,4 @@ from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbedd
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                                   PoissonNLLLoss, GaussianNLLLoss)
 from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)
+from . import parallel  # noqa: E402  (torch.nn.parallel.DistributedDataParallel)

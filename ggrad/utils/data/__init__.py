@@ -1,6 +1,7 @@
 """Datasets and the DataLoader that batches them (PyTorch's `torch.utils.data`), under PyTorch's module paths:
-`dataset`, `sampler`, `dataloader` (and `collate` for `default_collate`, `worker` for worker processes)."""
+`dataset`, `sampler`, `dataloader`, `distributed` (DistributedSampler) (and `collate` for `default_collate`, `worker` for worker processes)."""
 
+from . import distributed
 from .collate import default_collate
 from .dataloader import DataLoader, get_worker_info
 from .dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split

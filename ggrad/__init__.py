@@ -45,6 +45,7 @@ from .autograd.boundary import guard as _guard
 _guard(globals(), _ops.__all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch
 
 from . import nn, optim  # noqa: E402  (they build on everything above)
+from .nn.functional import conv3d, conv_transpose3d  # noqa: E402  (torch.conv3d, torch.conv_transpose3d)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
 from . import amp  # noqa: E402

@@ -46,6 +46,7 @@ from .embedding_bag import EmbeddingBag  # noqa: E402
 from .adaptive_max_pool import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
 from .conv3d import Conv3d  # noqa: E402
 from .conv_transpose3d import ConvTranspose3d  # noqa: E402
+from .ctc import CTCLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,

@@ -9,7 +9,7 @@ refused with a ShapeError.
 
 import string
 
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from .indexing import diagonal
 from .linalg import matmul
@@ -50,7 +50,7 @@ def _parse(equation, operands):
 
 def _expand(term, op, most, equation):
     if term.count("...") > 1:
-        raise ValueError(f"einsum(): more than one ellipsis in {term!r} of {equation!r}")
+        raise ArgumentError(f"einsum(): more than one ellipsis in {term!r} of {equation!r}")   # PyTorch's type
     head, dots, tail = term.partition("...")
     for c in head + tail:
         if c not in string.ascii_letters:

@@ -164,3 +164,21 @@ def test_padding_modes_accept_and_reject_as_pytorch(mode, shape, padding):
             ggrad.nn.functional.pad(ggrad.tensor(x), padding, mode=mode)
         return
     _equal(ggrad.nn.functional.pad(ggrad.tensor(x), padding, mode=mode), theirs)
+
+
+@pytest.mark.parametrize("equation, shapes", [("abc,cde,efg->abdfg", [(2, 2, 3), (3, 2, 2), (2, 2, 2)]),
+                                              ("ab,cde->abcde", [(2, 3), (2, 3, 4)]),
+                                              ("abcd,aefg->bcdefg", [(2, 2, 3, 2), (2, 3, 2, 2)]),
+                                              ("abcde,ef->abcdf", [(2, 1, 3, 2, 4), (4, 3)])])
+def test_einsum_with_intermediates_of_more_than_4_dimensions(equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ours, theirs = [ggrad.tensor(a, requires_grad=True) for a in arrays], [torch.tensor(a, requires_grad=True)
+                                                                           for a in arrays]
+    y_ours, y_theirs = ggrad.einsum(equation, *ours), torch.einsum(equation, *theirs)
+    _equal(y_ours, y_theirs, rtol=1e-5, atol=1e-6)
+    weights = rng.standard_normal(tuple(y_theirs.shape)).astype(np.float32)
+    (y_ours * ggrad.tensor(weights)).sum().backward()
+    (y_theirs * torch.tensor(weights)).sum().backward()
+    for g, t in zip(ours, theirs):
+        _equal(g.grad, t.grad, rtol=1e-5, atol=1e-5)

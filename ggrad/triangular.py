@@ -22,8 +22,8 @@ def _square(A, op):
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(A).__name__}")
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {A.shape[-2] if A.ndim > 1 else 1}"
-                           f" by {A.shape[-1] if A.ndim else 1} matrices")
+        rows, columns = (A.shape[-2] if A.ndim > 1 else 1), (A.shape[-1] if A.ndim else 1)
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {rows} by {columns} matrices")
     if not A.dtype.is_float:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype.name}")
 

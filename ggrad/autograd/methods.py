@@ -293,8 +293,8 @@ for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.
 # PyTorch's wider op set (ops/math.py, activations.py, arith.py, scan.py, sorting.py, shape_ops.py, ...)
 for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p", "log2", "log10", "exp2", "tan",
               "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
-              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "lgamma", "digamma", "isnan", "isinf", "isposinf", "isneginf",
-              "isfinite",
+              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "isnan", "isinf", "isposinf", "isneginf",
+              "isfinite", "lgamma", "digamma",
               "nan_to_num", "cumsum", "cumprod", "logcumsumexp", "sort", "argsort", "msort", "topk",
               "fliplr", "flipud", "roll", "repeat", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",

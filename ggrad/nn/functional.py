@@ -68,7 +68,8 @@ __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alp
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
             "max_unpool1d", "max_unpool2d", "hardshrink", "softshrink", "softmin", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample", "bilinear", "rrelu", "unfold", "fold",
-            "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d", "conv_transpose3d", "ctc_loss",
+            "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d", "conv_transpose3d",
+            "ctc_loss",
             "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
             "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
             "gaussian_nll_loss"]

@@ -59,7 +59,8 @@ def test_integers_at_the_edges_of_the_exact_range():
     _equal(*_both(lambda L, x: x >> 3, np.array([2**24, -2**24 + 8, 1023], np.int64)))
     full = np.array([2**31 - 1, -2**31, 2**24 + 1, 5], np.int64)
     for fn in (lambda L, x: x, lambda L, x: x[1:], lambda L, x: L.cat([x, x]), lambda L, x: L.stack([x, x], 1),
-               lambda L, x: x.flip(0), lambda L, x: x[L.tensor([2, 0, 3])], lambda L, x: x.reshape(2, 2).t().contiguous()):
+               lambda L, x: x.flip(0), lambda L, x: x[L.tensor([2, 0, 3])],
+               lambda L, x: x.reshape(2, 2).t().contiguous()):
         _equal(*_both(fn, full))
 
 
@@ -135,7 +136,8 @@ ERRORS = {
     "meshgrid indexing": (lambda L, a, b: L.meshgrid(a, b, indexing="bad"), [np.ones(2), np.ones(3)]),
     "einsum with a second ellipsis": (lambda L, x: L.einsum("...ij...->ij", x), [np.ones((2, 2), np.float32)]),
     "conv kernel larger than the padded input": (lambda L, x, w: L.nn.functional.conv2d(x, w),
-                                                 [np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 5, 5), np.float32)]),
+                                                 [np.ones((1, 1, 3, 3), np.float32),
+                                                  np.ones((1, 1, 5, 5), np.float32)]),
     "linspace to bool": (lambda L: L.linspace(0, 1, 5, dtype=L.bool), []),
     "sum to float64 (ggrad: its clear float64 error, a TypeError and RuntimeError)":
         (lambda L, x: x.sum(dtype=L.float64) if L is ggrad else (_ for _ in ()).throw(TypeError()),

@@ -46,6 +46,7 @@ from .autograd.boundary import guard as _guard
 _guard(globals(), _ops.__all__)   # a non-Tensor input raises TypeError naming the op, as PyTorch
 
 from . import nn, optim  # noqa: E402  (they build on everything above)
+from .nn.functional import conv3d, conv_transpose3d  # noqa: E402  (torch.conv3d, torch.conv_transpose3d)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
 from . import amp  # noqa: E402
@@ -55,6 +56,7 @@ from . import func  # noqa: E402  (torch.func's transforms: jvp)
 from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 from . import cuda, backends, compiler, distributions  # noqa: E402  (torch.cuda, .backends, .compiler, .distributions)
+from . import distributed  # noqa: E402  (torch.distributed; mpi4py is imported on first use)
 from .compiler import compile  # noqa: E402,A001  (torch.compile: returns the model, ggrad compiles each step)
 from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
 from .settings import *  # noqa: E402,F401,F403  (default dtype, deterministic algorithms, inter-op threads)

@@ -1,7 +1,8 @@
 """`ggrad.linalg`: PyTorch's torch.linalg namespace for what GGML's ops compute (norms, products).
 
-Decompositions and solvers (svd, qr, inv, solve, det, eig*) have no GGML op; they are absent here
-rather than computed on the host without gradients. So are the matrix norms that need singular values
+Decompositions and solvers have no GGML op: `cholesky` and `solve_triangular` are composed of ggrad ops
+for small matrices (ggrad/triangular.py); svd, qr, inv, solve, det and eig* are absent here rather than
+computed on the host without gradients. So are the matrix norms that need singular values
 ('nuc', 2, -2): asking for one raises a ValueError naming it.
 """
 
@@ -9,8 +10,10 @@ from .autograd import Tensor
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
 from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
+from .triangular import LinAlgError, cholesky, solve_triangular
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "cross"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "cross", "cholesky", "solve_triangular",
+           "LinAlgError"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)

@@ -1,6 +1,7 @@
 """The layer rules of ../shared/DESIGN.md, checked from the import graph of the package (ast, no imports run).
 
-ggml -> autograd -> serialization, amp, utils -> nn, optim -> train -> parallel -> examples: a module may import
+ggml -> autograd -> serialization, amp, collectives -> utils, nn, optim -> train -> parallel -> distributed ->
+examples (collectives: the MPI process group under torch.distributed's surface): a module may import
 only its own layer and the layers below it; optim and nn do not import each other; outside ggrad.ggml
 nothing names the compiled binding (`ggrad.ggml._lib`, `_ffi`, `ggml.lib`, `ggml.ffi`).
 """
@@ -17,12 +18,14 @@ BELOW = {
     "autograd": {"ggml"},
     "serialization": {"ggml", "autograd"},
     "amp": {"ggml", "autograd"},
-    "utils": {"ggml", "autograd"},
+    "collectives": {"ggml", "autograd"},
+    "utils": {"ggml", "autograd", "collectives"},
     "optim": {"ggml", "autograd"},
-    "nn": {"ggml", "autograd", "serialization"},
-    "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils"},
-    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train"},
-    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "parallel"},
+    "nn": {"ggml", "autograd", "serialization", "collectives"},
+    "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "collectives"},
+    "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "collectives"},
+    "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "parallel",
+                    "collectives"},
 }
 FILES = sorted(ROOT.rglob("*.py"))
 

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import ggml
-from ..ggml.errors import ArgumentError, DTypeError, ShapeError
+from ..ggml.errors import ArgumentError, DTypeError, ShapeError, UnsupportedDTypeError
 from . import recording, sizes
 from .tensor import Tensor
 from .generator import Generator
@@ -301,6 +301,8 @@ def linspace(start: Number, end: Number, steps: int,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`steps` values from start to end, evenly spaced: the first half counted from start, the second
     back from end, as PyTorch computes them for float32."""
+    if getattr(dtype, "name", None) == "bool":
+        raise UnsupportedDTypeError("linspace: not implemented for bool (as PyTorch's \"linspace_cpu\")")
     return tensor(_linspace_values(start, end, steps), dtype or ggml.f32, device, requires_grad)
 
 

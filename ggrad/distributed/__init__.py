@@ -1,5 +1,10 @@
 """ggrad.distributed: data-parallel training across processes, one per device or host, over MPI.
 
+PyTorch's everyday surface (ggrad.collectives): `init_process_group` (under mpiexec; see
+ggrad.collectives.group for what of torchrun's variables it honours), `get_rank`, `get_world_size`,
+`all_reduce`, `broadcast`, `barrier`, `all_gather`, ..., with `nn.parallel.DistributedDataParallel` and
+`utils.data.distributed.DistributedSampler`. And ggrad's own trainer:
+
     mpiexec -n 2 python train.py
     # train.py:  history = ggrad.distributed.dp_train(model, optimizer, "cross_entropy", loader, epochs=3)
 
@@ -9,7 +14,9 @@ process and many devices. mpi4py and an MPI are the optional extra `pip install 
 imported on first use.
 """
 
-from .mpi import RankLostError, available, world
+from ..collectives import *  # noqa: F401,F403  (torch.distributed's names)
+from ..collectives import __all__ as _torch_names
+from ..collectives.mpi import RankLostError, available, world
 from .training import DistributedDataParallel, dp_train
 
 
@@ -23,4 +30,5 @@ def world_size():
     return world().size
 
 
-__all__ = ["DistributedDataParallel", "RankLostError", "available", "dp_train", "rank", "world", "world_size"]
+__all__ = ["DistributedDataParallel", "RankLostError", "available", "dp_train", "rank", "world",
+           "world_size"] + _torch_names

@@ -27,7 +27,7 @@ from ..parallel.checkpoint import fit_from, read_checkpoint, restore
 from ..parallel.data_parallel import DataParallel, default_devices, shard_sizes
 from ..parallel.training import DataParallelTrainer
 from .in_graph import reduced_step
-from .mpi import allreduce_sum, broadcast_arrays, broadcast_bytes, check_same_size, world
+from ..collectives.mpi import allreduce_sum, broadcast_arrays, broadcast_bytes, check_same_size, world
 
 
 def _broadcast_weights(model, comm, timeout):

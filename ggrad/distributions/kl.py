@@ -7,9 +7,13 @@ import math
 from typing import Any, Callable
 
 from ..autograd import Tensor
-from ..autograd.ops import softplus, where
+from ..autograd.ops import digamma, lgamma, softplus, where
+from ..triangular import solve_triangular
+from .beta import Beta
 from .continuous import Normal, Uniform
 from .discrete import Bernoulli, Categorical
+from .gamma import Gamma
+from .multivariate_normal import MultivariateNormal, half_log_det, mahalanobis
 from .distribution import Distribution
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -62,3 +66,34 @@ def _categorical_categorical(p, q):
 def _uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     return where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
+@register_kl(Gamma, Gamma)
+def _gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _beta_beta(p, q):
+    p_total, q_total = p.concentration1 + p.concentration0, q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(p_total)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(q_total)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (q_total - p_total) * digamma(p_total)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    p_L, q_L = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    spread = solve_triangular(q_L, p_L, upper=False)
+    trace = (spread * spread).sum((-2, -1))
+    return half_log_det(q_L) - half_log_det(p_L) + 0.5 * (trace + mahalanobis(q_L, q.loc - p.loc) - p.event_shape[0])

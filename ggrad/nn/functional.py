@@ -50,6 +50,8 @@ from ..autograd.ops.sliding_windows import im2col as unfold, col2im as fold  # n
 from .embedding_bag import embedding_bag  # noqa: F401
 from .adaptive_max_pool import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: F401
 from ..autograd.ops.conv3d import conv3d  # noqa: F401
+from ..autograd.ops.conv_transpose3d import conv_transpose3d  # noqa: F401
+from ..autograd.ops.ctc import ctc_loss  # noqa: F401
 from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embedding_loss,  # noqa: F401
                             cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
                             poisson_nll_loss, gaussian_nll_loss)
@@ -66,7 +68,8 @@ __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alp
             "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
             "max_unpool1d", "max_unpool2d", "hardshrink", "softshrink", "softmin", "kl_div", "normalize", "cosine_similarity", "pairwise_distance"]
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample", "bilinear", "rrelu", "unfold", "fold",
-            "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d",
+            "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d", "conv_transpose3d",
+            "ctc_loss",
             "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
             "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
             "gaussian_nll_loss"]

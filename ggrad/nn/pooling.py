@@ -101,12 +101,15 @@ def _max_pool(x, n, op, kernel_size, stride, padding, dilation, ceil_mode, retur
     k, s, p, d = pool_settings(op, n, kernel_size, stride, padding, dilation)
     x, unbatched = _batched(x, n, op)
     outs = pool_outs(op, x.shape, k, s, p, d, ceil_mode)
+    source = x if x.dtype.is_float else x.float()   # integers as PyTorch pools them (exact below 2**24)
     if all(v == 1 for v in d) and not ceil_mode:
-        y = _fused(_ggml_max_pool2d, x, n, k, s, p)
+        y = _fused(_ggml_max_pool2d, source, n, k, s, p)
     else:
-        y = x if x.dtype.is_float else x.float()
+        y = source
         for i in reversed(range(n)):
             y = _pool_dim(y, 2 + i, k[i], s[i], p[i], d[i], outs[i], "max")
+    if not x.dtype.is_float:
+        y = y.to(x.dtype)
     if not return_indices:
         return y.squeeze(0) if unbatched else y
     indices = _max_indices(x, n, k, s, p, d, outs)

@@ -7,7 +7,7 @@ import pytest
 
 import ggrad
 from ggrad.autograd import no_grad
-from ggrad.distributed.in_graph import AllReduceBucket
+from ggrad.collectives.bucket import AllReduceBucket
 
 
 @pytest.mark.parametrize("n_parts", [1, 9, 10, 17, 18, 30])

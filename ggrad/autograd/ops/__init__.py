@@ -38,6 +38,7 @@ from .scatter_ops import scatter, scatter_add, index_add
 from .sampling import bernoulli, multinomial, normal
 from .membership import isin
 from .inverse_erf import erfinv
+from .gamma_functions import lgamma, digamma
 from .statistics import (var_mean, std_mean, median, nanmedian, quantile, nanquantile, cummax, cummin, histc,
                          bincount)
 from .search import bucketize, searchsorted, unique, unique_consecutive
@@ -60,6 +61,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
             "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
-            "inverse_erf", "statistics", "search", "tensor_products", "windows", "reduce_into", "calculus",
+            "inverse_erf", "gamma_functions", "statistics", "search", "tensor_products", "windows", "reduce_into",
+            "calculus",
             "float_parts", "rotation",
             "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

@@ -9,7 +9,7 @@ refused with a ShapeError.
 
 import string
 
-from ...ggml.errors import ShapeError
+from ...ggml.errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from .indexing import diagonal
 from .linalg import matmul
@@ -51,7 +51,7 @@ def _parse(equation, operands):
 
 def _expand(term, op, most, equation):
     if term.count("...") > 1:
-        raise ValueError(f"einsum(): more than one ellipsis in {term!r} of {equation!r}")
+        raise ArgumentError(f"einsum(): more than one ellipsis in {term!r} of {equation!r}")   # PyTorch's type
     head, dots, tail = term.partition("...")
     for c in head + tail:
         if c not in string.ascii_letters:
@@ -111,8 +111,6 @@ def _pair(a, la, b, lb, keep, sizes):
     free_a = [c for c in la if c not in lb]
     free_b = [c for c in lb if c not in la]
     shape = tuple(sizes[c] for c in batch + free_a + free_b)
-    if len(shape) > 4:
-        raise ShapeError(f"einsum(): an intermediate of shape {shape} has more than GGML's 4 dimensions")
     if not contracted:   # an outer or elementwise product: broadcasting, no matmul
         ones_a, ones_b = (1,) * len(free_a), (1,) * len(free_b)
         left = reshape(permute(a, [la.index(c) for c in batch + free_a]), shape[:len(batch + free_a)] + ones_b)

@@ -193,9 +193,11 @@ def gather(x, dim, index):
     if d != x.ndim - 1:
         moved = vw.transpose(gather(vw.transpose(x, d, -1), -1, vw.transpose(index, d, -1)), d, -1)
         return moved
-    if index.shape[:-1] != x.shape[:-1]:
-        raise ShapeError(f"gather: index shape {index.shape} must match input shape {x.shape} except in the "
-                         f"last dimension")
+    if index.ndim != x.ndim or any(i > s for i, s in zip(index.shape[:-1], x.shape[:-1])):
+        raise ShapeError(f"gather: index shape {index.shape} must have input {x.shape}'s dimensions, none larger "
+                         f"except in dimension {d}")
+    if index.shape[:-1] != x.shape[:-1]:   # a smaller index reads the input's leading corner, as PyTorch
+        x = x[tuple(slice(0, size) for size in index.shape[:-1])]
     rows = prod(x.shape[:-1])
     n, k = x.shape[-1], index.shape[-1]
     base = vw.reshape(arange(rows, device=x.device) * n, rows, 1)

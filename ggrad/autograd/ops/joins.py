@@ -3,6 +3,7 @@
 from ...ggml.errors import ArgumentError, ShapeError
 from ..dtype_rules import result_type
 from ..function import Function
+from ..grad_mode import is_grad_enabled
 from .. import view_tracking
 from ..tensor import Tensor, _axis
 from . import folding
@@ -35,9 +36,19 @@ def cat(tensors, dim=0):
             raise ShapeError(f"cat: sizes of tensors must match except in dimension {d}; got {first.shape} "
                              f"and {t.shape}")
     parts = [t for t in tensors if t.numel()] or tensors   # zero-size pieces add nothing
-    if len(parts) == 1 and len(tensors) > 1:
+    empty = [t for t in tensors if not t.numel() and t.requires_grad]
+    if empty and len(parts) < len(tensors) and is_grad_enabled():
+        # ... but get their (empty) gradient, as PyTorch's: the result times 1 + 0 * (their sums, 0)
+        joined = _joined(parts, d, first.ndim, len(tensors))
+        return joined * (sum(t.sum() for t in empty) * 0.0 + 1.0)
+    return _joined(parts, d, first.ndim, len(tensors))
+
+
+def _joined(parts, d, ndim, pieces):
+    """The non-empty `parts` (of `pieces` given) joined along d."""
+    if len(parts) == 1 and pieces > 1:
         return parts[0] * 1   # a new tensor, as cat always gives
-    if first.ndim > 4:
+    if ndim > 4:
         return folding.cat(parts, d)
     # joined pairwise, level by level (a balanced tree): each element is copied log2(len(parts)) times, where a
     # left-to-right chain copies the first part len(parts) - 1 times (a gradient bucket of 52 parts: 6 against 51)

@@ -83,7 +83,8 @@ class CrossEntropyRows(Function):
     """Per-row cross-entropy of logits (R, C) against soft targets (R, C), weighted per row.
 
     Backward: (softmax(logits) * sum(target) - target) * row_weight * g, from the logits (an input, so
-    that create_graph differentiates through it).
+    that create_graph differentiates through it); the target's (probability targets that require one):
+    -log_softmax(logits) * row_weight * g.
     """
 
     @staticmethod
@@ -97,7 +98,8 @@ class CrossEntropyRows(Function):
     def backward(ctx, g):
         logits, target, row_weight = ctx.saved_tensors
         scale = g * row_weight
-        return (nn.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, None, None
+        target_grad = -nn.log_softmax(logits, -1) * scale if ctx.needs_input_grad[1] else None
+        return (nn.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, target_grad, None
 
 
 class CrossEntropyMean(Function):
@@ -151,6 +153,10 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     require_float(input, "cross_entropy")
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if target.dtype.is_float and input.ndim == 1 and target.ndim == 1:   # one unbatched row of probabilities
+        loss = cross_entropy(mv.reshape(input, 1, -1), mv.reshape(target, 1, -1), weight, ignore_index, reduction,
+                             label_smoothing)
+        return mv.reshape(loss, ()) if reduction == "none" else loss
     if target.dtype.is_float:
         if ignore_index != -100:
             raise ArgumentError("cross_entropy: ignore_index is not supported for floating point target")
@@ -160,6 +166,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         logits, _ = _rows(input, mv.reshape(target, -1), "cross_entropy")
         probs, _ = _rows(target, mv.reshape(target, -1), "cross_entropy")
         probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
+        if weight is not None:
+            probs = probs * mv.reshape(weight, 1, -1)
         valid = ones((logits.shape[0], 1), device=input.device)
         count = None
     else:

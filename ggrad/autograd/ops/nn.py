@@ -121,6 +121,9 @@ def log_softmax(x, dim=-1, dtype=None):
     if dtype is not None:
         x = x.to(resolve(dtype))
     x = as_float32(x, "log_softmax")
+    if x.ndim == 0:   # a scalar is its own one-element row, as PyTorch's (log_softmax = 0)
+        _axis(dim, 1)
+        return mv.reshape(log_softmax(mv.reshape(x, 1)), ())
     d = _axis(dim, x.ndim)
     if d == x.ndim - 1:
         return LogSoftmax.apply(x)

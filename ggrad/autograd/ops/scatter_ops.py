@@ -12,7 +12,7 @@ Positions are computed in float32 and must stay below 2**24 elements.
 import numpy as np
 
 from ...ggml import f32, i32, ops
-from ...ggml.errors import ShapeError
+from ...ggml.errors import DTypeError, ShapeError
 from ..factory import full, ones, tensor, zeros
 from ..primitive import Primitive
 from ..tensor import Tensor, _axis
@@ -154,6 +154,9 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
         return scatter_reduce(x, dim, index, source, "prod")
     if reduce is not None:
         raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce!r}")
+    if isinstance(src, Tensor) and src.dtype != x.dtype:
+        raise DTypeError(f"scatter(): Expected self.dtype to be equal to src.dtype (got {x.dtype.name} and "
+                         f"{src.dtype.name})")
     d = _axis(dim, x.ndim)
     positions = _positions(x, d, index, "scatter")
     column = reshape(_float(x), x.numel(), 1)

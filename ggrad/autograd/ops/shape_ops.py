@@ -11,7 +11,7 @@ one_hot returns int64, as PyTorch.
 import numpy as np
 
 from ...ggml import f32, ops
-from ...ggml.errors import ShapeError, UnsupportedDTypeError
+from ...ggml.errors import ShapeError, UnsupportedDTypeError, UnsupportedShapeError
 from ..torch_dtypes import BOOL, INT64
 from ..factory import arange, tensor, zeros
 from .. import device_locks
@@ -246,6 +246,15 @@ def pad(x, pad, mode="constant", value=None):
         raise NotImplementedError(f"pad: mode {mode!r} is not one of constant, reflect, replicate, circular")
     if mode != "constant" and value:
         raise ValueError(f"pad: padding mode {mode!r} doesn't take in value argument")
+    if mode != "constant":   # PyTorch's shapes: 1-3 padded dimensions, the input one or two more (a batch)
+        k = len(pad) // 2
+        if k not in (1, 2, 3) or x.ndim not in (k + 1, k + 2):
+            raise UnsupportedShapeError(f"pad: padding size {len(pad)} is not supported for {x.ndim}D input "
+                                        f"tensor with mode {mode!r} (padding size 2, 4 or 6 for an input of one "
+                                        "or two more dimensions)")
+        if mode != "circular" and not all(x.shape[1:]):
+            raise ShapeError(f"pad: expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size "
+                             f"and other non-zero dimensions for input, but got: {list(x.shape)}")
     amounts = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
         amounts[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])

@@ -6,9 +6,10 @@ movedim forward to reshape/expand/permute; lerp, addcmul, addcdiv, rsub, logadde
 
 import numpy as np
 
-from ...ggml.errors import DTypeError, ShapeError
+from ...ggml.errors import ArgumentError, DTypeError, ShapeError
 from ..dtype_rules import as_float32, promote, require_float
 from ..factory import zeros_like
+from ..function import Function
 from . import arith, binary, indexing, joins, linalg, logical, reduce, scan, shape_ops, unary, views
 from .math import isnan, log1p
 from .selection import where
@@ -152,14 +153,31 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return binary.add(input, binary.mul(binary.div(tensor1, tensor2), value))
 
 
-def logaddexp(input, other):  # noqa: A002
+class _LogAddExp(Function):
     """log(exp(a) + exp(b)) without overflow: max + log1p(exp(-|a - b|)), with the max picked exactly and
-    equal operands (both -inf or +inf too) giving max + log 2, as PyTorch."""
+    equal operands (both -inf or +inf too) giving max + log 2, as PyTorch. Gradients PyTorch's:
+    g exp(a - y) and g exp(b - y) (halves for equal operands, nan where both are -inf or +inf)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        top = where(logical.ge(a, b), a, b)
+        gap = where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
+        y = binary.add(top, log1p(unary.exp(gap)))
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        return g * unary.exp(a - y), g * unary.exp(b - y)
+
+
+def logaddexp(input, other):  # noqa: A002
+    """log(exp(input) + exp(other)), elementwise, without overflow (see _LogAddExp)."""
     a, b = promote(input, other, "logaddexp")
     require_float(a, "logaddexp")   # PyTorch has no integer kernel
-    top = where(logical.ge(a, b), a, b)
-    gap = where(logical.eq(a, b), zeros_like(a), unary.neg(unary.abs(binary.sub(a, b))))
-    return binary.add(top, log1p(unary.exp(gap)))
+    shape = binary.broadcast_shapes(a.shape, b.shape, "logaddexp")
+    return _LogAddExp.apply(a.expand(shape), b.expand(shape))
 
 
 def logcumsumexp(x, dim):
@@ -313,7 +331,7 @@ def meshgrid(*tensors, indexing="ij"):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise ArgumentError(f"meshgrid: indexing must be one of 'xy' or 'ij', got {indexing!r}")   # PyTorch's type
     if any(t.ndim > 1 for t in tensors):
         raise ShapeError("meshgrid: expects 0-D or 1-D tensors")
     if len({t.dtype for t in tensors}) > 1:

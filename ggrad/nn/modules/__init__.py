@@ -8,7 +8,7 @@ from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hards
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .channelshuffle import ChannelShuffle
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .distance import PairwiseDistance, CosineSimilarity
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout
 from .fold import Fold, Unfold
@@ -18,7 +18,7 @@ from .linear import Bilinear, Identity, Linear
 from .loss import (L1Loss, NLLLoss, PoissonNLLLoss, GaussianNLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsLoss,
                    HingeEmbeddingLoss, SmoothL1Loss, HuberLoss, SoftMarginLoss, CrossEntropyLoss,
                    MultiLabelSoftMarginLoss, CosineEmbeddingLoss, MarginRankingLoss, MultiMarginLoss,
-                   TripletMarginLoss)
+                   TripletMarginLoss, CTCLoss)
 from .module import Module
 from .normalization import LocalResponseNorm, LayerNorm, GroupNorm, RMSNorm
 from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
@@ -38,13 +38,13 @@ __all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", 
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
            "Softplus", "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
            "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict",
-           "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "PairwiseDistance", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout", "Flatten", "Unflatten", "InstanceNorm1d", "InstanceNorm2d", "Bilinear", "Identity",
            "Linear", "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss",
            "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
-           "MultiMarginLoss", "TripletMarginLoss", "Module", "LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm",
+           "MultiMarginLoss", "TripletMarginLoss", "CTCLoss", "Module", "LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm",
            "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
            "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "MaxPool1d",

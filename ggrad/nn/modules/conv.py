@@ -2,5 +2,6 @@
 
 from ..conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from ..conv3d import Conv3d
+from ..conv_transpose3d import ConvTranspose3d
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

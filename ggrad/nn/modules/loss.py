@@ -5,8 +5,9 @@ from ..loss import (L1Loss, NLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsL
 from ..margin_loss_modules import (PoissonNLLLoss, GaussianNLLLoss, HingeEmbeddingLoss, SoftMarginLoss,
                                    MultiLabelSoftMarginLoss, CosineEmbeddingLoss, MarginRankingLoss, MultiMarginLoss,
                                    TripletMarginLoss)
+from ..ctc import CTCLoss
 
 __all__ = ["L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss",
            "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
-           "MultiMarginLoss", "TripletMarginLoss"]
+           "MultiMarginLoss", "TripletMarginLoss", "CTCLoss"]

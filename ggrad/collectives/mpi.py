@@ -1,4 +1,4 @@
-"""The MPI layer of ggrad.distributed: mpi4py imported lazily, an all-reduce that notices a lost rank.
+"""The MPI layer under ggrad.distributed: mpi4py imported lazily, an all-reduce that notices a lost rank.
 
 mpi4py and an MPI (the `mpich` wheel) are an optional extra: `pip install -e ".[mpi]"`. Nothing
 imports them until a distributed function runs, so ggrad works without them.
@@ -146,6 +146,23 @@ def allreduce_sum(comm, arrays, timeout, what="gradient all-reduce"):
     return arrays
 
 
+def reduce_in_place(comm, array, op, timeout, what):
+    """Combine the contiguous `array` across every rank with the MPI operation `op`, in place."""
+    _wait(comm, lambda: [comm.Iallreduce(mpi().IN_PLACE, array, op=op)], timeout, what)
+    return array
+
+
+def gather_all(comm, array, table, timeout, what):
+    """table[r] = rank r's `array` on every rank (table: (comm.size, array.size), contiguous)."""
+    _wait(comm, lambda: [comm.Iallgather(array, table)], timeout, what)
+    return table
+
+
+def barrier(comm, timeout):
+    """Return once every rank has reached its barrier."""
+    _wait(comm, lambda: [comm.Ibarrier()], timeout, "barrier")
+
+
 def check_same_size(comm, size, timeout, what):
     """RuntimeError on every rank unless every rank passes the same `size` (one small all-reduce): a
     collective over arrays of different sizes would fail inside MPI, or hang."""
@@ -158,9 +175,9 @@ def check_same_size(comm, size, timeout, what):
                            "parameters")
 
 
-def broadcast_arrays(comm, arrays, timeout, what):
-    """Overwrite each contiguous array with rank 0's (every rank passes arrays of the same shapes)."""
-    _wait(comm, lambda: [comm.Ibcast(a, root=0) for a in arrays], timeout, what)
+def broadcast_arrays(comm, arrays, timeout, what, root=0):
+    """Overwrite each contiguous array with rank `root`'s (every rank passes arrays of the same shapes)."""
+    _wait(comm, lambda: [comm.Ibcast(a, root=root) for a in arrays], timeout, what)
     return arrays
 
 

@@ -52,6 +52,12 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   autocast weight gradient casts its half rows up. ggrad's twin (kernels.matmul_half on cuBLAS, summing in
   float32) reads half operands, transposed ones in place: chosen where the CUDA backend runs ggrad's twins
   (gpu_twins.py), which then also run the GELU and layer norm kernels.
+- attention (scaled_dot_product_attention, MultiheadAttention without weights returned or dropout): GGML's
+  ops materialise the (..., L, S) scores and probabilities forward and backward (soft_max_ext and its
+  backward, several passes each); ggrad's flash attention kernels (csrc/flash_attn.c, CUDA twins in
+  cuda/flash_attn.cu) keep each row's logsumexp instead and recompute the probabilities block by block
+  in the backward. On CUDA the twins take float16 and bfloat16 operands on tensor cores; float32 keeps
+  GGML's TF32 products. CPU: see benchmarks/README.md ("Flash attention").
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
@@ -97,6 +103,9 @@ class Lowering:
             "kernel" (kernels.softmax_f32; CPU only).
         class_labels: a loss's labels from class indices by GGML's elementwise "ggml" ops or by ggrad's
             "kernel" (kernels.class_labels_f32; CPU only).
+        attention: softmax(q k^T * scale + mask) v and its gradients by GGML's "ggml" ops (the scores
+            materialised) or by ggrad's flash attention kernels (kernels.flash_attn, flash_attn_back): "kernel"
+            for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -115,6 +124,7 @@ class Lowering:
     relu: str = "ggml"
     softmax: str = "ggml"
     class_labels: str = "ggml"
+    attention: str = "ggml"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -128,7 +138,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
-                                 layer_norm="kernel")
+                                 layer_norm="kernel", attention="half_kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `forced` (tests run the GPU choices on the CPU)

@@ -33,7 +33,7 @@ def test_other_backends_never_have_twins():
 
 
 def test_every_twin_has_a_cpu_kernel_and_a_cuda_function():
-    source = (ROOT / "ggrad/ggml/cuda/twins.cu").read_text()
+    source = "".join(path.read_text() for path in sorted((ROOT / "ggrad/ggml/cuda").glob("*.cu")))
     for name in gpu_twins.TWINS:
         assert kernels.cpu_function(name) is not None
         assert f'extern "C" void ggrad_cuda_{name}(' in source
@@ -48,7 +48,8 @@ def test_the_library_is_looked_for_where_the_variable_says(monkeypatch, tmp_path
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
 def test_the_twins_compile_with_nvcc(tmp_path):
-    """A twin that does not compile fails here, before any GPU machine sees it (nvcc 13 on CI's machine)."""
+    """A twin that does not compile fails here, before any GPU machine sees it (nvcc 13 on CI's machine): the
+    flash attention kernels (cuda/flash_attn.cu) with the others, into one library."""
     out = tmp_path / "twins.so"
     env = dict(os.environ, PYTHON=sys.executable)
     done = subprocess.run(["bash", str(ROOT / "scripts/build_cuda_twins.sh"), str(out)], env=env,

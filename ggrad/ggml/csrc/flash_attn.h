@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#define FA_BQ 64   /* query rows of a block */
+#define FA_BQ 128  /* query rows of a block */
 #define FA_BK 64   /* keys of a block (a multiple of every vector width) */
 #define FA_PAD 16  /* widths of packed rows are multiples of it (of every vector width) */
 

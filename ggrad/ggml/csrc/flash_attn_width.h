@@ -4,7 +4,7 @@
 #include "exp_width.h"
 
 /* C (+)= A B for C m x n (rows ldc apart), A m x k (element (r, t) at a[r ars + t aks]), B k x n (rows ldb
-   apart), n a multiple of W: tiles of 4 rows x 2 vectors in registers, A's elements broadcast against B's
+   apart), n a multiple of W: tiles of 4 rows x 4 (or 2, 1) vectors in registers, A's elements broadcast against B's
    vectors, so no sum across lanes; each element sums over t in order (after C's value where `accumulate`). */
 ALWAYS_INLINE void PER_W(fa_gemm)(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t aks,
                                   const float *b, int64_t ldb, float *c, int64_t ldc, int accumulate) {
@@ -13,6 +13,27 @@ ALWAYS_INLINE void PER_W(fa_gemm)(int64_t m, int64_t n, int64_t k, const float *
         const float *a0 = a + r * ars;
         float *c0 = c + r * ldc;
         int64_t col = 0;
+        for (; col + 4 * W <= n; col += 4 * W) {
+            VF x[4][4];
+            for (int i = 0; i < 4; i++)
+                for (int v = 0; v < 4; v++)
+                    x[i][v] = accumulate ? (VF) * (const VFU *)(c0 + i * ldc + col + v * W) : (VF){};
+            const float *bp = b + col, *ap = a0;
+            for (int64_t t = 0; t < k; t++, bp += ldb, ap += aks) {
+                VF b0 = *(const VFU *)bp, b1 = *(const VFU *)(bp + W), b2 = *(const VFU *)(bp + 2 * W),
+                   b3 = *(const VFU *)(bp + 3 * W);
+                for (int i = 0; i < 4; i++) {
+                    const float s = ap[i * ars];
+                    x[i][0] += s * b0;
+                    x[i][1] += s * b1;
+                    x[i][2] += s * b2;
+                    x[i][3] += s * b3;
+                }
+            }
+            for (int i = 0; i < 4; i++)
+                for (int v = 0; v < 4; v++)
+                    *(VFU *)(c0 + i * ldc + col + v * W) = x[i][v];
+        }
         for (; col + 2 * W <= n; col += 2 * W) {
             VF x[4][2];
             for (int i = 0; i < 4; i++)

@@ -1,7 +1,7 @@
-"""ggrad's CUDA twins of its kernels (ggrad/ggml/cuda/twins.cu), registered with GGML's CUDA backend.
+"""ggrad's CUDA twins of its kernels (ggrad/ggml/cuda/twins.cu, flash_attn.cu), registered with GGML's CUDA
+backend.
 
-A twin computes on CUDA's stream what a kernel's custom node computes on the CPU (flash attention's in
-cuda/flash_attn.cu). The pinned GGML runs
+A twin computes on CUDA's stream what a kernel's custom node computes on the CPU. The pinned GGML runs
 custom nodes on the CPU only; scripts/patch_ggml_cuda.py inserts a small hook into its CUDA backend that runs
 a node whose CPU function has a registered twin, and scripts/build_cuda_twins.sh builds the twins with nvcc
 (`scripts/install.sh` does both where it builds GGML with CUDA). Without either, nothing is registered and the

@@ -45,6 +45,8 @@ void ggrad_relu_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 void ggrad_relu_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_softmax_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_matmul_half(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_flash_attn(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_flash_attn_back(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 int ggrad_kernels_isa(int isa);
 """
 
@@ -52,7 +54,8 @@ int ggrad_kernels_isa(int isa);
 KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc/gelu.c",
            "ggrad/ggml/csrc/concat.c", "ggrad/ggml/csrc/norm.c",
            "ggrad/ggml/csrc/adamw.c", "ggrad/ggml/csrc/labels.c",
-           "ggrad/ggml/csrc/relu.c", "ggrad/ggml/csrc/softmax.c", "ggrad/ggml/csrc/matmul_half.c"]
+           "ggrad/ggml/csrc/relu.c", "ggrad/ggml/csrc/softmax.c", "ggrad/ggml/csrc/matmul_half.c",
+           "ggrad/ggml/csrc/flash_attn.c"]
 
 
 def find_libggml():

@@ -10,7 +10,7 @@
 #   bash benchmarks/gpu_run.sh vulkan VERB [VERB ...] cuda VERB [VERB ...]
 #
 # On the GPU machine it builds GGML from the sdist in /tmp: its CUDA backend (sm_90, CUDA graphs on, no
-# flash-attention kernels, which ggrad does not use: about 2-4 minutes at -j16) and, where the verb `vulkan` is
+# flash-attention kernels (GGML's; ggrad has its own twins): about 2-4 minutes at -j16) and, where the verb `vulkan` is
 # named, its Vulkan backend (about 2.5 minutes), side by side; a later call on the same machine reuses them.
 # It points ggrad at one (GGRAD_GGML_LIB_DIR; `cuda` and `vulkan` switch, CUDA first unless the list begins
 # with `vulkan`) and runs the verbs in order on its first device (PyTorch, where a verb times it, on CUDA):
@@ -21,6 +21,8 @@
 #             "sdpa compile" adds torch.compile)
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
+#   flash     flash attention's CUDA twins against the CPU kernels on hand-made nodes, and their times
+#             (benchmarks/flash_attn_cuda.cu; needs no GGML build)
 #   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
 #             which carries ggrad's hook: scripts/patch_ggml_cuda.py, scripts/build_cuda_twins.sh)
 set -uo pipefail
@@ -104,6 +106,12 @@ for verb in "$@"; do
         f16|bf16) $bench --configs big --autocast "$verb" --torch-variants ${TORCH_VARIANTS-sdpa} ;;
         profile) $profile ;;
         profile16) $profile --autocast f16 ;;
+        flash) inc=/tmp/$SDIST/ggml/include
+            gcc -O3 -fno-math-errno -c -I $inc -o /tmp/fa_cpu.o ggrad/ggml/csrc/flash_attn.c \
+                && gcc -O3 -c -I $inc -o /tmp/fa_isa.o ggrad/ggml/csrc/isa.c \
+                && nvcc -O3 -std=c++17 -arch=sm_90 -I $inc -o /tmp/flash_attn_cuda benchmarks/flash_attn_cuda.cu \
+                       ggrad/ggml/cuda/flash_attn.cu /tmp/fa_cpu.o /tmp/fa_isa.o \
+                && /tmp/flash_attn_cuda timing ;;
         ab) for tree in .gpu/trees/*; do cp ggrad/ggml/_ffi.abi3.so "$tree/ggrad/ggml/"; done
             $ab && $ab --autocast f16 ;;
         *) echo "unknown verb: $verb"; exit 2 ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build ggrad's CUDA twins (ggrad/ggml/cuda/twins.cu) with nvcc into a shared library that ggrad registers
+# Build ggrad's CUDA twins (ggrad/ggml/cuda/*.cu) with nvcc into a shared library that ggrad registers
 # with GGML's CUDA backend (ggrad/ggml/gpu_twins.py); the backend must carry ggrad's hook
 # (scripts/patch_ggml_cuda.py, which scripts/install.sh applies where it builds GGML with CUDA).
 #
@@ -20,5 +20,5 @@ for arch in ${CUDA_ARCHS:-90}; do
     last=${arch}
 done
 gencode+=(-gencode "arch=compute_${last},code=compute_${last}")
-nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC "${gencode[@]}" -I "${include}" -o "${output}" ggrad/ggml/cuda/twins.cu
+nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC "${gencode[@]}" -I "${include}" -o "${output}" ggrad/ggml/cuda/twins.cu ggrad/ggml/cuda/flash_attn.cu
 echo "build_cuda_twins.sh: ${output}"

@@ -24,7 +24,7 @@ _captured = None   # set by capture(): receives a Replay of each compute
 
 def fresh_graph(device):
     """Compute `device`'s pending work and start its next graph afresh, one whose lowering is not yet fixed
-    (lowering.forced: every graph is built under one lowering)."""
+    (forced_lowering: every graph is built under one lowering)."""
     with device_locks.lock_of(device):
         rt = runtime(device)
         _realize(rt.graph, None)

@@ -46,6 +46,9 @@ class Lowering:
             "kernel" (kernels.softmax_f32; CPU only).
         class_labels: a loss's labels from class indices by GGML's elementwise "ggml" ops or by ggrad's
             "kernel" (kernels.class_labels_f32; CPU only).
+        attention: softmax(q k^T * scale + mask) v and its gradients by GGML's "ggml" ops (the scores
+            materialised) or by ggrad's flash attention kernels (kernels.flash_attn, flash_attn_back): "kernel"
+            for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -64,6 +67,7 @@ class Lowering:
     relu: str = "ggml"
     softmax: str = "ggml"
     class_labels: str = "ggml"
+    attention: str = "ggml"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -77,7 +81,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           fused_cross_entropy=False)   # GGML's ops that every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
-                                 layer_norm="kernel")
+                                 layer_norm="kernel", attention="half_kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)

@@ -243,7 +243,7 @@ def pending_graph(device):
 def lowering_of(device):
     """The Lowering that `device`'s pending graph builds with (its first use fixes it: PendingGraph.lowering).
     The Tensor-level rules choose by it too, so that their choices and the nodes of the graph's ops agree
-    where `lowering.forced` begins while a graph is under way."""
+    where `execution.forced_lowering` begins while a graph is under way."""
     return runtime(device).graph.lowering
 
 

@@ -88,7 +88,7 @@ class PendingGraph:
     @property
     def lowering(self):
         """The device's Lowering (lowering.py), looked up once: the first use decides it for every node of
-        this graph (a graph built half under `lowering.forced` would not be the graph of either)."""
+        this graph (a graph built half under `execution.forced_lowering` would not be the graph of either)."""
         if self._lowering is None:
             self._lowering = lowering.for_device(self.device)
         return self._lowering

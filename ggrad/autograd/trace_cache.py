@@ -199,7 +199,7 @@ class Trace:
                 self.proxies[k] = entry.proxies[k] + self.proxies[k]
 
     def _candidate(self, first_key):
-        for entry in self.cache:   # an entry built under another lowering (lowering.forced) made other nodes
+        for entry in self.cache:   # an entry built under another lowering (execution.forced_lowering) made other nodes
             if entry.keys and entry.keys[0] == first_key and entry.lowering == self.lowering:
                 return entry
         return None

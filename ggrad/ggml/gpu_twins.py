@@ -1,4 +1,5 @@
-"""ggrad's CUDA twins of its kernels (ggrad/ggml/cuda/twins.cu), registered with GGML's CUDA backend.
+"""ggrad's CUDA twins of its kernels (ggrad/ggml/cuda/twins.cu, flash_attn.cu), registered with GGML's CUDA
+backend.
 
 A twin computes on CUDA's stream what a kernel's custom node computes on the CPU. The pinned GGML runs
 custom nodes on the CPU only; scripts/patch_ggml_cuda.py inserts a small hook into its CUDA backend that runs
@@ -20,7 +21,7 @@ from . import kernels
 __all__ = ["TWINS", "library_path", "registered"]
 
 TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32", "layer_norm_f32",   # kernels with a CUDA twin
-         "layer_norm_back_f32")
+         "layer_norm_back_f32", "flash_attn", "flash_attn_back")
 _REGISTER = "int (*)(void *, void *)"
 
 

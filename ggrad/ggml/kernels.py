@@ -8,19 +8,21 @@ import struct
 
 from ._lib import ffi, lib
 from .ops import _check as C
-from .ops import custom_4d, custom_inplace
+from .ops import custom_4d, custom_inplace, view_3d, view_4d
 from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
-           "matmul_half", "cpu_function", "kernel_name", "isa"]
+           "matmul_half", "flash_attn", "flash_attn_back", "cpu_function", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
-    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half")}
+    "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half", "flash_attn",
+    "flash_attn_back")}
 _HALF = frozenset({C.F16, C.BF16})
+_TYPE_SIZE = {C.F32: 4, C.F16: 2, C.BF16: 2}
 _INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
@@ -72,6 +74,114 @@ def matmul_half(ctx, a, b):
             C.fail(op, f"{name} ne={C.ne(p)} nb={strides}: needs contiguous rows or columns (nb[0] or nb[1] "
                        "of one element) and sizes and strides below 2**31 elements")
     return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
+
+
+ATTENTION_HEAD_MAX = 256   # the widest head (q's and k's, or v's) the attention kernels take (the CUDA twin's)
+_CAUSAL_OFFSET = 2**29     # causality's offset travels biased by it in 30 bits of userdata
+
+
+def flash_attn(ctx, q, k, v, mask=None, scale=1.0, causal=False, offset=0):
+    """softmax(q k^T * scale + mask) v without the scores: flash attention's forward (csrc/flash_attn.c; on
+    CUDA its twin, cuda/flash_attn.cu), one node whose f32 result holds the output O and the logsumexp L of
+    each row of scores (what flash_attn_back reads).
+
+    Args:
+        ctx: the Context the result is made in.
+        q: f32, f16 or bf16 [d, tq, hq, b] with contiguous rows (any other strides).
+        k: q's type, [d, tk, hk, bk]: hq a multiple of hk (grouped-query attention: query head h reads head
+            h // (hq / hk)) and b of bk (likewise), contiguous rows.
+        v: q's type, [dv, tk, hk, bk], contiguous rows. d and dv at most ATTENTION_HEAD_MAX.
+        mask: None, or an additive f32 mask [tk, >= tq, 1 or hq, 1 or b] with contiguous rows (-inf blocks).
+        scale: multiplies the scores q k^T before the mask is added.
+        causal: query i sees keys j <= i + offset only (PyTorch's is_causal: offset 0).
+        offset: see causal (|offset| < 2**29).
+
+    Returns:
+        (O f32 [dv, tq, hq, b], L f32 [tq, hq, b]), contiguous views of the node. A row that sees no key gives
+        zeros and L = -inf.
+    """
+    op = "flash_attn"
+    pq, pk, pv = _attention_operands(op, q, k, v)
+    d, tq, hq, b = C.ne(pq)
+    dv = C.ne(pv)[0]
+    args = [q, k, v] + _attention_mask(op, mask, C.ne(pk)[1], tq, hq, b)
+    n = dv * tq * hq * b
+    node = custom_4d(ctx, "f32", n + tq * hq * b, 1, 1, 1, args, len(args), _FUNCTIONS[op], -1,
+                     _attention_bits(op, scale, causal, offset))
+    o = view_4d(ctx, node, dv, tq, hq, b, dv * 4, dv * tq * 4, dv * tq * hq * 4, 0)
+    return o, view_3d(ctx, node, tq, hq, b, tq * 4, tq * hq * 4, n * 4)
+
+
+def flash_attn_back(ctx, q, k, v, o, do, lse, mask=None, scale=1.0, causal=False, offset=0):
+    """The gradients of flash_attn's O at q, k and v given dO (flash attention's backward: the scores'
+    probabilities recomputed block by block from L, no T x T tensor), one node.
+
+    Args:
+        ctx: the Context the result is made in.
+        q, k, v, mask, scale, causal, offset: flash_attn's.
+        o: flash_attn's O: f32 [dv, tq, hq, b] with contiguous rows.
+        do: the gradient at O: f32 [dv, tq, hq, b] with contiguous rows.
+        lse: flash_attn's L: f32 [tq, hq, b] with contiguous rows.
+
+    Returns:
+        (dq, dk, dv): f32, shaped as q, k and v, contiguous views of the node (whose last part holds
+        rowsum(dO O), the twin's scratch).
+    """
+    op = "flash_attn_back"
+    pq, pk, pv = _attention_operands(op, q, k, v)
+    d, tq, hq, b = nq = C.ne(pq)
+    _, tk, hk, bk = nk = C.ne(pk)
+    dv = C.ne(pv)[0]
+    for name, t, want in (("o", o, [dv, tq, hq, b]), ("do", do, [dv, tq, hq, b]), ("lse", lse, [tq, hq, b, 1])):
+        p = tensor(op, name, t)
+        if p.type != C.F32 or p.nb[0] != 4 or C.ne(p) != want:
+            C.fail(op, f"{name} must be f32 with contiguous rows and ne={want}, got {C.tname(p)} ne={C.ne(p)} "
+                       f"nb={list(p.nb)}")
+    args = [q, k, v, o, do, lse] + _attention_mask(op, mask, tk, tq, hq, b)
+    sizes = [d * tq * hq * b, d * tk * hk * bk, dv * tk * hk * bk]
+    node = custom_4d(ctx, "f32", sum(sizes) + tq * hq * b, 1, 1, 1, args, len(args), _FUNCTIONS[op], -1,
+                     _attention_bits(op, scale, causal, offset))
+    parts, at = [], 0
+    for size, (w, rows, heads, batches) in zip(sizes, (nq, nk, [dv, tk, hk, bk])):
+        parts.append(view_4d(ctx, node, w, rows, heads, batches, w * 4, w * rows * 4, w * rows * heads * 4, at * 4))
+        at += size
+    return tuple(parts)
+
+
+def _attention_operands(op, q, k, v):
+    """q, k and v's GTensor pointers, checked (flash_attn's Args)."""
+    pq, pk, pv = tensor(op, "q", q), tensor(op, "k", k), tensor(op, "v", v)
+    if pq.type not in (C.F32, C.F16, C.BF16) or pk.type != pq.type or pv.type != pq.type:
+        raise C.DTypeError(f"{op}: q, k and v must be of one type, f32, f16 or bf16; got {C.tname(pq)}, "
+                           f"{C.tname(pk)}, {C.tname(pv)}")
+    nq, nk, nv = C.ne(pq), C.ne(pk), C.ne(pv)
+    if (nk[0] != nq[0] or nv[1:] != nk[1:] or 0 in nk[2:] or nq[2] % nk[2] or nq[3] % nk[3]
+            or max(nq[0], nv[0]) > ATTENTION_HEAD_MAX):
+        C.fail(op, f"q ne={nq}, k ne={nk} and v ne={nv} don't fit (q [d, tq, hq, b], k [d, tk, hk, bk], "
+                   f"v [dv, tk, hk, bk], hq a multiple of hk, b of bk, d and dv <= {ATTENTION_HEAD_MAX})")
+    for name, p in (("q", pq), ("k", pk), ("v", pv)):
+        if p.nb[0] != _TYPE_SIZE[p.type]:
+            C.fail(op, f"{name} (ne={C.ne(p)}, nb={list(p.nb)}) needs contiguous rows")
+    return pq, pk, pv
+
+
+def _attention_mask(op, mask, tk, tq, hq, b):
+    """[mask] checked (flash_attn's Args), or []."""
+    if mask is None:
+        return []
+    p = tensor(op, "mask", mask)
+    nm = C.ne(p)
+    if p.type != C.F32 or p.nb[0] != 4 or nm[0] != tk or nm[1] < tq or nm[2] not in (1, hq) or nm[3] not in (1, b):
+        C.fail(op, f"mask must be f32 [tk={tk}, >= tq={tq}, 1 or {hq}, 1 or {b}] with contiguous rows, got "
+                   f"{C.tname(p)} ne={nm} nb={list(p.nb)}")
+    return [mask]
+
+
+def _attention_bits(op, scale, causal, offset):
+    """flash_attn's userdata: the scale's 32 bits, causality in bit 32, the offset biased in bits 33-62."""
+    C.integer(op, "offset", offset, 1 - _CAUSAL_OFFSET, _CAUSAL_OFFSET - 1)
+    bits = struct.unpack("<I", struct.pack("<f", float(scale)))[0]
+    return ffi.cast("void *", bits | (bool(causal) << 32) | ((offset + _CAUSAL_OFFSET) << 33))
 
 
 def cpu_function(name):

@@ -134,10 +134,12 @@ class MultiHeadAttention(Module):
         b, t = q_in.shape[0], q_in.shape[1]
         if self._one_op(q_in, k_in, v_in, attn_mask, key_padding_mask, need_weights, kv_cache):
             mask = self._merge_masks(attn_mask, key_padding_mask, is_causal, b, t, t, q_in.device)
+            causal = is_causal and t > 1 and attn_mask is None and key_padding_mask is None   # the mask is causal's
             qkv = F.linear(q_in, self.in_proj_weight, self.in_proj_bias)
-            out, weights = self_attention(qkv, mask, self.num_heads, 1.0 / math.sqrt(self.head_dim)), None
+            out, weights = self_attention(qkv, mask, self.num_heads, 1.0 / math.sqrt(self.head_dim), causal), None
         else:
-            out, weights = self._attend(q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache)
+            out, weights = self._attend(q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache,
+                                        need_weights)
         out = self.out_proj(out)
         if unbatched:
             out = out.squeeze(0)
@@ -157,8 +159,9 @@ class MultiHeadAttention(Module):
                 and not getattr(attn_mask, "requires_grad", False)
                 and not getattr(key_padding_mask, "requires_grad", False))
 
-    def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache):
-        """(attention output (B, T, E), weights (B, H, T, S)) on the general path: heads as views."""
+    def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache, need_weights=True):
+        """(attention output (B, T, E), weights (B, H, T, S), None unless `need_weights`) on the general path:
+        heads as views; without weights or dropout by flash attention's kernels where the lowering says so."""
         b, t = q_in.shape[0], q_in.shape[1]
         q, k, v = self._project(q_in, k_in, v_in)
         if kv_cache is not None:
@@ -173,7 +176,12 @@ class MultiHeadAttention(Module):
                                  cached)
         if filled is not None:
             mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
-        out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        out = weights = None
+        if not need_weights and not (self.dropout and self.training):
+            out = F.attend_by_kernel(q, k, v, mask, scale)
+        if out is None:
+            out, weights = F.attend(q, k, v, mask, scale, self.dropout, self.training)
         return out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim), weights   # (B, T, H, Dh) -> (B, T, E)
 
     def _check_shapes(self, query, key, value, unbatched):
@@ -288,14 +296,15 @@ class MultiheadAttention(MultiHeadAttention):
 
 
 @autocast_op("self_attention")
-def self_attention(qkv, mask, num_heads, scale):
+def self_attention(qkv, mask, num_heads, scale, causal=False):
     """softmax(q k^T * scale + mask) v over `num_heads` heads of q, k, v side by side in qkv (B, T, 3E), as
-    (B, T, E) in qkv's dtype; `mask` None or a constant additive float32 mask fitted to (B, H, T, T)."""
+    (B, T, E) in qkv's dtype; `mask` None or a constant additive float32 mask fitted to (B, H, T, T);
+    `causal`: the mask is exactly the causal one (SelfAttention)."""
     source = None if qkv.dtype is f32 else source_of(qkv)
     if source is not None and source.dtype is f32:   # autocast's rounded product: the gradient to its source
-        out = SelfAttention.apply(source, mask, scale, num_heads, qkv)
+        out = SelfAttention.apply(source, mask, scale, num_heads, qkv, causal)
     else:
-        out = SelfAttention.apply(qkv, mask, scale, num_heads)
+        out = SelfAttention.apply(qkv, mask, scale, num_heads, None, causal)
     return out if qkv.dtype is f32 else out.to(qkv.dtype)
 
 

@@ -33,7 +33,10 @@ from .inplace import (relu, relu6, leaky_relu, elu, selu, celu, silu, mish, hard
                       selu_, threshold_)
 from . import inplace as _inplace
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm, isneginf as _isneginf
+from ..autograd.ops import flash_attention as _flash
+from ..autograd.memory import lowering_of as _lowering_of
 from ..ggml import f32, i32
+from ..ggml.kernels import ATTENTION_HEAD_MAX
 from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live beside it)
 from .group_norm import group_norm, instance_norm, local_response_norm  # noqa: F401
 from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d  # noqa: F401
@@ -224,6 +227,49 @@ def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_ro
     return weights @ v, weights
 
 
+def _flash_attention(q, k, v, mask, scale, causal):
+    """softmax(q @ k^T * scale + mask) @ v by flash attention's kernels (autograd/ops/flash_attention.py) in
+    q's dtype, or None where the lowering keeps GGML's ops for these operands. q (..., L, E) of 2 to 4 dims; k
+    and v (..., S, .) with q's leading dims but for dim -3, a divisor of q's (grouped-query attention); mask
+    None or an additive float32 Tensor fitted to (..., L, S) by fit_mask."""
+    if not (_flash.takes(q.device, q.dtype) and 2 <= q.ndim <= 4 and k.dtype is q.dtype and v.dtype is q.dtype
+            and max(q.shape[-1], v.shape[-1]) <= ATTENTION_HEAD_MAX):
+        return None
+    q4, k4, v4 = (t.reshape((1,) * (4 - t.ndim) + t.shape) for t in (q, k, v))
+    if q4.shape[0] != k4.shape[0] or q4.shape[1] % k4.shape[1]:
+        return None
+    if mask is not None:
+        if mask.requires_grad or mask.dtype is not f32 or mask.ndim > 4:
+            return None
+        mask = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
+        if not _flash.mask_fits(mask.shape, q4.shape[1], q4.shape[0]):
+            return None
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    out = _flash.FlashAttention.apply(q4, k4, v4, mask, scale, bool(causal)).reshape(q.shape[:-1] + v.shape[-1:])
+    return out if out.dtype is q.dtype else out.to(q.dtype)
+
+
+@autocast_op("attention")
+def attend_by_kernel(q, k, v, mask=None, scale=None, causal=False):
+    """`attend` without weights or dropout by flash attention's kernels (no (..., L, S) tensor forward or
+    backward), or None where the lowering keeps GGML's ops (Lowering.attention) or the operands don't fit
+    them; `causal`: query i sees keys j <= i only (with or without a mask)."""
+    return _flash_attention(q, k, v, mask, scale, causal)
+
+
+@autocast_op("attention")
+def _sdpa_by_kernel(query, key, value, attn_mask, scale, is_causal, scores_shape):
+    """scaled_dot_product_attention by flash attention's kernels (a row that sees no key gives zeros, as the
+    composed path's), or None where they don't take it: its mask is made only where they do."""
+    if not _flash.takes(query.device, query.dtype):
+        return None
+    mask = None
+    if attn_mask is not None:
+        mask = fit_mask(additive_mask(attn_mask, False, "scaled_dot_product_attention", query.device), scores_shape,
+                        "scaled_dot_product_attention")
+    return _flash_attention(query, key, value, mask, scale, is_causal)
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | ArrayLike | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> Tensor:
@@ -252,19 +298,27 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise ShapeError(f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value "
                          f"{value.shape} don't fit (need key.shape[-1] == query.shape[-1] == E and "
                          f"key.shape[-2] == value.shape[-2] == S)")
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+    grouped = enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]
+    if grouped:
         heads, kv_heads = query.shape[-3], key.shape[-3]
         if heads % kv_heads or value.shape[-3] != kv_heads:
             raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa, query's {heads} heads must be a "
                                f"multiple of key's and value's ({kv_heads}, {value.shape[-3]})")
-        key = key.repeat_interleave(heads // kv_heads, dim=-3)
-        value = value.repeat_interleave(heads // kv_heads, dim=-3)
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise ArgumentError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
     batch = tuple(max(a, b) for a, b in zip(query.shape[:-2], key.shape[:-2]))
+    if grouped:
+        batch = query.shape[:-2]
     scores_shape = batch + (query.shape[-2], key.shape[-2])
+    if dropout_p == 0.0 and _lowering_of(query.device).attention != "ggml":
+        out = _sdpa_by_kernel(query, key, value, attn_mask, scale, is_causal, scores_shape)
+        if out is not None:
+            return out
+    if grouped:
+        key = key.repeat_interleave(heads // kv_heads, dim=-3)
+        value = value.repeat_interleave(heads // kv_heads, dim=-3)
     mask = open_rows = None
     if is_causal:
         mask = _tensor(causal_mask_host(query.shape[-2], key.shape[-2]), device=query.device)

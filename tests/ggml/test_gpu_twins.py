@@ -33,7 +33,7 @@ def test_other_backends_never_have_twins():
 
 
 def test_every_twin_has_a_cpu_kernel_and_a_cuda_function():
-    source = (ROOT / "ggrad/ggml/cuda/twins.cu").read_text()
+    source = "".join(path.read_text() for path in sorted((ROOT / "ggrad/ggml/cuda").glob("*.cu")))
     for name in gpu_twins.TWINS:
         assert kernels.cpu_function(name) is not None
         assert f'extern "C" void ggrad_cuda_{name}(' in source
@@ -46,13 +46,22 @@ def test_the_library_is_looked_for_where_the_variable_says(monkeypatch, tmp_path
     assert gpu_twins.library_path().name == "_cuda_twins.so"
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
-def test_the_twins_compile_with_nvcc(tmp_path):
-    """A twin that does not compile fails here, before any GPU machine sees it (nvcc 13 on CI's machine)."""
-    out = tmp_path / "twins.so"
+@pytest.fixture(scope="module")
+def built_twins(tmp_path_factory):
+    """The twins' library built once by scripts/build_cuda_twins.sh (nvcc: about half a minute with flash
+    attention's kernels), or the build's failure."""
+    out = tmp_path_factory.mktemp("twins") / "twins.so"
     env = dict(os.environ, PYTHON=sys.executable)
     done = subprocess.run(["bash", str(ROOT / "scripts/build_cuda_twins.sh"), str(out)], env=env,
                           capture_output=True, text=True)
+    return out, done
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
+def test_the_twins_compile_with_nvcc(built_twins):
+    """A twin that does not compile fails here, before any GPU machine sees it (nvcc 13 on CI's machine): the
+    flash attention kernels (cuda/flash_attn.cu) with the others, into one library."""
+    out, done = built_twins
     assert done.returncode == 0, done.stderr
     symbols = subprocess.run(["nm", "-D", str(out)], capture_output=True, text=True).stdout
     for name in gpu_twins.TWINS + ("twins_init",):
@@ -125,13 +134,11 @@ def _cublas_reference(calls):
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("case", ["plain", "a_transposed", "b_transposed", "both", "batched", "broadcast", "grouped",
                                   "one_row"])
-def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(tmp_path, runner, dtype, case):
+def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(built_twins, runner, dtype, case):
     """The CUDA twin's host side (operands as cuBLAS takes them: transposes, leading dimensions, batches and
     their broadcast) run with a reference of cuBLAS's product on host memory: the same values as the node's
     CPU twin, for every layout the lowering passes (no GPU needed: only the product itself is cuBLAS's)."""
-    out = tmp_path / "twins.so"
-    built = subprocess.run(["bash", str(ROOT / "scripts/build_cuda_twins.sh"), str(out)],
-                           env=dict(os.environ, PYTHON=sys.executable), capture_output=True, text=True)
+    out, built = built_twins
     assert built.returncode == 0, built.stderr
     twins = ctypes.CDLL(str(out))
     calls = []

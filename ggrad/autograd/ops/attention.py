@@ -12,8 +12,9 @@ The formulas are written once over their operations: `_Nodes` builds them as GGM
 Shapes are numpy's: qkv (B, T, 3E) holds q, k and v side by side, each of H heads of Dh = E / H.
 """
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from .. import grad_mode
+from . import flash_attention
 from ..primitive import Primitive
 from .concat import join_nodes
 from .joins import cat
@@ -39,6 +40,33 @@ def _backward(g, qkv, mask, scale, heads, op, dtype=None):
     dk = op.product(ds, q, ta=True, tb=True)                      # dS^T Q
     dv = op.product(p, gh, ta=True, tb=True)                      # P^T dO
     return op.merge_heads(dq, dk, dv, dtype=dtype or qkv.dtype)
+
+
+def _by_kernel(graph, qkv, mask, heads, causal):
+    """Whether the heads of qkv attend by ggrad's flash attention kernels (Lowering.attention): the scores are
+    then never materialised, the causal mask (`causal`) becomes the kernels' own rule."""
+    return (flash_attention.by_kernel(graph.lowering, qkv.dtype)
+            and (causal or mask is None or (mask.ne[2] in (1, heads) and mask.ne[3] in (1, qkv.ne[2]))))
+
+
+def _kernel_parts(graph, qkv, mask, scale, heads, causal):
+    """(q, k, v heads, the kernels' mask, O and L) of qkv by the forward kernel."""
+    op = _Nodes(graph)
+    q, k, v = (op.heads(qkv, heads, 3, part) for part in range(3))
+    mask = None if causal or mask is None else flash_attention.rows_node(graph, mask)
+    return q, k, v, mask, *kernels.flash_attn(graph.ctx, q, k, v, mask, scale, causal)
+
+
+def _kernel_forward(graph, qkv, mask, scale, heads, causal):
+    return _Nodes(graph).merge_heads(_kernel_parts(graph, qkv, mask, scale, heads, causal)[4])
+
+
+def _kernel_backward(graph, g, qkv, mask, scale, heads, causal, dtype):
+    """The gradient at qkv by the backward kernel; O and L recomputed (SelfAttention keeps qkv only)."""
+    q, k, v, mask, o, lse = _kernel_parts(graph, qkv, mask, scale, heads, causal)
+    op = _Nodes(graph)
+    grads = kernels.flash_attn_back(graph.ctx, q, k, v, o, op.heads(g, heads, 1, 0), lse, mask, scale, causal)
+    return op.merge_heads(*grads, dtype=dtype)
 
 
 class _Nodes:
@@ -135,26 +163,32 @@ class SelfAttention(Primitive):
     `mask`: None or a constant additive float32 mask fitted to the scores (B, H, T, T) by
     nn.functional.fit_mask. `rounded`: None, or the low precision Tensor that a float32 qkv was rounded to
     (autocast's product result): the op computes from it and keeps it for backward, and qkv's gradient comes
-    back in float32, not rounded to the low precision and cast back for the product's backward."""
+    back in float32, not rounded to the low precision and cast back for the product's backward. `causal`: the
+    mask is exactly the causal one (query i sees keys j <= i), which flash attention's kernels apply by
+    themselves, skipping the blocks it hides."""
     saves = (0, 1)   # qkv (or `rounded`) and the mask: see saved
 
     @staticmethod
-    def build(ctx, graph, qkv, mask, scale, heads, rounded=None):
+    def build(ctx, graph, qkv, mask, scale, heads, rounded=None, causal=False):
+        qkv = qkv if rounded is None else rounded
+        if _by_kernel(graph, qkv, mask, heads, causal):
+            return _kernel_forward(graph, qkv, mask, scale, heads, causal)
         op = _Nodes(graph)
-        return _forward(op.operand(qkv if rounded is None else rounded), mask, scale, heads, op)
+        return _forward(op.operand(qkv), mask, scale, heads, op)
 
     @staticmethod
-    def shape(qkv, mask, scale, heads, rounded=None):
+    def shape(qkv, mask, scale, heads, rounded=None, causal=False):
         b, t, width = qkv.shape
         return (b, t, width // 3)
 
     @staticmethod
-    def result_dtype(qkv, mask, scale, heads, rounded=None):
+    def result_dtype(qkv, mask, scale, heads, rounded=None, causal=False):
         return f32
 
     @classmethod
     def saved(cls, ctx, args, out):
         ctx.scale, ctx.heads, ctx.grad_dtype = args[2], args[3], args[0].dtype
+        ctx.causal = len(args) > 5 and args[5]
         kept = args[4] if len(args) > 4 and args[4] is not None else args[0]
         return kept, args[1]
 
@@ -164,7 +198,7 @@ class SelfAttention(Primitive):
         rest = (None,) * (len(ctx.needs_input_grad) - 1)
         if grad_mode.is_grad_enabled():   # create_graph: a backward of differentiable ops
             return (_backward(g, qkv, mask, ctx.scale, ctx.heads, _Tensors, ctx.grad_dtype),) + rest
-        return (SelfAttentionBack.apply(g, qkv, mask, ctx.scale, ctx.heads, ctx.grad_dtype),) + rest
+        return (SelfAttentionBack.apply(g, qkv, mask, ctx.scale, ctx.heads, ctx.grad_dtype, ctx.causal),) + rest
 
 
 class SelfAttentionBack(Primitive):
@@ -172,14 +206,16 @@ class SelfAttentionBack(Primitive):
     its own: a backward that is itself differentiated takes `_backward` in Tensor ops)."""
 
     @staticmethod
-    def build(ctx, graph, g, qkv, mask, scale, heads, dtype=None):
+    def build(ctx, graph, g, qkv, mask, scale, heads, dtype=None, causal=False):
+        if _by_kernel(graph, qkv, mask, heads, causal):
+            return _kernel_backward(graph, g, qkv, mask, scale, heads, causal, dtype or qkv.dtype)
         op = _Nodes(graph)
         return _backward(g, op.operand(qkv), mask, scale, heads, op, dtype or qkv.dtype)
 
     @staticmethod
-    def shape(g, qkv, mask, scale, heads, dtype=None):
+    def shape(g, qkv, mask, scale, heads, dtype=None, causal=False):
         return qkv.shape
 
     @staticmethod
-    def result_dtype(g, qkv, mask, scale, heads, dtype=None):
+    def result_dtype(g, qkv, mask, scale, heads, dtype=None, causal=False):
         return dtype or qkv.dtype

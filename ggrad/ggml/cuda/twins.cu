@@ -25,6 +25,7 @@ static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_ge
 // the current device (this library was built for its architecture), else the CUDA error: then ggrad registers
 // no twin, since a launch without code would fail inside GGML's compute, which aborts on it.
 static int kernels_load();
+int ggrad_flash_attn_load();   // flash_attn.cu's kernels
 
 extern "C" int ggrad_cuda_twins_init(void * gemm) {
     gemm_half = (gemm_half_t) gemm;
@@ -236,5 +237,5 @@ static int kernels_load() {
             return (int) err;
         }
     }
-    return 0;
+    return ggrad_flash_attn_load();
 }

@@ -1,0 +1,38 @@
+/* What flash_attn.c and its per-width body (flash_attn_width.h) share: the operands of one attention node
+   and its work buffers. */
+
+#ifndef GGRAD_FLASH_ATTN_H
+#define GGRAD_FLASH_ATTN_H
+
+#include <stdint.h>
+
+#define FA_BQ 128  /* query rows of a block */
+#define FA_BK 64   /* keys of a block (a multiple of every vector width) */
+#define FA_PAD 16  /* widths of packed rows are multiples of it (of every vector width) */
+
+/* element (i1, i2, i3) of a tensor whose rows (dimension 0) are contiguous: data + i1 nb1 + i2 nb2 + i3 nb3 */
+struct fa_operand {
+    const char *data;
+    int64_t nb1, nb2, nb3;
+    int type; /* GGML_TYPE_F32, _F16 or _BF16 */
+};
+
+struct fa_args {
+    int64_t d, dv, tq, tk, hq, hk, b, bk; /* q [d, tq, hq, b], k [d, tk, hk, bk], v [dv, tk, hk, bk] */
+    int64_t dp, dvp;                      /* d and dv rounded up to FA_PAD */
+    struct fa_operand q, k, v, o, dout, lse, mask; /* mask.data NULL: none; o, dout, lse: backward only */
+    int64_t mask_heads, mask_batches;     /* the mask's ne[2] and ne[3]: 1 (broadcast) or hq, b */
+    float scale;
+    int causal;                           /* query i sees keys j <= i + offset only */
+    int64_t offset;
+    float *out, *lse_out;                 /* forward: O [dv, tq, hq, b] and L [tq, hq, b], contiguous */
+    float *dq, *dk, *dv_out, *dsum;       /* backward: dQ, dK, dV (contiguous as q, k, v) and rowsum(dO O) */
+};
+
+/* one thread's work buffers (floats, FA_PAD-aligned sizes) */
+struct fa_buffers {
+    float *qs, *dos, *kt, *ks, *vt, *vs, *s, *dp, *acc, *acc2;
+    float *m, *l, *lse, *drow;
+};
+
+#endif

@@ -1,0 +1,174 @@
+"""ggrad's flash attention kernels (kernels.flash_attn and flash_attn_back, csrc/flash_attn.c) against PyTorch's
+scaled_dot_product_attention and its gradients: f32 to ~1e-5, f16 and bf16 operands against PyTorch computing
+in float32 from the same rounded values; causal or not, additive masks with blocked rows, grouped-query
+heads, odd lengths and head widths up to 256, strided operands, each instruction set; the same bits at any
+thread count; bad operands refused."""
+
+import numpy as np
+import pytest
+
+import ggrad.ggml as gg
+from ggrad.ggml import kernels, ops
+from ggrad.ggml.errors import ArgumentError, DTypeError, ShapeError
+
+torch = pytest.importorskip("torch")
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+@pytest.fixture(params=["avx512", "avx2", "generic"])
+def isa(request):
+    if kernels.isa(request.param) != request.param:
+        kernels.isa("best")
+        pytest.skip(f"this CPU has no {request.param}")
+    yield request.param
+    kernels.isa("best")
+
+
+def _inputs(b, h, hk, t, s, d, dv, mask, seed=0):
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(shape).astype(np.float32)
+              for shape in ((b, h, t, d), (b, hk, s, d), (b, hk, s, dv), (b, h, t, dv))]
+    if mask:
+        m = (rng.standard_normal((b, 1, t, s)) * 2).astype(np.float32)
+        m[0, 0, 1, :] = -np.inf   # a row that sees no key: zeros, as PyTorch's
+        m[:, :, :, 3::7] = -np.inf
+        arrays.append(m)
+    return arrays
+
+
+def _kernel(runner, arrays, dtype, scale, causal, threads=None, q_view=None):
+    """(O, L, dq, dk, dv) of the kernels, numpy order."""
+    def build(ctx, q, k, v, g, *mask):
+        if q_view:
+            q = q_view(ctx, q)
+        m = mask[0] if mask else None
+        o, lse = kernels.flash_attn(ctx, q, k, v, m, scale, causal)
+        return (o, lse) + kernels.flash_attn_back(ctx, q, k, v, o, g, lse, m, scale, causal)
+    inputs = [(a, dtype) for a in arrays[:3]] + arrays[3:]
+    if threads is None:
+        got, _ = runner.run(build, inputs)
+    else:
+        before = gg.threads.policy.fixed
+        gg.set_num_threads(threads)
+        try:
+            got, _ = runner.run(build, inputs)
+        finally:
+            gg.set_num_threads(before)
+    return got
+
+
+def _torch(arrays, dtype, scale, causal):
+    q, k, v = (torch.tensor(a).to(TORCH_DTYPES[dtype]).float().requires_grad_() for a in arrays[:3])
+    mask = torch.tensor(arrays[4]) if len(arrays) > 4 else None
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale,
+                                                           enable_gqa=q.shape[1] != k.shape[1])
+    out.backward(torch.tensor(arrays[3]))
+    with torch.no_grad():
+        heads = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+        scores = q @ heads.transpose(-1, -2) * scale
+        if mask is not None:
+            scores = scores + mask
+        if causal:
+            scores = scores + torch.full(scores.shape[-2:], -torch.inf).triu(1)
+        lse = torch.logsumexp(scores, -1)
+    return [out.detach().numpy(), lse.numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+
+
+def _check(got, want, tol):
+    for name, g, w in zip(("O", "L", "dq", "dk", "dv"), got, want):
+        g = g.reshape(w.shape)
+        w = np.nan_to_num(w, nan=0.0, neginf=-1e30)
+        g = np.nan_to_num(g, nan=np.inf, neginf=-1e30)
+        scale = max(float(np.abs(w[np.abs(w) < 1e29]).max()), 1e-6)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=name)
+
+
+CASES = {   # b, h, hk, t, s, d, dv, causal, mask
+    "odd": (2, 3, 3, 37, 37, 33, 33, False, False),
+    "odd_causal": (2, 3, 3, 37, 37, 33, 33, True, False),
+    "long_causal": (1, 2, 2, 130, 130, 64, 64, True, False),
+    "mask_rect_gqa": (2, 4, 2, 70, 130, 64, 48, False, True),
+    "causal_rect": (1, 2, 2, 90, 50, 16, 24, True, False),
+    "wide": (1, 2, 1, 65, 65, 128, 128, True, False),
+    "widest": (1, 1, 1, 40, 70, 256, 200, False, True),
+    "one_query": (2, 2, 2, 1, 70, 8, 8, False, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_f32_matches_torch(runner, case):
+    *sizes, causal, mask = CASES[case]
+    arrays = _inputs(*sizes, mask)
+    scale = 0.7 / np.sqrt(sizes[5])
+    _check(_kernel(runner, arrays, "f32", scale, causal), _torch(arrays, "f32", scale, causal), 2e-5)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", ["odd_causal", "mask_rect_gqa", "wide"])
+def test_half_operands_match_torch_on_their_values(runner, dtype, case):
+    """Half operands are read exactly and everything sums in f32: PyTorch in f32 on the rounded values."""
+    *sizes, causal, mask = CASES[case]
+    arrays = _inputs(*sizes, mask)
+    scale = 1 / np.sqrt(sizes[5])
+    _check(_kernel(runner, arrays, dtype, scale, causal), _torch(arrays, dtype, scale, causal), 2e-5)
+
+
+def test_each_instruction_set_gives_the_result(runner, isa):
+    *sizes, causal, mask = CASES["mask_rect_gqa"]
+    arrays = _inputs(*sizes, mask)
+    _check(_kernel(runner, arrays[:4], "f32", 0.125, True), _torch(arrays[:4], "f32", 0.125, True), 2e-5)
+
+
+def test_same_bits_at_any_thread_count(runner):
+    arrays = _inputs(2, 4, 2, 150, 150, 40, 40, True)
+    results = [_kernel(runner, arrays, "bf16", 0.2, True, threads) for threads in (1, 2, 3, 7)]
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_strided_query_rows_are_read_in_place(runner):
+    """q as the first half of wider rows (a view, as the heads of a fused projection): no copy needed."""
+    arrays = _inputs(2, 2, 2, 20, 20, 16, 16, False)
+    wide = np.concatenate([arrays[0], np.full_like(arrays[0], np.nan)], -1)
+
+    def first_half(ctx, q):
+        return ops.view_4d(ctx, q, 16, q.ne[1], q.ne[2], q.ne[3], q.nb[1], q.nb[2], q.nb[3], 0)
+    got = _kernel(runner, [wide] + arrays[1:], "f32", 0.25, False, q_view=first_half)
+    _check(got, _torch(arrays, "f32", 0.25, False), 2e-5)
+
+
+def test_a_row_that_sees_no_key_gives_zeros_and_no_gradient(runner):
+    arrays = _inputs(1, 1, 1, 4, 6, 8, 8, True)
+    arrays[4][...] = 0.0
+    arrays[4][0, 0, 2, :] = -np.inf
+    o, lse, dq, dk, dv = _kernel(runner, arrays, "f32", 0.3, False)
+    o, dq = o.reshape(1, 1, 4, 8), dq.reshape(1, 1, 4, 8)
+    assert np.all(o[0, 0, 2] == 0) and np.all(dq[0, 0, 2] == 0) and lse.reshape(-1)[2] == -np.inf
+    assert np.all(np.isfinite(dk)) and np.all(np.isfinite(dv))
+
+
+def test_bad_operands_are_refused():
+    ctx = gg.Context(n_tensors=32)
+    q = ctx.new_tensor("f32", (16, 10, 4, 2))
+    k = ctx.new_tensor("f32", (16, 12, 3, 2))
+    v = ctx.new_tensor("f32", (8, 12, 4, 2))
+    with pytest.raises(ShapeError, match="flash_attn: q ne=.*don't fit"):
+        kernels.flash_attn(ctx, q, k, v)   # 4 query heads over 3 kv heads
+    k2 = ctx.new_tensor("f32", (16, 12, 2, 2))
+    v2 = ctx.new_tensor("f32", (8, 12, 2, 2))
+    with pytest.raises(DTypeError, match="one type"):
+        kernels.flash_attn(ctx, q, k2, ctx.new_tensor("f16", (8, 12, 2, 2)))
+    with pytest.raises(ShapeError, match="mask must be"):
+        kernels.flash_attn(ctx, q, k2, v2, ctx.new_tensor("f32", (12, 9, 1, 1)))   # fewer rows than queries
+    with pytest.raises(ShapeError, match="contiguous rows"):
+        kernels.flash_attn(ctx, ops.transpose(ctx, ctx.new_tensor("f32", (10, 16, 4, 2))), k2, v2)
+    wide = ctx.new_tensor("f32", (300, 10, 4, 2))
+    with pytest.raises(ShapeError, match="<= 256"):
+        kernels.flash_attn(ctx, wide, ctx.new_tensor("f32", (300, 12, 2, 2)), v2)
+    o, lse = kernels.flash_attn(ctx, q, k2, v2)
+    with pytest.raises(ShapeError, match="do must be f32"):
+        kernels.flash_attn_back(ctx, q, k2, v2, o, ctx.new_tensor("f32", (8, 10, 4, 1)), lse)
+    with pytest.raises(ArgumentError, match="offset"):
+        kernels.flash_attn(ctx, q, k2, v2, causal=True, offset=2**30)

@@ -1,0 +1,125 @@
+"""Flash attention's CUDA twins (ggrad/ggml/cuda/flash_attn.cu) against the CPU kernels they twin, which
+tests/ggml/test_flash_attn.py checks against PyTorch (PyTorch is not imported here: its CUDA libraries and a CUDA
+build of GGML in one process abort it). float16 and bfloat16 operands run on tensor cores, rounding P, dS and
+dO to the operands' type as FlashAttention does: half tolerances; float32 operands (forced: CUDA's lowering
+leaves them to GGML's products) to ~1e-5. The autocast GPT step runs them in its one split, with no softmax.
+
+Skipped without a CUDA device or where the twins were not built (benchmarks/gpu_run.sh builds both).
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad.autograd import execution, lowering
+from ggrad.ggml import gpu_twins
+
+DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16, "f32": ggrad.float32}
+TOLERANCE = {"f16": 5e-3, "bf16": 3e-2, "f32": 2e-5}
+CPU = ggrad.device("cpu")
+KERNEL_CPU = dataclasses.replace(lowering.CPU, attention="kernel")
+
+
+def _cuda_params():
+    devices = [d for d in ggrad.devices() if d.backend_name == "CUDA"]
+    if not devices:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="no CUDA device in this GGML build"), id="no-cuda")]
+    if not gpu_twins.library_path().is_file():
+        return [pytest.param(None, marks=pytest.mark.skip(reason="ggrad's CUDA twins are not built"), id="no-twins")]
+    return [pytest.param(d, id=d.torch_name) for d in devices]
+
+
+@pytest.fixture(params=_cuda_params())
+def cuda(request):
+    return request.param
+
+
+def _ops(fn):
+    with ggrad.profile() as prof:
+        out = fn()
+        ggrad.realize()
+    return out, {op for op in prof.by_op()}
+
+
+def _attend(device, arrays, dtype, choices, **kwargs):
+    """sdpa's output and q, k, v's gradients (numpy) on `device` under `choices`, and the ops that ran."""
+    q_np, k_np, v_np, g_np = arrays[:4]
+    mask = None if len(arrays) < 5 else ggrad.tensor(arrays[4], device=device)
+    with execution.forced_lowering(device, choices):
+        q, k, v = (ggrad.tensor(a, device=device, requires_grad=True) for a in (q_np, k_np, v_np))
+
+        def run():
+            args = [t.to(DTYPES[dtype]) for t in (q, k, v)]
+            out = ggrad.nn.functional.scaled_dot_product_attention(*args, attn_mask=mask, **kwargs)
+            (out.float() * ggrad.tensor(g_np, device=device)).sum().backward()
+            return out.float().numpy()
+        out, ran = _ops(run)
+    return [out, q.grad.numpy(), k.grad.numpy(), v.grad.numpy()], ran
+
+
+CASES = {   # q shape, k shape, dv, sdpa's arguments
+    "causal": ((2, 4, 100, 64), (2, 4, 100, 64), 64, dict(is_causal=True)),
+    "gqa_rect": ((2, 4, 70, 48), (2, 2, 130, 48), 40, dict(enable_gqa=True)),
+    "mask": ((2, 3, 37, 33), (2, 3, 45, 33), 33, dict(mask=True)),
+    "wide": ((1, 2, 65, 128), (1, 2, 65, 128), 128, dict(is_causal=True)),
+    "widest": ((1, 1, 40, 256), (1, 1, 70, 256), 200, {}),
+    "narrow": ((3, 2, 20, 16), (3, 2, 20, 16), 16, dict(is_causal=True)),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_twins_match_the_cpu_kernels(cuda, dtype, case):
+    q_shape, k_shape, dv, kwargs = CASES[case]
+    kwargs = dict(kwargs)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32)
+              for s in (q_shape, k_shape, k_shape[:-1] + (dv,), q_shape[:-1] + (dv,))]
+    if kwargs.pop("mask", False):
+        mask = (rng.standard_normal((q_shape[0], 1, q_shape[2], k_shape[2])) * 2).astype(np.float32)
+        mask[:, :, :, 5::7] = -np.inf
+        mask[0, 0, 3] = -np.inf   # a row that sees no key: zeros
+        arrays.append(mask)
+    gpu_choices = lowering.CUDA_TWINS if dtype != "f32" else dataclasses.replace(lowering.CUDA_TWINS,
+                                                                                  attention="kernel")
+    want, _ = _attend(CPU, arrays, dtype, KERNEL_CPU, **kwargs)
+    got, ran = _attend(cuda, arrays, dtype, gpu_choices, **kwargs)
+    assert {"FLASH_ATTN", "FLASH_ATTN_BACK"} <= ran and "SOFT_MAX_BACK" not in ran, ran
+    assert execution.runtime(cuda).scheduler.n_splits == 1
+    tol = TOLERANCE[dtype]
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * float(np.abs(w).max()), err_msg=name)
+
+
+def test_cudas_lowering_takes_half_operands_only(cuda):
+    assert lowering.for_device(cuda).attention == "half_kernel"
+    arrays = [np.ones((1, 1, 8, 8), np.float32)] * 4
+    _, ran = _attend(cuda, arrays, "f32", lowering.for_device(cuda), is_causal=True)
+    assert "FLASH_ATTN" not in ran
+
+
+@pytest.mark.parametrize("name", ["f16", "bf16"])
+def test_an_autocast_gpt_step_attends_by_the_twins_in_one_split(cuda, name):
+    from ggrad import optim
+    from ggrad.examples.char_gpt import CharGPT
+    ggrad.manual_seed(0)
+    model = CharGPT(32, 64, 2, 2, 32).to(cuda)
+    opt = optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = ggrad.tensor(rng.integers(0, 32, (4, 32)).astype(np.int32), device=cuda)
+    y = ggrad.tensor(rng.integers(0, 32, 128).astype(np.int32), device=cuda)
+
+    def step():
+        with ggrad.autocast("cuda", dtype=DTYPES[name]):
+            loss = ggrad.cross_entropy(model(x).reshape(-1, 32), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+    first = step()
+    losses, ran = _ops(lambda: [step() for _ in range(5)])
+    assert execution.runtime(cuda).scheduler.n_splits == 1
+    assert {"FLASH_ATTN", "FLASH_ATTN_BACK"} <= ran and not {"SOFT_MAX", "SOFT_MAX_BACK"} & ran, ran
+    assert np.isfinite(losses).all() and losses[-1] < first

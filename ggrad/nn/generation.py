@@ -2,10 +2,7 @@
 without a repetition penalty) over a model that predicts next-token logits, with or without a KVCache; batched,
 left-padded, streamed.
 
-The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T);
-`model.context` is the longest sequence it takes; `model.new_kv_cache(batch, static=True)` makes an empty
-KVCache of `context` positions. With a cache, generate feeds it (`KVCache.feed`): the model takes its position
-ids from `kv_cache.inputs.positions` and the cache its write slots and key mask from the same inputs.
+The model's side of the contract is `GenerationMixin`'s docstring.
 
 With the cache the prompt is one graph, and every further token one compute of a decode step recorded once
 and replayed (autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the
@@ -118,7 +115,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     absolute positions), so each later token re-runs the cropped window, as without the cache.
 
     Args:
-        model: see the module docstring.
+        model: see `GenerationMixin`.
         idx (Tensor | array): int token ids (B, T), T >= 1; shorter prompts left-padded.
         max_new_tokens (int): most tokens to append.
         temperature, top_k, top_p, min_p: see `sample_next`.
@@ -228,6 +225,28 @@ class _Decoding:
         extra = list(extra)
         u = extra.pop(0) if self.sampling else None
         return choose_next(logits[:, -1], u, *self.rule, seen=extra.pop(0) if self.penalized else None)
+
+
+class GenerationMixin:
+    """`generate` for a Module that implements the decoding protocol (the char-GPT example, models of
+    TransformerDecoder/TransformerEncoder layers or of MultiHeadAttention, GGUF LLMs):
+
+    - `forward(ids, kv_cache=None)`: logits (B, T, V) for int32 token ids (B, T). With a `KVCache` the ids
+      are the T positions after those cached: the model takes its position ids from
+      `kv_cache.position_ids(T, device)` (fed ones while generate decodes: left-padded rows count their
+      tokens only) and hands `kv_cache[i]` to its i-th self-attention layer (`kv_cache=` of
+      MultiHeadAttention, TransformerEncoderLayer/DecoderLayer, or KVCache's docstring for one's own).
+    - `context` (int): the longest sequence the model takes (the cache's length; longer ones are cropped).
+    - `new_kv_cache(batch, static=False)`: an empty `KVCache` with one layer per self-attention layer, of
+      `context` positions, where the model's parameters live.
+    """
+
+    def generate(self, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True,
+                 **kwargs):
+        """`input_ids` (B, T) followed by at most `max_new_tokens` tokens (`ggrad.nn.generation.generate`;
+        its keyword arguments: min_p, repetition_penalty, attention_mask, eos_token_id, pad_token_id,
+        stream, generator)."""
+        return generate(self, input_ids, max_new_tokens, temperature, top_k, top_p, use_cache, **kwargs)
 
 
 def _attention_mask(mask, shape, use_cache, max_new_tokens, context):

@@ -52,6 +52,11 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
   autocast weight gradient casts its half rows up. ggrad's twin (kernels.matmul_half on cuBLAS, summing in
   float32) reads half operands, transposed ones in place: chosen where the CUDA backend runs ggrad's twins
   (gpu_twins.py), which then also run the GELU and layer norm kernels.
+- a cached decode step's attention (one query a row over a static cache, most keys masked): the CPU's
+  flash_attn_ext skips the masked keys and writes the heads merged; 25-35 fewer nodes a token in the
+  char-GPT, and at one thread 707 -> 728 (small) and 202 -> 234 (large) tokens/s at batch 1, 3,833 -> 6,567
+  (small, batch 8) on a loaded machine (benchmarks/README.md). GPUs keep the composed path: the CUDA build
+  of benchmarks/gpu_run.sh has no flash-attention kernels (GGML_CUDA_FA=OFF), and neither was measured.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.
 """
@@ -96,6 +101,8 @@ class Lowering:
             "kernel" (kernels.softmax_f32; CPU only).
         class_labels: a loss's labels from class indices by GGML's elementwise "ggml" ops or by ggrad's
             "kernel" (kernels.class_labels_f32; CPU only).
+        decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path or by
+            GGML's fused "flash_attn_ext" (nn/decode_attention.py).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -114,6 +121,7 @@ class Lowering:
     relu: str = "ggml"
     softmax: str = "ggml"
     class_labels: str = "ggml"
+    decode_attention: str = "softmax"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -121,10 +129,10 @@ class Lowering:
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
-              relu="kernel", softmax="kernel", class_labels="kernel")
+              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="flash_attn_ext")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
-                          fused_cross_entropy=False)   # GGML's ops that every backend has
+                          fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
                                  layer_norm="kernel")

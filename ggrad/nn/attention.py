@@ -17,6 +17,7 @@ from ..ggml import f32
 from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
+from .decode_attention import FlashAttention, flash_decode_applies
 from .linear import Linear
 from .module import Module
 from .sdpa_kernel import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch's torch.nn.attention names)
@@ -135,7 +136,8 @@ class MultiHeadAttention(Module):
             qkv = F.linear(q_in, self.in_proj_weight, self.in_proj_bias)
             out, weights = self_attention(qkv, mask, self.num_heads, 1.0 / math.sqrt(self.head_dim)), None
         else:
-            out, weights = self._attend(q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache)
+            out, weights = self._attend(q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache,
+                                        need_weights)
         out = self.out_proj(out)
         if unbatched:
             out = out.squeeze(0)
@@ -155,7 +157,7 @@ class MultiHeadAttention(Module):
                 and not getattr(attn_mask, "requires_grad", False)
                 and not getattr(key_padding_mask, "requires_grad", False))
 
-    def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache):
+    def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache, need_weights=True):
         """(attention output (B, T, E), weights (B, H, T, S)) on the general path: heads as views."""
         b, t = q_in.shape[0], q_in.shape[1]
         q, k, v = self._project(q_in, k_in, v_in)
@@ -169,9 +171,15 @@ class MultiHeadAttention(Module):
         filled = None if kv_cache is None else kv_cache.key_mask(t, is_causal, q_in.device)   # a static cache's
         mask = self._merge_masks(attn_mask, key_padding_mask, is_causal and filled is None, b, t, s, q_in.device,
                                  cached)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if (filled is not None and mask is None and not need_weights and not (self.dropout and self.training)
+                and flash_decode_applies(q, k, v, filled)):
+            if filled.shape[-2] != t:   # a non-causal cache's one row for every query
+                filled = filled.expand(tuple(filled.shape[:-2]) + (t, s))
+            return FlashAttention.apply(q, k, v, filled, scale), None
         if filled is not None:
             mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
-        out, weights = F.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), self.dropout, self.training)
+        out, weights = F.attend(q, k, v, mask, scale, self.dropout, self.training)
         return out.permute(0, 2, 1, 3).reshape(b, t, self.embed_dim), weights   # (B, T, H, Dh) -> (B, T, E)
 
     def _check_shapes(self, query, key, value, unbatched):

@@ -2,11 +2,14 @@
 stack, TransformerDecoder with a memory, MultiheadAttention; the KV cache changes the cost, not the tokens, and
 the tokens are PyTorch's for the same weights."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import ggrad
 from ggrad import nn
+from ggrad.autograd import execution, lowering
 
 VOCAB, D, HEADS, LAYERS, CONTEXT = 37, 32, 4, 2, 40
 PROMPT = np.array([[5, 17, 30], [20, 2, 33]], dtype=np.int32)
@@ -184,3 +187,36 @@ def test_a_cached_layer_takes_no_mask():
     x, memory = ggrad.randn(1, 2, D), ggrad.randn(1, 3, D)
     with pytest.raises(ValueError, match="with kv_cache the self-attention is causal"):
         layer(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(2), kv_cache=cache[0])
+
+
+@pytest.mark.parametrize("choice", ["softmax", "flash_attn_ext"])
+@pytest.mark.parametrize("make", [lambda: DecoderOnly(), AttentionOnly], ids=["stack", "attention"])
+def test_decode_attention_either_way_gives_the_same_tokens(choice, make):
+    """The lowering's decode_attention (the composed softmax path or GGML's flash_attn_ext): the same greedy
+    tokens as the uncached forward, in a left-padded batch too, and the chosen op is the one computed."""
+    ggrad.manual_seed(0)
+    model = scaled(make())
+    plain = model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy()
+    ids = np.array([[0, 0, 5, 17], [20, 2, 33, 8]], dtype=np.int32)
+    mask = np.array([[0, 0, 1, 1], [1, 1, 1, 1]], dtype=np.int32)
+    device = ggrad.device("cpu")
+    choices = dataclasses.replace(lowering.for_device(device), decode_attention=choice)
+    with execution.forced_lowering(device, choices), ggrad.profile() as prof:
+        cached = model.generate(PROMPT, 20, temperature=0).numpy()
+        padded = model.generate(ids, 10, temperature=0, attention_mask=mask).numpy()
+    np.testing.assert_array_equal(cached, plain)
+    alone = model.generate(ids[:1, 2:], 10, temperature=0, use_cache=False).numpy()
+    np.testing.assert_array_equal(padded[0, 4:], alone[0, 2:])
+    assert ("FLASH_ATTN_EXT" in prof.by_op()) == (choice == "flash_attn_ext")
+
+
+def test_flash_attention_is_not_taken_with_gradients():
+    ggrad.manual_seed(0)
+    model = scaled(AttentionOnly())
+    device = ggrad.device("cpu")
+    choices = dataclasses.replace(lowering.for_device(device), decode_attention="flash_attn_ext")
+    with execution.forced_lowering(device, choices), ggrad.profile() as prof:
+        cache = model.new_kv_cache(2, static=True)
+        model(ggrad.tensor(PROMPT), kv_cache=cache).sum().backward()   # the composed path, differentiable
+    assert "FLASH_ATTN_EXT" not in prof.by_op()
+    assert model.attn.in_proj_weight.grad is not None

@@ -112,7 +112,7 @@ def torch_twin(model):
     tnn = torch.nn
     if isinstance(model, DecoderOnly):
         layer = tnn.TransformerEncoderLayer(D, HEADS, 4 * D, dropout=0.0, batch_first=model.batch_first,
-                                            norm_first=model.self_attn_norm_first)
+                                            norm_first=model.body.layers[0].norm_first)
         body = tnn.TransformerEncoder(layer, LAYERS, norm=tnn.LayerNorm(D), enable_nested_tensor=False)
     else:
         body = tnn.TransformerDecoder(tnn.TransformerDecoderLayer(D, HEADS, 4 * D, dropout=0.0, batch_first=True),
@@ -161,8 +161,6 @@ def test_cached_tokens_are_the_uncached_tokens(make):
 def test_greedy_tokens_are_pytorchs(make):
     ggrad.manual_seed(0)
     model = scaled(make())
-    if isinstance(model, DecoderOnly):
-        model.self_attn_norm_first = model.body.layers[0].norm_first
     logits = torch_twin(model)
     seq = PROMPT
     for _ in range(12):

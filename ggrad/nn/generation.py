@@ -39,13 +39,13 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, min_p=None, *, 
                 input_ids=None):
     """Next token ids (B,) drawn on the host from last-position logits (B, V) (a numpy array or a Tensor).
 
-    A `repetition_penalty` (with the sequences so far, `input_ids` (B, T)) is applied first
-    (`penalize_repetition`), as transformers applies it before the sampling rules.
     The logits are divided by `temperature`, then only the `top_k` largest (ties at the k-th kept), the
     smallest set of most likely tokens whose probabilities reach `top_p` (nucleus sampling; the most likely
     token is always kept, and ties of the least likely one kept), and those at least `min_p` times as likely
     as the most likely one (transformers' min-p, applied last) stay candidates. temperature=0 or top_k=1 is
-    greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator.
+    greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator. A
+    `repetition_penalty` (with the sequences so far, `input_ids` (B, T)) comes first (`penalize_repetition`),
+    as transformers applies it before the sampling rules.
     """
     _check_sampling(temperature, top_k, top_p, min_p, repetition_penalty)
     z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits)

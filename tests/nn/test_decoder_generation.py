@@ -218,3 +218,26 @@ def test_flash_attention_is_not_taken_with_gradients():
         model(ggrad.tensor(PROMPT), kv_cache=cache).sum().backward()   # the composed path, differentiable
     assert "FLASH_ATTN_EXT" not in prof.by_op()
     assert model.attn.in_proj_weight.grad is not None
+
+
+def test_flash_attention_reads_a_float16_cache():
+    """flash_attn_ext over f16 keys and values (the queries f32) stays as close to the full forward as the
+    composed path over the same cache."""
+    ggrad.manual_seed(0)
+    block = nn.TransformerBlock(16, 4).eval()
+    x = np.random.default_rng(0).standard_normal((2, 5, 16)).astype(np.float32)
+    device = ggrad.device("cpu")
+    outs = {}
+    for choice in ("softmax", "flash_attn_ext"):
+        with execution.forced_lowering(device, dataclasses.replace(lowering.for_device(device),
+                                                                   decode_attention=choice)), ggrad.no_grad(), \
+                ggrad.profile() as prof:
+            cache = nn.KVCache(1, 2, 4, 8, 4, dtype=ggrad.float16, static=True)
+            parts = [block(ggrad.tensor(x[:, :2]), kv_cache=cache[0]).numpy()]
+            parts += [block(ggrad.tensor(x[:, i:i + 1]), kv_cache=cache[0]).numpy() for i in range(2, 5)]
+            outs[choice] = np.concatenate(parts, 1)
+        assert ("FLASH_ATTN_EXT" in prof.by_op()) == (choice == "flash_attn_ext")
+    with ggrad.no_grad():
+        full = block(ggrad.tensor(x)).numpy()
+    np.testing.assert_allclose(outs["softmax"], full, atol=5e-3)
+    np.testing.assert_allclose(outs["flash_attn_ext"], full, atol=5e-3)

@@ -55,7 +55,8 @@ backend is slow or missing on another (GGML 0.20.2, measured on this project's m
 - a cached decode step's attention (one query a row over a static cache, most keys masked): the CPU's
   flash_attn_ext skips the masked keys and writes the heads merged; 25-35 fewer nodes a token in the
   char-GPT, and at one thread 707 -> 728 (small) and 202 -> 234 (large) tokens/s at batch 1, 3,833 -> 6,567
-  (small, batch 8) on a loaded machine (benchmarks/README.md). GPUs keep the composed path: the CUDA build
+  (small, batch 8) on a loaded machine; at two threads even at batch 1 and behind at the large model's batch 8
+  (benchmarks/README.md). GPUs keep the composed path: the CUDA build
   of benchmarks/gpu_run.sh has no flash-attention kernels (GGML_CUDA_FA=OFF), and neither was measured.
 - AdamW's step: the CPU's opt_step_adamw is scalar (a square root and a division an element, ~2.4 ns a
   parameter at one thread); ggrad's kernel (csrc/adamw.c) is the same formula in vectors.

@@ -10,11 +10,15 @@ compute, with the cache (common.HostCPU, as bench_record measures).
 
     python benchmarks/bench_generate.py [--configs small large] [--repeats 5] [--threads 2] [--batch 1]
     python benchmarks/bench_generate.py --device cuda:0      # PyTorch on CUDA, in its own process
+    python benchmarks/bench_generate.py --decode-attention flash_attn_ext   # force a decode attention path
+    python benchmarks/bench_generate.py --batch 8 --cached-only    # skip the (slow) runs without the cache
 
 On a GPU, PyTorch runs in a child process (a process must not hold both PyTorch's CUDA and GGML's).
 """
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -29,6 +33,7 @@ import generate_torch  # noqa: E402
 from generate_torch import CONFIGS, median_s  # noqa: E402
 
 import ggrad  # noqa: E402
+from ggrad.autograd import execution, lowering  # noqa: E402
 from ggrad.examples.char_gpt import CharGPT  # noqa: E402
 from ggrad.ggml.sched import Scheduler  # noqa: E402
 
@@ -77,7 +82,20 @@ def main():
     parser.add_argument("--threads", type=int, default=None, help="threads for both (default: each one's choice)")
     parser.add_argument("--device", default="cpu", help="ggrad's device; PyTorch takes cuda when it is a GPU")
     parser.add_argument("--batch", type=int, default=1, help="sequences decoded together")
+    parser.add_argument("--decode-attention", choices=["softmax", "flash_attn_ext"], default=None,
+                        help="ggrad's decode-step attention (default: the backend's lowering)")
+    parser.add_argument("--cached-only", action="store_true", help="only the runs with the KV cache")
     args = parser.parse_args()
+    device = ggrad.device(args.device)
+    forced = contextlib.nullcontext()
+    if args.decode_attention:
+        forced = execution.forced_lowering(device, dataclasses.replace(lowering.for_device(device),
+                                                                       decode_attention=args.decode_attention))
+    with forced:
+        run_configs(args)
+
+
+def run_configs(args):
     if args.threads and args.device.startswith("cpu"):
         set_threads(args.threads)
     elif args.threads:   # on a GPU PyTorch lives in the child: this process must not import it
@@ -87,7 +105,7 @@ def main():
         cfg = CONFIGS[name]
         n = (cfg["context"] - cfg["prompt"]) * args.batch
         row = {"config": f"{name}: d{cfg['d_model']} L{cfg['layers']} ctx{cfg['context']}", "new tokens": n}
-        for use_cache in (False, True):
+        for use_cache in (True,) if args.cached_only else (False, True):
             key = "cache" if use_cache else "no cache"
             run = ggrad_run(cfg, use_cache, args.device, args.batch)
             g = n / median_s(run, args.repeats)
@@ -96,13 +114,15 @@ def main():
             row[f"torch {key} tok/s"] = f"{t:,.0f}"
             row[f"ratio {key}"] = f"{g / t:.2f}"
             row[f"_{key}"] = g
-        row["ggrad cache speed-up"] = f"{row['_cache'] / row['_no cache']:.1f}x"
+        if not args.cached_only:
+            row["ggrad cache speed-up"] = f"{row['_cache'] / row['_no cache']:.1f}x"
         row["ggrad host ms/tok"] = f"{host_ms_per_token(run, n, args.repeats):.3f}"
         rows.append(row)
     columns = [c for c in rows[0] if not c.startswith("_")]
-    where = ggrad.device(args.device).description
-    print_table(f"char-GPT greedy generation, batch {args.batch}, {args.device} ({where}; median of {args.repeats}; "
-                "ratio = ggrad / torch)",
+    device = ggrad.device(args.device)
+    attention = lowering.for_device(device).decode_attention
+    print_table(f"char-GPT greedy generation, batch {args.batch}, {args.device} ({device.description}; decode "
+                f"attention {attention}; median of {args.repeats}; ratio = ggrad / torch)",
                 rows, columns)
 
 

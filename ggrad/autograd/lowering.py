@@ -49,6 +49,8 @@ class Lowering:
         attention: softmax(q k^T * scale + mask) v and its gradients by GGML's "ggml" ops (the scores
             materialised) or by ggrad's flash attention kernels (kernels.flash_attn, flash_attn_back): "kernel"
             for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
+        decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path or by
+            GGML's fused "flash_attn_ext" (nn/decode_attention.py).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -68,6 +70,7 @@ class Lowering:
     softmax: str = "ggml"
     class_labels: str = "ggml"
     attention: str = "ggml"
+    decode_attention: str = "softmax"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -75,10 +78,10 @@ class Lowering:
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
-              relu="kernel", softmax="kernel", class_labels="kernel")
+              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="flash_attn_ext")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
-                          fused_cross_entropy=False)   # GGML's ops that every backend has
+                          fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
                                  layer_norm="kernel", attention="half_kernel")

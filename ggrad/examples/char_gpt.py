@@ -79,8 +79,9 @@ def unigram_loss(train, val):
     return float(-logp[val].mean())
 
 
-class CharGPT(nn.Module):
-    """Token + position embeddings, pre-LN transformer blocks, final LayerNorm, tied output layer."""
+class CharGPT(nn.Module, nn.GenerationMixin):
+    """Token + position embeddings, pre-LN transformer blocks, final LayerNorm, tied output layer; `generate`
+    from nn.GenerationMixin."""
 
     def __init__(self, vocab, d_model, layers, heads, context, dropout=0.0):
         super().__init__()
@@ -99,17 +100,17 @@ class CharGPT(nn.Module):
     def forward(self, ids, kv_cache=None):
         """Logits (B, T, vocab) for token ids (B, T); with `kv_cache` (see `new_kv_cache`) the ids are the T
         positions after those already cached."""
-        if kv_cache is not None and kv_cache.inputs is not None:
-            pos = kv_cache.inputs.positions   # a fed cache's position ids (B, T): nn.KVCache.feed
+        t = ids.shape[1]
+        if kv_cache is not None:
+            pos = kv_cache.position_ids(t, ids.device)
         else:
-            t = ids.shape[1]
-            start = 0 if kv_cache is None else kv_cache.length
-            if start + t > self.context:
-                raise ValueError(f"sequence of {start + t} tokens ({start} cached) is longer than the context "
-                                 f"{self.context}")
-            if (start, t) not in self._positions:
-                self._positions[start, t] = np.arange(start, start + t, dtype=np.int32)
-            pos = ggrad.tensor(self._positions[start, t], device=ids.device)
+            if t not in self._positions:
+                self._positions[t] = np.arange(t, dtype=np.int32)
+            pos = ggrad.tensor(self._positions[t], device=ids.device)
+        start = 0 if kv_cache is None or kv_cache.inputs is not None else kv_cache.length
+        if start + t > self.context:
+            raise ValueError(f"sequence of {start + t} tokens ({start} cached) is longer than the context "
+                             f"{self.context}")
         h = self.tok(ids) + self.pos(pos)
         for i, block in enumerate(self.blocks):
             h = block(h, kv_cache=None if kv_cache is None else kv_cache[i])
@@ -122,11 +123,6 @@ class CharGPT(nn.Module):
         attn = self.blocks[0].attn
         return nn.KVCache(len(self.blocks), batch, attn.num_heads, self.context, attn.head_dim,
                           device=self.tok.weight.device, static=static)
-
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, **kwargs):
-        """`idx` (B, T) followed by `max_new_tokens` sampled tokens (ggrad.nn.generation.generate; its keyword
-        arguments: attention_mask, eos_token_id, pad_token_id, stream, generator)."""
-        return nn.generation.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache, **kwargs)
 
 
 def batches(data, batch, context, rng):

@@ -24,6 +24,7 @@ from .transformer_layers import (TransformerEncoderLayer, TransformerDecoderLaye
 from .rnn_cells import RNNCell, LSTMCell, GRUCell
 from .kv_cache import KVCache, LayerKVCache
 from . import generation
+from .generation import GenerationMixin
 from .quantized import quantize_, QuantizedParameter
 from .lora import LoRALinear, lora_
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,

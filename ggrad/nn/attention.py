@@ -19,6 +19,7 @@ from ..ggml import f32
 from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
+from .decode_attention import FlashAttention, flash_decode_applies
 from .linear import Linear
 from .module import Module
 from .sdpa_kernel import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch's torch.nn.attention names)
@@ -161,7 +162,8 @@ class MultiHeadAttention(Module):
 
     def _attend(self, q_in, k_in, v_in, attn_mask, key_padding_mask, is_causal, kv_cache, need_weights=True):
         """(attention output (B, T, E), weights (B, H, T, S), None unless `need_weights`) on the general path:
-        heads as views; without weights or dropout by flash attention's kernels where the lowering says so."""
+        heads as views; a cached decode step by GGML's flash_attn_ext, and without weights or dropout by flash
+        attention's kernels, where the lowering says so."""
         b, t = q_in.shape[0], q_in.shape[1]
         q, k, v = self._project(q_in, k_in, v_in)
         if kv_cache is not None:
@@ -174,9 +176,14 @@ class MultiHeadAttention(Module):
         filled = None if kv_cache is None else kv_cache.key_mask(t, is_causal, q_in.device)   # a static cache's
         mask = self._merge_masks(attn_mask, key_padding_mask, is_causal and filled is None, b, t, s, q_in.device,
                                  cached)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if (filled is not None and mask is None and not need_weights and not (self.dropout and self.training)
+                and flash_decode_applies(q, k, v, filled)):
+            if filled.shape[-2] != t:   # a non-causal cache's one row for every query
+                filled = filled.expand(tuple(filled.shape[:-2]) + (t, s))
+            return FlashAttention.apply(q, k, v, filled, scale), None
         if filled is not None:
             mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
-        scale = 1.0 / math.sqrt(self.head_dim)
         out = weights = None
         if not need_weights and not (self.dropout and self.training):
             out = F.attend_by_kernel(q, k, v, mask, scale)

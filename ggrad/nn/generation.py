@@ -1,10 +1,8 @@
-"""Autoregressive decoding: `generate` (greedy, or sampled with temperature, top-k, top-p and min-p) over a model
-that predicts next-token logits, with or without a KVCache; batched, left-padded, streamed.
+"""Autoregressive decoding: `generate` (greedy, or sampled with temperature, top-k, top-p and min-p, with or
+without a repetition penalty) over a model that predicts next-token logits, with or without a KVCache; batched,
+left-padded, streamed.
 
-The model's side of the contract: `model(ids, kv_cache=None)` gives logits (B, T, V) for int32 ids (B, T);
-`model.context` is the longest sequence it takes; `model.new_kv_cache(batch, static=True)` makes an empty
-KVCache of `context` positions. With a cache, generate feeds it (`KVCache.feed`): the model takes its position
-ids from `kv_cache.inputs.positions` and the cache its write slots and key mask from the same inputs.
+The model's side of the contract is `GenerationMixin`'s docstring.
 
 With the cache the prompt is one graph, and every further token one compute of a decode step recorded once
 and replayed (autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the
@@ -19,25 +17,45 @@ import numbers
 import numpy as np
 
 from ..autograd import Tensor, no_grad
+from ..autograd.ops.selection import where
 from ..autograd.factory import generator as _stream, tensor
 from ..autograd.step_replay import StepReplay
 from .functional import MASKED
 from .kv_cache import StepInputs
 
 
-def sample_next(logits, temperature=1.0, top_k=None, top_p=None, min_p=None):
+def penalize_repetition(logits, input_ids, penalty):
+    """transformers' repetition penalty on the host: float32 logits (B, V) with the logit of every token in row
+    b of `input_ids` (B, T) divided by `penalty` where positive, multiplied by it where negative (CTRL's rule;
+    penalty > 1 makes a repeat less likely)."""
+    z = np.array(logits.numpy() if isinstance(logits, Tensor) else logits, dtype=np.float32)
+    rows, ids = np.arange(len(z))[:, None], np.asarray(input_ids)
+    seen = z[rows, ids]
+    z[rows, ids] = np.where(seen < 0, seen * np.float32(penalty), seen / np.float32(penalty))
+    return z
+
+
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, min_p=None, *, repetition_penalty=None,
+                input_ids=None):
     """Next token ids (B,) drawn on the host from last-position logits (B, V) (a numpy array or a Tensor).
 
     The logits are divided by `temperature`, then only the `top_k` largest (ties at the k-th kept), the
     smallest set of most likely tokens whose probabilities reach `top_p` (nucleus sampling; the most likely
     token is always kept, and ties of the least likely one kept), and those at least `min_p` times as likely
     as the most likely one (transformers' min-p, applied last) stay candidates. temperature=0 or top_k=1 is
-    greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator.
+    greedy (argmax, first of ties). Draws one uniform number per row from ggrad's generator. A
+    `repetition_penalty` (with the sequences so far, `input_ids` (B, T)) comes first (`penalize_repetition`),
+    as transformers applies it before the sampling rules.
     """
-    _check_sampling(temperature, top_k, top_p, min_p)
-    z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits, dtype=np.float64)
+    _check_sampling(temperature, top_k, top_p, min_p, repetition_penalty)
+    z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits)
     if z.ndim != 2 or z.shape[1] == 0:
         raise ValueError(f"sample_next: logits must be (batch, vocab), got shape {z.shape}")
+    if repetition_penalty is not None:
+        if input_ids is None:
+            raise ValueError("sample_next: repetition_penalty needs input_ids, the sequences so far")
+        z = penalize_repetition(z, input_ids, repetition_penalty)
+    z = z.astype(np.float64)
     if temperature == 0 or top_k == 1:
         return z.argmax(axis=-1)
     z = z / temperature
@@ -58,9 +76,16 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, min_p=None):
     return np.minimum((cdf <= u).sum(axis=-1), vocab - 1)   # first token whose cdf exceeds u
 
 
-def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None, min_p=None):
+def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None, min_p=None, repetition_penalty=None,
+                seen=None):
     """`sample_next`'s rule as ops of the graph: next ids (B,) from logits (B, V) and uniforms `u` (B, 1)
-    in [0, 1) (None for greedy: temperature 0 or top_k 1)."""
+    in [0, 1) (None for greedy: temperature 0 or top_k 1); `seen` int32 (B, L): the ids the
+    `repetition_penalty` applies to (a fixed L: repeat an id of the row to fill it)."""
+    if repetition_penalty is not None:
+        hit = logits.gather(1, seen)
+        penalized = where(hit < 0, hit * repetition_penalty, hit / tensor(np.float32(repetition_penalty),
+                                                                         device=logits.device))
+        logits = logits.scatter(1, seen, penalized)   # a repeated id writes the same value again
     if temperature == 0 or top_k == 1:
         return logits.argmax(-1)
     z = logits / temperature
@@ -79,7 +104,8 @@ def choose_next(logits, u=None, temperature=1.0, top_k=None, top_p=None, min_p=N
 
 
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, *,
-             min_p=None, attention_mask=None, eos_token_id=None, pad_token_id=None, stream=False, generator=None):
+             min_p=None, repetition_penalty=None, attention_mask=None, eos_token_id=None, pad_token_id=None,
+             stream=False, generator=None):
     """`idx` (B, T) followed by at most `max_new_tokens` tokens, each predicted from at most `model.context`
     tokens.
 
@@ -89,10 +115,12 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     absolute positions), so each later token re-runs the cropped window, as without the cache.
 
     Args:
-        model: see the module docstring.
+        model: see `GenerationMixin`.
         idx (Tensor | array): int token ids (B, T), T >= 1; shorter prompts left-padded.
         max_new_tokens (int): most tokens to append.
         temperature, top_k, top_p, min_p: see `sample_next`.
+        repetition_penalty (float > 0, optional): transformers' (`penalize_repetition`) over every id of
+            the sequence so far, prompt and padding included, before the sampling rules (greedy too).
         use_cache (bool, default True): decode incrementally with a KVCache.
         attention_mask (Tensor | array, optional): (B, T) of 1 for tokens and 0 for the left padding, as
             transformers' `generate` takes it; position ids count the tokens only. Padding needs the cache
@@ -107,7 +135,7 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     Returns:
         int32 Tensor (B, T + steps) on idx's device (the model's for host data), or the iterator.
     """
-    _check_sampling(temperature, top_k, top_p, min_p)
+    _check_sampling(temperature, top_k, top_p, min_p, repetition_penalty)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, numbers.Integral) or max_new_tokens < 0:
         raise ValueError(f"generate: max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
     device = idx.device if isinstance(idx, Tensor) else next(iter(model.parameters())).device
@@ -118,7 +146,8 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     keep = _attention_mask(attention_mask, ids.shape, use_cache, max_new_tokens, model.context)
     stops = np.array([] if eos_token_id is None else np.ravel(eos_token_id), dtype=np.int64)
     pad = pad_token_id if pad_token_id is not None else int(stops[0]) if stops.size else 0
-    decoding = _Decoding(model, device, (temperature, top_k, top_p, min_p), _stream(generator))
+    penalty = None if repetition_penalty == 1.0 else repetition_penalty
+    decoding = _Decoding(model, device, (temperature, top_k, top_p, min_p, penalty), _stream(generator))
     tokens = decoding.tokens(ids.astype(np.int32), keep, max_new_tokens, use_cache, stops, pad)
     if stream:
         return tokens
@@ -133,7 +162,9 @@ class _Decoding:
         self.model, self.device, self.rng = model, device, rng
         temperature, top_k = rule[:2]
         self.sampling = not (temperature == 0 or top_k == 1)
-        self.rule = rule   # temperature, top_k, top_p, min_p
+        self.penalized = rule[4] is not None
+        self.rule = rule   # temperature, top_k, top_p, min_p, repetition_penalty
+        self.seen_len = 0   # the width of the seen ids (the longest sequence) with a repetition penalty
         self.cache = None
         self.cached_step = StepReplay(self._cached_step, device)
         self.window_step = StepReplay(self._window_step, device)
@@ -145,6 +176,7 @@ class _Decoding:
         try:
             finished = np.zeros(ids.shape[0], dtype=bool)
             seq = ids
+            self.seen_len = ids.shape[1] + max_new_tokens - 1
             for _ in range(max_new_tokens):
                 nxt = self._next(seq, keep, use_cache).astype(np.int32)
                 nxt[finished] = pad
@@ -160,9 +192,11 @@ class _Decoding:
     def _next(self, seq, keep, use_cache):
         b, n = seq.shape
         context = self.model.context
-        u = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
+        extra = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
+        if self.penalized:   # every id so far, the row's first repeated to the fixed width
+            extra.append(np.concatenate([seq, np.repeat(seq[:, :1], self.seen_len - n, axis=1)], axis=1))
         if not use_cache or n > context:   # the window slides: every position would change
-            return self.window_step(seq[:, max(0, n - context):], *u)
+            return self.window_step(seq[:, max(0, n - context):], *extra)
         positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
         if self.cache is None:   # the prompt, one graph
             with no_grad():
@@ -171,20 +205,48 @@ class _Decoding:
             visible = keep[:, None, :] & (slots[None, None, :] <= slots[None, :, None])   # (B, n, n)
             mask = np.full((b, 1, n, self.cache.max_len), MASKED, dtype=np.float32)
             mask[:, 0, :, :n][visible] = 0.0
-            return self.cached_step(seq, slots, positions, mask, *u)
+            return self.cached_step(seq, slots, positions, mask, *extra)
         mask = np.full((b, 1, 1, self.cache.max_len), MASKED, dtype=np.float32)
         mask[:, 0, 0, :n][keep] = 0.0
-        return self.cached_step(seq[:, -1:], np.array([n - 1], dtype=np.int32), positions[:, -1:], mask, *u)
+        return self.cached_step(seq[:, -1:], np.array([n - 1], dtype=np.int32), positions[:, -1:], mask, *extra)
 
-    def _cached_step(self, ids, slots, positions, mask, u=None):
+    def _cached_step(self, ids, slots, positions, mask, *extra):
         self.cache.feed(StepInputs(slots, positions, mask))
         with no_grad():
-            logits = self.model(ids, kv_cache=self.cache)
-            return choose_next(logits[:, -1], u, *self.rule).to(ids.dtype)
+            return self._choose(self.model(ids, kv_cache=self.cache), extra).to(ids.dtype)
 
-    def _window_step(self, ids, u=None):
+    def _window_step(self, ids, *extra):
         with no_grad():
-            return choose_next(self.model(ids)[:, -1], u, *self.rule).to(ids.dtype)
+            return self._choose(self.model(ids), extra).to(ids.dtype)
+
+    def _choose(self, logits, extra):
+        """choose_next on the last position's logits; `extra`: the uniforms when sampling, then the seen ids
+        with a repetition penalty."""
+        extra = list(extra)
+        u = extra.pop(0) if self.sampling else None
+        return choose_next(logits[:, -1], u, *self.rule, seen=extra.pop(0) if self.penalized else None)
+
+
+class GenerationMixin:
+    """`generate` for a Module that implements the decoding protocol (the char-GPT example, models of
+    TransformerDecoder/TransformerEncoder layers or of MultiHeadAttention, GGUF LLMs):
+
+    - `forward(ids, kv_cache=None)`: logits (B, T, V) for int32 token ids (B, T). With a `KVCache` the ids
+      are the T positions after those cached: the model takes its position ids from
+      `kv_cache.position_ids(T, device)` (fed ones while generate decodes: left-padded rows count their
+      tokens only) and hands `kv_cache[i]` to its i-th self-attention layer (`kv_cache=` of
+      MultiHeadAttention, TransformerEncoderLayer/DecoderLayer, or KVCache's docstring for one's own).
+    - `context` (int): the longest sequence the model takes (the cache's length; longer ones are cropped).
+    - `new_kv_cache(batch, static=False)`: an empty `KVCache` with one layer per self-attention layer, of
+      `context` positions, where the model's parameters live.
+    """
+
+    def generate(self, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True,
+                 **kwargs):
+        """`input_ids` (B, T) followed by at most `max_new_tokens` tokens (`ggrad.nn.generation.generate`;
+        its keyword arguments: min_p, repetition_penalty, attention_mask, eos_token_id, pad_token_id,
+        stream, generator)."""
+        return generate(self, input_ids, max_new_tokens, temperature, top_k, top_p, use_cache, **kwargs)
 
 
 def _attention_mask(mask, shape, use_cache, max_new_tokens, context):
@@ -204,7 +266,7 @@ def _attention_mask(mask, shape, use_cache, max_new_tokens, context):
     return keep
 
 
-def _check_sampling(temperature, top_k, top_p, min_p=None):
+def _check_sampling(temperature, top_k, top_p, min_p=None, repetition_penalty=None):
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not temperature >= 0:
         raise ValueError(f"generate: temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1):
@@ -215,3 +277,7 @@ def _check_sampling(temperature, top_k, top_p, min_p=None):
     if min_p is not None and (isinstance(min_p, bool) or not isinstance(min_p, numbers.Real)
                               or not 0.0 <= min_p <= 1.0):
         raise ValueError(f"generate: min_p must be in [0, 1] or None, got {min_p!r}")
+    if repetition_penalty is not None and (isinstance(repetition_penalty, bool)
+                                           or not isinstance(repetition_penalty, numbers.Real)
+                                           or not repetition_penalty > 0):
+        raise ValueError(f"generate: repetition_penalty must be a number > 0 or None, got {repetition_penalty!r}")

@@ -101,6 +101,10 @@ class LayerKVCache:
 class KVCache:
     """Per-layer key/value caches for incremental decoding (`cache[i]` goes to the i-th attention layer).
 
+    An attention layer's side (MultiHeadAttention's with `kv_cache=`): `keys, values = cache[i].update(k, v)`
+    with this step's k, v (B, H, T, Dh), then attend over them with `cache[i].key_mask(T, causal, device)`
+    added to the scores where it is not None. A model's side: `nn.GenerationMixin`.
+
     Args:
         num_layers (int): attention layers of the model.
         batch (int): sequences decoded together.
@@ -131,6 +135,13 @@ class KVCache:
     def inputs(self):
         """The StepInputs fed (None: the cache counts positions itself)."""
         return self.layers[0].inputs
+
+    def position_ids(self, t, device=None):
+        """The position ids of a forward's t new tokens: the fed ones (B, T), else the t positions after
+        `length` (T,) as an int32 Tensor on `device`."""
+        if self.inputs is not None:
+            return self.inputs.positions
+        return tensor(np.arange(self.length, self.length + t, dtype=np.int32), device=device)
 
     def __getitem__(self, i):
         return self.layers[i]

@@ -35,8 +35,16 @@ def _activation(activation):
     return activation
 
 
-def _attend(attn, x, kv, mask, padding_mask, is_causal):
-    """attn(x, kv, kv) with PyTorch's rule for is_causal: a hint that `mask` is the causal mask."""
+def _attend(attn, x, kv, mask, padding_mask, is_causal, kv_cache=None):
+    """attn(x, kv, kv) with PyTorch's rule for is_causal: a hint that `mask` is the causal mask. With a
+    `kv_cache` (a LayerKVCache) self-attention is causal over the cache and takes no mask (a left-padded
+    batch's padding is in the cache's key mask: generate's attention_mask)."""
+    if kv_cache is not None:
+        if mask is not None or padding_mask is not None:
+            raise ValueError(f"{type(attn).__name__}: with kv_cache the self-attention is causal over the cache; "
+                             "pass no attention mask or key padding mask (left padding goes to generate's "
+                             "attention_mask)")
+        return attn(x, attn_mask=None, need_weights=False, is_causal=True, kv_cache=kv_cache)[0]
     if is_causal and mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
@@ -79,8 +87,10 @@ class TransformerEncoderLayer(_LayerBase):
         bias (bool, default True): biases in the Linear and LayerNorm layers and the attention.
         device, dtype (optional): where the parameters live and their dtype.
 
-    forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False): masks as MultiheadAttention's
-    attn_mask and key_padding_mask; is_causal is a hint that src_mask is the causal mask (it needs src_mask).
+    forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False, kv_cache=None): masks as
+    MultiheadAttention's attn_mask and key_padding_mask; is_causal is a hint that src_mask is the causal mask (it
+    needs src_mask). `kv_cache` (a LayerKVCache; not in PyTorch's layer) makes src the next positions of a
+    causal decoder (a decoder-only stack: see nn.GenerationMixin); the masks are then None.
     """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
@@ -91,16 +101,17 @@ class TransformerEncoderLayer(_LayerBase):
                                             **factory)
         self._common(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, factory)
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False, kv_cache=None):
         x = src
+        sa_args = (src_mask, src_key_padding_mask, is_causal, kv_cache)
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._sa_block(self.norm1(x), *sa_args)
             return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+        x = self.norm1(x + self._sa_block(x, *sa_args))
         return self.norm2(x + self._ff_block(x))
 
-    def _sa_block(self, x, mask, padding_mask, is_causal):
-        return self.dropout1(_attend(self.self_attn, x, x, mask, padding_mask, is_causal))
+    def _sa_block(self, x, mask, padding_mask, is_causal, kv_cache):
+        return self.dropout1(_attend(self.self_attn, x, x, mask, padding_mask, is_causal, kv_cache))
 
 
 class TransformerDecoderLayer(_LayerBase):
@@ -110,7 +121,9 @@ class TransformerDecoderLayer(_LayerBase):
     Args: as TransformerEncoderLayer.
 
     forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False).
+    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False, kv_cache=None): `kv_cache` (a
+    LayerKVCache; not in PyTorch's layer) makes tgt the next positions, self-attention causal over the cache
+    (tgt_mask and tgt_key_padding_mask None); the attention to memory is computed as without it.
     """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
@@ -126,9 +139,9 @@ class TransformerDecoderLayer(_LayerBase):
         self.dropout3 = Dropout(dropout)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False, kv_cache=None):
         x = tgt
-        self_args = (tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+        self_args = (tgt_mask, tgt_key_padding_mask, tgt_is_causal, kv_cache)
         cross_args = (memory_mask, memory_key_padding_mask, memory_is_causal)
         if self.norm_first:
             y = self.norm1(x)
@@ -158,7 +171,8 @@ class TransformerEncoder(Module):
             as torch's nested-tensor path does (encoder_fast_path.py says exactly when).
         mask_check (bool, default True): take that path only when every row's padding comes last.
 
-    forward(src, mask=None, src_key_padding_mask=None, is_causal=None).
+    forward(src, mask=None, src_key_padding_mask=None, is_causal=None, kv_cache=None): a `KVCache` (not in
+    PyTorch's) gives layer i its kv_cache[i] (see TransformerEncoderLayer).
     """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
@@ -170,11 +184,12 @@ class TransformerEncoder(Module):
         self.use_nested_tensor = use_nested_tensor(encoder_layer, isinstance(encoder_layer, TransformerEncoderLayer),
                                                    enable_nested_tensor)
 
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None, kv_cache=None):
         keep = nested_keep(self, src, mask, src_key_padding_mask)
         x = src
-        for layer in self.layers:
-            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        for i, layer in enumerate(self.layers):
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal),
+                      kv_cache=None if kv_cache is None else kv_cache[i])
         if keep is not None:
             x = x * keep
         return x if self.norm is None else self.norm(x)
@@ -189,7 +204,8 @@ class TransformerDecoder(Module):
         norm (Module, optional): applied to the last layer's output.
 
     forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-    memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False).
+    memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False, kv_cache=None): a `KVCache` (not
+    in PyTorch's) gives layer i its kv_cache[i] (see TransformerDecoderLayer).
     """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
@@ -199,12 +215,13 @@ class TransformerDecoder(Module):
         self.norm = norm
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False, kv_cache=None):
         x = tgt
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                       tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
-                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal,
+                      kv_cache=None if kv_cache is None else kv_cache[i])
         return x if self.norm is None else self.norm(x)
 
 

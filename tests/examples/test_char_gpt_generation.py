@@ -198,3 +198,30 @@ def test_padding_arguments_are_checked():
         model.generate(PROMPT, 4, attention_mask=mask[:, ::-1])
     with pytest.raises(ValueError, match="0/1 of the ids' shape"):
         model.generate(PROMPT, 4, attention_mask=mask[:, :2])
+
+
+def test_repetition_penalty_follows_transformers_with_and_without_the_cache():
+    torch = pytest.importorskip("torch")
+    processors = pytest.importorskip("transformers.generation.logits_process")
+    model = small_model(context=40).eval()
+    penalize = processors.RepetitionPenaltyLogitsProcessor(1.8)
+    seq = PROMPT.copy()   # transformers' loop: the full forward's last logits, penalised, argmax
+    for _ in range(25):
+        with ggrad.no_grad():
+            logits = model(ggrad.tensor(seq)).numpy()[:, -1]
+        nxt = penalize(torch.tensor(seq.astype(np.int64)), torch.tensor(logits)).numpy().argmax(-1)
+        seq = np.concatenate([seq, nxt[:, None].astype(np.int32)], axis=1)
+    cached = model.generate(PROMPT, 25, temperature=0, repetition_penalty=1.8).numpy()
+    np.testing.assert_array_equal(cached, seq)
+    np.testing.assert_array_equal(model.generate(PROMPT, 25, temperature=0, repetition_penalty=1.8,
+                                                 use_cache=False).numpy(), seq)
+    free = model.generate(PROMPT, 25, temperature=0).numpy()
+    assert not (free == seq).all()   # the penalty changed the tokens
+    # sampled: the same draws with and without the cache; past the context the window slides, the penalty
+    # still counts the whole sequence
+    for n in (25, 45):
+        ggrad.manual_seed(2)
+        a = model.generate(PROMPT, n, temperature=0.9, top_k=20, repetition_penalty=1.3).numpy()
+        ggrad.manual_seed(2)
+        b = model.generate(PROMPT, n, temperature=0.9, top_k=20, repetition_penalty=1.3, use_cache=False).numpy()
+        np.testing.assert_array_equal(a, b)

@@ -6,7 +6,7 @@ import pytest
 import ggrad
 from ggrad import nn
 from ggrad.autograd.ops.inplace import index_write_
-from ggrad.nn.generation import choose_next, sample_next
+from ggrad.nn.generation import choose_next, penalize_repetition, sample_next
 
 
 def randn(*shape, seed=0):
@@ -180,7 +180,9 @@ def test_sampling_argument_errors():
     logits = randn(1, 4)
     for kwargs, match in (({"temperature": -1.0}, "temperature"), ({"top_k": 0}, "top_k"),
                           ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p"), ({"min_p": -0.1}, "min_p"),
-                          ({"min_p": 1.5}, "min_p"), ({"min_p": True}, "min_p")):
+                          ({"min_p": 1.5}, "min_p"), ({"min_p": True}, "min_p"),
+                          ({"repetition_penalty": 0.0}, "repetition_penalty"),
+                          ({"repetition_penalty": "2"}, "repetition_penalty")):
         with pytest.raises(ValueError, match=match):
             sample_next(logits, **kwargs)
     with pytest.raises(ValueError, match="batch, vocab"):
@@ -213,3 +215,34 @@ def test_the_device_rule_draws_what_sample_next_draws(rule):
     greedy = rule.get("temperature") == 0 or rule.get("top_k") == 1
     device = choose_next(ggrad.tensor(logits), None if greedy else ggrad.tensor(u), **rule).numpy()
     np.testing.assert_array_equal(device, host)
+
+
+# ---- repetition penalty ------------------------------------------------------------------------------
+@pytest.mark.parametrize("penalty", [1.3, 0.7, 2.0])
+def test_repetition_penalty_is_transformers_rule(penalty):
+    torch = pytest.importorskip("torch")
+    processors = pytest.importorskip("transformers.generation.logits_process")
+    logits = randn(6, 40, seed=5) * 3.0
+    ids = np.random.default_rng(2).integers(0, 40, (6, 12))   # repeats within a row included
+    want = processors.RepetitionPenaltyLogitsProcessor(penalty)(torch.tensor(ids), torch.tensor(logits)).numpy()
+    np.testing.assert_array_equal(penalize_repetition(logits, ids, penalty), want)
+    seen = ggrad.tensor(ids.astype(np.int32))
+    on_device = choose_next(ggrad.tensor(logits), None, 0, repetition_penalty=penalty, seen=seen).numpy()
+    np.testing.assert_array_equal(on_device, want.argmax(-1))
+    np.testing.assert_array_equal(sample_next(logits, 0, repetition_penalty=penalty, input_ids=ids),
+                                  want.argmax(-1))
+
+
+@pytest.mark.parametrize("rule", [dict(temperature=0.7), dict(top_k=5, top_p=0.8), dict(min_p=0.2)])
+def test_the_device_rule_with_a_repetition_penalty_draws_what_sample_next_draws(rule):
+    logits = randn(64, 50, seed=3) * 2.0
+    ids = np.random.default_rng(4).integers(0, 50, (64, 20)).astype(np.int32)
+    ggrad.manual_seed(11)
+    host = sample_next(logits, **rule, repetition_penalty=1.5, input_ids=ids)
+    ggrad.manual_seed(11)
+    u = ggrad.autograd.factory.generator().random(64).astype(np.float32)[:, None]
+    device = choose_next(ggrad.tensor(logits), ggrad.tensor(u), **rule, repetition_penalty=1.5,
+                         seen=ggrad.tensor(ids)).numpy()
+    np.testing.assert_array_equal(device, host)
+    with pytest.raises(ValueError, match="input_ids"):
+        sample_next(logits, repetition_penalty=1.5)

@@ -22,6 +22,7 @@ BELOW = {
     "nn": {"ggml", "autograd", "serialization"},
     "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils"},
     "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train"},
+    "models": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils"},
     "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "parallel"},
 }
 FILES = sorted(ROOT.rglob("*.py"))

@@ -63,11 +63,13 @@ class ModelConfig:
                 raise FormatError(f"{where} lacks the metadata key {arch}.{key}, which a {arch} model needs")
             return value.item() if isinstance(value, np.generic) else value
 
-        hidden = int(get("embedding_length", required=True))
-        heads = int(get("attention.head_count", required=True))
-        if heads <= 0 or hidden <= 0:
-            raise FormatError(f"{where} has {arch}.embedding_length={hidden} and {arch}.attention.head_count="
-                              f"{heads}: both must be positive")
+        sizes = {key: int(get(key, required=True)) for key in ("embedding_length", "attention.head_count",
+                                                                "block_count", "feed_forward_length", "context_length")}
+        sizes["attention.head_count_kv"] = int(get("attention.head_count_kv", sizes["attention.head_count"]))
+        bad = [f"{arch}.{key}={value}" for key, value in sizes.items() if value <= 0]
+        if bad:
+            raise FormatError(f"{where} has {', '.join(bad)}: sizes must be positive")
+        hidden, heads = sizes["embedding_length"], sizes["attention.head_count"]
         scaling = get("rope.scaling.type", "none")
         factor = float(get("rope.scaling.factor", 0.0) or 0.0)
         if scaling == "none" and get("rope.scale_linear") is not None:   # older files
@@ -79,11 +81,11 @@ class ModelConfig:
             architecture=arch,
             vocab_size=int(get("vocab_size", 0) or 0),
             hidden_size=hidden,
-            num_layers=int(get("block_count", required=True)),
+            num_layers=sizes["block_count"],
             num_heads=heads,
-            num_kv_heads=int(get("attention.head_count_kv", heads)),
-            intermediate_size=int(get("feed_forward_length", required=True)),
-            context_length=int(get("context_length", required=True)),
+            num_kv_heads=sizes["attention.head_count_kv"],
+            intermediate_size=sizes["feed_forward_length"],
+            context_length=sizes["context_length"],
             norm_eps=float(get("attention.layer_norm_rms_epsilon", required=True)),
             head_dim=int(get("attention.key_length", hidden // heads)),
             rope_theta=float(get("rope.freq_base", 10000.0)),

@@ -2,7 +2,7 @@
 
 GGML's CPU mul_mat converts the activations to the weight type's `vec_dot_type` before the dot products:
 f16 for f16 weights, q8_0 blocks (32 values, one f16 scale amax/127, rounded to integers) for q8_0, q4_0,
-q5_0; q8_1 (the same values and scale) for q4_1. Here the activations are rounded the same way (gguf-py's
+q5_0; q8_K blocks (256 values, a float32 scale) for the K-quants. Here the activations are rounded the same way (gguf-py's
 reference quantizer) and multiplied in float64 by the dequantized weights: what is left against GGML is the
 order of float32 sums and ties of the rounding, both far below the rounding this models.
 """
@@ -10,7 +10,8 @@ order of float32 sums and ties of the rounding, both far below the rounding this
 import numpy as np
 from gguf import GGMLQuantizationType, quants
 
-_ACTIVATION_TYPE = {"f32": None, "f16": "f16", "q8_0": "q8_0", "q4_0": "q8_0", "q5_0": "q8_0", "q4_1": "q8_0"}
+_ACTIVATION_TYPE = {"f32": None, "f16": "f16", "q8_0": "q8_0", "q4_0": "q8_0", "q5_0": "q8_0", "q4_k": "q8_K",
+                    "q5_k": "q8_K", "q6_k": "q8_K"}
 
 
 def round_activations(x, weight_type):
@@ -20,6 +21,13 @@ def round_activations(x, weight_type):
         return x.astype(np.float64)
     if kind == "f16":
         return x.astype(np.float16).astype(np.float64)
+    if kind == "q8_K":   # blocks of 256, a float32 scale: the signed value of largest magnitude maps to -127
+        blocks = x.reshape(-1, 256).astype(np.float32)
+        top = blocks[np.arange(len(blocks)), np.abs(blocks).argmax(-1)][:, None]
+        iscale = np.where(top != 0, np.float32(-127.0) / np.where(top != 0, top, 1), 0).astype(np.float32)
+        q = np.minimum(np.rint(blocks * iscale), 127)
+        scale = np.where(iscale != 0, 1 / np.where(iscale != 0, iscale, 1), 0).astype(np.float32)
+        return (q * scale).reshape(x.shape).astype(np.float64)
     flat = x.reshape(-1, x.shape[-1]).astype(np.float32)
     blocks = quants.quantize(flat, GGMLQuantizationType.Q8_0)
     return quants.dequantize(blocks, GGMLQuantizationType.Q8_0).reshape(x.shape).astype(np.float64)

@@ -204,9 +204,9 @@ class LlamaModel(Module):
             inputs = kv_cache.inputs
             return inputs.positions.reshape(b * t), inputs.mask
         start = 0 if kv_cache is None else kv_cache.length
-        if start + t > (self.context if kv_cache is not None else max(self.context, t)):
+        if kv_cache is not None and start + t > kv_cache.max_len:
             raise ValueError(f"LlamaModel: {start + t} positions ({start} cached) exceed the KV cache's "
-                             f"{self.context}")
+                             f"{kv_cache.max_len}")
         key = (b, start, t, None if kv_cache is None else kv_cache.max_len)
         if key not in self._positions:
             pos = np.tile(np.arange(start, start + t, dtype=np.int32), b)

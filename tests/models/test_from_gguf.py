@@ -170,3 +170,14 @@ def test_int64_input_and_growing_cache(tmp_path):
         first = model(ggrad.tensor(ids[:, :8]), kv_cache=cache).numpy()
         rest = model(ggrad.tensor(ids[:, 8:]), kv_cache=cache).numpy()
     np.testing.assert_allclose(np.concatenate([first, rest], 1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_kv_cache_overflow_and_context(tmp_path):
+    model = gm.from_gguf(write_gguf(tiny_model(), tmp_path / "m.gguf"), context=16)
+    assert model.context == 16 and model.new_kv_cache(1).max_len == 16
+    cache = model.new_kv_cache(1)
+    with ggrad.no_grad():
+        model(ggrad.tensor(_ids((1, 12))), kv_cache=cache)
+        with pytest.raises(ValueError, match="exceed the KV cache's 16"):
+            model(ggrad.tensor(_ids((1, 5))), kv_cache=cache)
+        assert model(ggrad.tensor(_ids((1, 40)))).shape == (1, 40, 96)   # without a cache: any length

@@ -13,7 +13,10 @@ of --context positions; llama.cpp's `eval` one token at a time with the argmax t
 """
 
 import argparse
+import importlib.util
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,10 +29,7 @@ from common import print_table, set_threads  # noqa: E402
 import ggrad  # noqa: E402
 from ggrad import models  # noqa: E402
 
-try:
-    import llama_cpp
-except ImportError:   # the benchmark then reports ggrad alone
-    llama_cpp = None
+HAVE_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None   # else ggrad is reported alone
 
 CONFIG = dict(vocab_size=32000, hidden_size=768, num_layers=10, num_heads=12, num_kv_heads=4, intermediate_size=2048)
 
@@ -80,23 +80,35 @@ def ggrad_run(path, prompt, new, repeats, context):
     return len(prompt) / median(prefill), new / median(decode[1:]), tokens
 
 
+# llama.cpp in a child process (its GGML is another build than ggrad's): prompt, then one token per eval
+LLAMA_CPP_CHILD = """
+import json, sys, time
+import numpy as np
+import llama_cpp
+path, prompt, new, repeats, context, threads = json.loads(sys.argv[1])
+llm = llama_cpp.Llama(model_path=path, n_ctx=context, n_batch=len(prompt), n_threads=threads,
+                      n_threads_batch=threads, verbose=False)
+prefill, decode = [], []
+for _ in range(repeats + 1):
+    llm.reset()
+    t0 = time.perf_counter()
+    llm.eval(prompt)
+    prefill.append(time.perf_counter() - t0)
+    out = [int(np.argmax(llm.scores[llm.n_tokens - 1]))]
+    t0 = time.perf_counter()
+    for _ in range(new):
+        llm.eval([out[-1]])
+        out.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+    decode.append(time.perf_counter() - t0)
+print(json.dumps([prefill[1:], decode[1:], out]))
+"""
+
+
 def llama_cpp_run(path, prompt, new, repeats, context, threads):
-    llm = llama_cpp.Llama(model_path=path, n_ctx=context, n_batch=len(prompt), n_threads=threads,
-                          n_threads_batch=threads, verbose=False)
-    prefill, decode, tokens = [], [], None
-    for _ in range(repeats + 1):
-        llm.reset()
-        t0 = time.perf_counter()
-        llm.eval(prompt.tolist())
-        prefill.append(time.perf_counter() - t0)
-        out = [int(np.argmax(llm.scores[llm.n_tokens - 1]))]
-        t0 = time.perf_counter()
-        for _ in range(new):
-            llm.eval([out[-1]])
-            out.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
-        decode.append(time.perf_counter() - t0)
-        tokens = np.array(out)
-    return len(prompt) / median(prefill[1:]), new / median(decode[1:]), tokens
+    args = json.dumps([path, [int(i) for i in prompt], new, repeats, context, threads])
+    run = subprocess.run([sys.executable, "-c", LLAMA_CPP_CHILD, args], capture_output=True, text=True, check=True)
+    prefill, decode, tokens = json.loads(run.stdout.strip().splitlines()[-1])
+    return len(prompt) / median(prefill), new / median(decode), np.array(tokens)
 
 
 def main():
@@ -117,14 +129,14 @@ def main():
             pp, tg, ours = ggrad_run(path, prompt, args.new, args.repeats, args.context)
             row = {"type": dtype, "params": f"{n / 1e6:.0f}M", "ggrad pp tok/s": f"{pp:.0f}",
                    "ggrad decode tok/s": f"{tg:.1f}"}
-            if llama_cpp is not None:
+            if HAVE_LLAMA_CPP:
                 lpp, ltg, theirs = llama_cpp_run(path, prompt, args.new, args.repeats, args.context, args.threads)
                 same = int(np.argmax(ours != theirs)) if (ours != theirs).any() else len(ours)
                 row.update({"llama.cpp pp tok/s": f"{lpp:.0f}", "llama.cpp decode tok/s": f"{ltg:.1f}",
                             "decode ratio": f"{tg / ltg:.2f}", "pp ratio": f"{pp / lpp:.2f}",
                             "same greedy tokens": f"{same}/{len(ours)}"})
             rows.append(row)
-    note = "" if llama_cpp is not None else " (llama-cpp-python not installed: ggrad alone)"
+    note = "" if HAVE_LLAMA_CPP else " (llama-cpp-python not installed: ggrad alone)"
     print_table(f"GGUF decoding, {args.threads} threads, prompt {args.prompt_tokens}, {args.new} new tokens{note}",
                 rows, list(rows[0]))
 

@@ -141,7 +141,7 @@ def write_gguf(hf_model, path, dtype="f32", vocab=True):
         writer.add_tokenizer_pre("default")
         writer.add_token_list([f"<t{i}>" for i in range(config.vocab_size)])
         writer.add_token_types([1] * config.vocab_size)
-        writer.add_token_merges([])
+        writer.add_token_merges(["< t"])   # llama.cpp needs the key; an empty array is not written
         writer.add_bos_token_id(1)
         writer.add_eos_token_id(2)
     for name, value in gguf_tensors(hf_model).items():

@@ -35,7 +35,12 @@ class Weights:
         t = self.loaded.get(name)
         if t is None:
             p = Parameter(empty(shape, device=self.device))
-            init.normal_(p, std=0.02) if fill == "normal" else init.ones_(p) if fill == "ones" else init.zeros_(p)
+            if fill == "normal":
+                init.normal_(p, std=0.02)
+            elif fill == "ones":
+                init.ones_(p)
+            else:
+                init.zeros_(p)
             return p
         if tuple(t.shape) != tuple(shape):
             raise ShapeError(f"from_gguf: tensor {name} has shape {tuple(t.shape)}; the model's config needs "

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 import transformers
-from gguf import GGMLQuantizationType, GGUFWriter, quants
+from gguf import GGMLQuantizationType, GGUFWriter, RopeScalingType, quants
 
 import ggrad.ggml as gg
 
@@ -24,9 +24,11 @@ _FILE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "
 
 
 def tiny_config(arch="llama", vocab=96, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, tied=False,
-                rope_theta=10000.0, llama3_scaling=False, context=128):
+                rope_theta=10000.0, llama3_scaling=False, linear_scaling=None, context=128):
     """A transformers config of a tiny model (float32)."""
     rope = {"rope_theta": rope_theta, "rope_type": "default"}
+    if linear_scaling:
+        rope = {"rope_theta": rope_theta, "rope_type": "linear", "factor": float(linear_scaling)}
     if llama3_scaling:
         rope = {"rope_theta": rope_theta, "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
@@ -136,6 +138,9 @@ def write_gguf(hf_model, path, dtype="f32", vocab=True):
     writer.add_rope_dimension_count(config.hidden_size // config.num_attention_heads)
     writer.add_vocab_size(config.vocab_size)
     writer.add_file_type(_FILE_TYPES[dtype])
+    if config.rope_parameters.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(config.rope_parameters["factor"])
     if vocab:
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre("default")

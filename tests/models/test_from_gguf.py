@@ -19,6 +19,7 @@ CASES = {
     "llama-tied": dict(tied=True),
     "llama-mha": dict(kv_heads=4),
     "llama3-rope-scaling": dict(llama3_scaling=True, rope_theta=500000.0),
+    "linear-rope-scaling": dict(linear_scaling=4.0),
     "qwen2": dict(arch="qwen2"),
     "qwen2-tied-mqa": dict(arch="qwen2", tied=True, kv_heads=1),
 }

@@ -64,11 +64,11 @@ def ggrad_run(path, prompt, new, repeats, context):
     model = models.from_gguf(path, context=context)
     ids = ggrad.tensor(prompt[None])
     with ggrad.no_grad():
-        model(ids).numpy()   # warm-up
+        model(ids, last_only=True).numpy()   # warm-up
         prefill = []
-        for _ in range(repeats):
+        for _ in range(repeats):   # the last position's logits, as llama.cpp computes them
             t0 = time.perf_counter()
-            model(ids)[:, -1].numpy()
+            model(ids, last_only=True).numpy()
             prefill.append(time.perf_counter() - t0)
     decode, tokens = [], None
     for _ in range(repeats + 1):   # the first run records the decode step

@@ -183,9 +183,11 @@ class LlamaModel(Module):
         self.gradient_checkpointing = False
         self._positions = {}
 
-    def forward(self, ids, kv_cache=None):
+    def forward(self, ids, kv_cache=None, last_only=False):
         """Logits (B, T, vocab) for token ids (B, T); with `kv_cache` (`new_kv_cache`) the ids are the T
-        positions after those cached (a fed cache, `KVCache.feed`, gives the positions and mask)."""
+        positions after those cached (a fed cache, `KVCache.feed`, gives the positions and mask).
+        `last_only`: the last position's logits only, (B, 1, vocab), skipping the output layer's product for
+        the others; a fed cache (generate's decoding, which reads the last position) implies it."""
         if ids.ndim != 2:
             raise ShapeError(f"LlamaModel: ids must be (batch, seq), got shape {tuple(ids.shape)}")
         b, t = ids.shape
@@ -199,6 +201,8 @@ class LlamaModel(Module):
                 h = checkpoint(block, h, positions, mask, None, factors, use_reentrant=False)
             else:
                 h = block(h, positions, mask, layer_cache, factors)
+        if (last_only or (kv_cache is not None and kv_cache.inputs is not None)) and t > 1:
+            h = h[:, -1:]
         h = self.output_norm(h)
         logits = self.output(h) if self.output is not None else F.linear(h, self.token_embd.weight)
         return logits if logits.dtype is f32 else logits.float()

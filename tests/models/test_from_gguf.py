@@ -171,6 +171,10 @@ def test_int64_input_and_growing_cache(tmp_path):
         first = model(ggrad.tensor(ids[:, :8]), kv_cache=cache).numpy()
         rest = model(ggrad.tensor(ids[:, 8:]), kv_cache=cache).numpy()
     np.testing.assert_allclose(np.concatenate([first, rest], 1), full, rtol=1e-5, atol=1e-5)
+    with ggrad.no_grad():
+        last = model(ggrad.tensor(ids), last_only=True).numpy()
+    assert last.shape == (1, 1, 96)
+    np.testing.assert_allclose(last, full[:, -1:], rtol=1e-5, atol=1e-5)
 
 
 def test_kv_cache_overflow_and_context(tmp_path):

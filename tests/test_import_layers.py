@@ -24,6 +24,7 @@ BELOW = {
     "nn": {"ggml", "autograd", "serialization", "collectives"},
     "train": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "collectives"},
     "parallel": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "collectives"},
+    "models": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "collectives"},
     "distributed": {"ggml", "autograd", "serialization", "nn", "optim", "amp", "utils", "train", "parallel",
                     "collectives"},
 }

@@ -10,6 +10,7 @@ first (leftmost on ties), until no pair of the merges is left. Each word's ids a
 import heapq
 
 from .tokenizer_pretokenize import PreTokenizer
+from .tokenizer_vocab import cached_ids
 
 
 def _byte_characters():
@@ -39,15 +40,7 @@ class ByteLevelBPE:
         self._cache = {}
 
     def tokenize(self, text):
-        ids, cache = [], self._cache
-        for word in self.pre_tokenizer.split(text):
-            got = cache.get(word)
-            if got is None:
-                got = self._word(word)
-                if len(cache) < 1 << 16:
-                    cache[word] = got
-            ids.extend(got)
-        return ids
+        return cached_ids(self.pre_tokenizer.split(text), self._cache, self._word)
 
     def _word(self, word):
         encoded = "".join([_ENCODE[b] for b in word.encode("utf-8", "surrogatepass")])

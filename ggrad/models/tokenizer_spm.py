@@ -15,6 +15,7 @@ import heapq
 import re
 
 from ..ggml.errors import FormatError
+from .tokenizer_vocab import cached_ids
 
 SPACE = "\u2581"
 _WORD_START = re.compile(f"(?<=[^{SPACE}])(?={SPACE})")
@@ -40,15 +41,7 @@ class SentencePieceBPE:
         """Token ids of `text` (spaces already escaped as "▁")."""
         if self._cut is None:
             return self._merge(text)
-        ids, cache = [], self._cache
-        for piece in self._cut.split(text):
-            got = cache.get(piece)
-            if got is None:
-                got = self._merge(piece)
-                if len(cache) < 1 << 16:
-                    cache[piece] = got
-            ids.extend(got)
-        return ids
+        return cached_ids(self._cut.split(text), self._cache, self._merge)
 
     def _merge(self, text):
         token_to_id, scores = self.token_to_id, self.scores

@@ -29,6 +29,23 @@ _EOG_TEXTS = _EOT_TEXTS + ("<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "
                            "<turn|>", "<|tool_response>", "[e~[")
 
 
+_CACHED_PIECES = 1 << 16   # pieces whose ids a tokenizer keeps (text repeats its words)
+
+
+def cached_ids(pieces, cache, encode):
+    """The ids of each piece of `pieces` in order, by `encode(piece)`, remembered in `cache` (up to
+    _CACHED_PIECES pieces)."""
+    ids = []
+    for piece in pieces:
+        got = cache.get(piece)
+        if got is None:
+            got = encode(piece)
+            if len(cache) < _CACHED_PIECES:
+                cache[piece] = got
+        ids.extend(got)
+    return ids
+
+
 class Vocab:
     """What a tokenizer needs from the file. Attributes: model ("llama" or "gpt2"), pre (str or None),
     tokens (list of str), types (list of GGUF token types), scores (list of float), token_to_id (dict),

@@ -32,7 +32,7 @@ class NonFinite(Primitive):
 class Scaled(Primitive):
     """The tensors `xs` times the 0-d `factor`, as one recorded op of several results: a GradScaler unscales
     all its gradients on a device so (an op a gradient before)."""
-    several = True
+    multiple_results = True
 
     @staticmethod
     def build(ctx, graph, factor, *xs):

@@ -30,7 +30,8 @@ class Record:
     nodes whose rules ran (by topological position), each leaf's gradient (leaf position, node, shape,
     dtype), and the bookkeeping its events left (origins, emit order, uploads, effects)."""
 
-    __slots__ = ("start", "end", "signature", "visited", "grads", "origins", "made", "uploads", "effects")
+    __slots__ = ("start", "end", "signature", "visited", "grads", "origins", "result_order", "uploads",
+                 "in_place_updates")
 
 
 def signature(root, order):
@@ -95,10 +96,10 @@ def replay(root, order, trace):
         return False   # the pass as written raises, as saved_tensors does
     graph = root._pending
     graph.uploads.extend(record.uploads)
-    graph.effects.extend(record.effects)
+    graph.in_place_updates.extend(record.in_place_updates)
     trace.origins.update(record.origins)
-    made = graph.made
-    for ptr in record.made:
+    made = graph.result_order
+    for ptr in record.result_order:
         made.setdefault(ptr, len(made))
     trace.pos = record.end
     for k, node, shape, dtype in record.grads:
@@ -122,8 +123,8 @@ class Recorder:
         self.root, self.order = root, order
         graph = self.graph = root._pending
         self.entry, self.start = trace.entry, trace.pos
-        self.marks = (len(graph.uploads), len(graph.effects), len(trace.origins), len(graph.made),
-                      trace.met, memory.stats.host_reads, memory.stats.computes)
+        self.marks = (len(graph.uploads), len(graph.in_place_updates), len(trace.origins), len(graph.result_order),
+                      trace.inputs_met, memory.stats.host_reads, memory.stats.computes)
 
     def finish(self):
         trace = self.trace
@@ -133,7 +134,7 @@ class Recorder:
         if memory.runtime(self.root.device).graph is not graph or graph.trace is not trace:
             return
         uploads, effects, origins, made, met, reads, computes = self.marks
-        if (trace.entry is not self.entry or not trace.pure or trace.depth or trace.met != met
+        if (trace.entry is not self.entry or not trace.cacheable or trace.depth or trace.inputs_met != met
                 or memory.stats.host_reads != reads or memory.stats.computes != computes):
             return
         grads = []
@@ -150,8 +151,9 @@ class Recorder:
         record.visited = tuple(i for i, node in enumerate(self.order) if node.freed)
         record.grads = tuple(grads)
         record.origins = list(trace.origins.items())[origins:]
-        record.made = list(graph.made)[made:]
-        record.uploads, record.effects = tuple(graph.uploads[uploads:]), tuple(graph.effects[effects:])
+        record.result_order = list(graph.result_order)[made:]
+        record.uploads = tuple(graph.uploads[uploads:])
+        record.in_place_updates = tuple(graph.in_place_updates[effects:])
         owner = trace if trace.entry is None else trace.entry
         if owner.backwards is None:
             owner.backwards = {}

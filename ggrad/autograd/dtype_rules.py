@@ -16,7 +16,7 @@ from ..ggml.errors import UnsupportedDTypeError
 from .factory import full
 from . import grad_mode
 from .function import apply_function
-from .roundings import kept_half_unpack, narrow, rounded, widen
+from .roundings import cast_back, kept_half_unpack, rounded, widen
 from .tensor import Tensor
 
 
@@ -44,7 +44,7 @@ def _in_f32(fn, args, accepts, int_result=None):
     if kept:
         _keep_half(out, {id(converted[i]): args[i] for i in kept})
     result = dtype if dtype.is_float or int_result is None else int_result
-    return out if result is f32 else narrow(out, result)
+    return out if result is f32 else cast_back(out, result)
 
 
 def _kept_half(fn, args):

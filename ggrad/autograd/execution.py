@@ -80,7 +80,7 @@ def _realize(target, eval_callback):
                 across.append(t)
             else:
                 alive.append(t)
-    if alive or graph.effects:
+    if alive or graph.in_place_updates:
         _compute(rt, graph, alive, eval_callback, current)
     for t in across:   # not held as a copy: derived again from its base, which its view record holds
         view_tracking.rederive(t)
@@ -106,12 +106,12 @@ def _compute(rt, pending, alive, eval_callback, current):
     if replayed is not None:
         stats.cache_hits += 1
         entry, blocks = replayed
-        return _finish(rt, pending, entry.graph, alive, blocks, entry.homes)
+        return _finish(rt, pending, entry.graph, alive, blocks, entry.rehomed)
     blocks, planned, view_conts, moved = plan[3:]
     if trace is not None:
         stats.cache_misses += 1
         rt.planned_for = None
-        if trace.pure and not moved and sched.n_splits <= 1:
+        if trace.cacheable and not moved and sched.n_splits <= 1:
             outputs = list({id(t._node): t._node for t in alive}.values())
             rt.planned_for = trace_cache.remember(rt.cache, trace, pending, graph, outputs, view_conts, scratch,
                                                   planned, [blocks.get(node.ptr) for node in outputs])
@@ -149,7 +149,7 @@ def _plan(rt, pending, alive, cacheable, undo):
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
     if pending.computed:   # computed before: its nodes hold addresses of that plan, which is not this one's
         placement.unplace(placement.computed(pending.contexts))
-    graph = ggml.Graph(pending.n_tensors() + len(pending.keep) + len(pending.effects) + 64)
+    graph = ggml.Graph(pending.n_tensors() + len(pending.kept_inputs) + len(pending.in_place_updates) + 64)
     # GGML computes the nodes in the order they are added. Held results added by when their inputs were
     # made are computed as soon as the program could have: a layer's weight gradients right after its
     # backward, not after the whole backward, so the activation gradients they read are freed early (a
@@ -157,7 +157,7 @@ def _plan(rt, pending, alive, cacheable, undo):
     for t in sorted(alive, key=lambda t: pending.ready_at(t._node)):
         t._node.set_output()   # held: GGML must write it (and not fuse it away into its consumer)
         graph.expand(t._node)
-    for e in pending.effects:
+    for e in pending.in_place_updates:
         graph.expand(e)
 
     # Held host data gets a pooled buffer; held results are placed by GGML's allocator in the compute
@@ -204,7 +204,7 @@ def _reuse(rt, entry, pending, alive, undo):
         outputs[id(node)] = node
     if len(outputs) != len(entry.outputs) or any(id(n) not in outputs for n in entry.outputs):
         return None
-    if [id(e) for e in pending.effects] != entry.effects:
+    if [id(e) for e in pending.in_place_updates] != entry.in_place_updates:
         return None
     for t in alive:
         if t._node.is_view:
@@ -251,16 +251,16 @@ def _run(rt, sched, graph, pending, scratch, eval_callback):
         _captured.append(Replay(sched, graph, pending, scratch))
 
 
-def _finish(rt, pending, graph, alive, blocks, homes=None):
+def _finish(rt, pending, graph, alive, blocks, rehomed=None):
     """Count the compute, give the held tensors their memory (memory.rehome), run the graph's checks."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
     pending.computed = True
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
-    stats.persisted += rehome(rt, alive, blocks, homes)
+    stats.persisted += rehome(rt, alive, blocks, rehomed)
     checks = pending.checks
-    pending.tensors, pending.effects, pending.uploads, pending.keep, pending.checks = [], [], [], [], []
+    pending.tensors, pending.in_place_updates, pending.uploads, pending.kept_inputs, pending.checks = [], [], [], [], []
     for count, error in checks:
         if ggml.get_data(count._node, (1,))[0] != 0:
             failed = FailedGraph(error)
@@ -292,7 +292,7 @@ def _route_unsupported(device, pending, alive):
                                        f"nor copy its result into device memory")
             moved[key] = copy
         t._node = moved[key]
-    for e in pending.effects:
+    for e in pending.in_place_updates:
         if not device.supports_op(e):
             raise ggml.DeviceError(f"{device.name} cannot run the in-place update {e.op} ({e.dtype.name}, "
                                    f"ne={list(e.ne)}) on tensors in its memory")

@@ -151,8 +151,8 @@ class Runtime:
         self.scheduler = None
         self.pool = BufferPool(device)
         self.peak = 0              # the most device memory a compute has used (see memory())
-        self.held = []             # weak references to the Blocks of the last compute's results that live
-        #                            in the compute buffer (Block)
+        # weak references to the Blocks of the last compute's results that live in the compute buffer (Block)
+        self.in_compute_buffer = []
         # GGML's RPC client sends GRAPH_RECOMPUTE for a scheduler split whose uid is unchanged, and the
         # server then runs its stored copy with the tensor addresses of last time; a replayed entry's inputs
         # and held host data may have other buffers. Planning again gives the splits new uids: the graph is
@@ -169,7 +169,7 @@ class Runtime:
         buffers kept for reuse, and the peak of compute buffer + pooled tensors over the computes since
         `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
         held = 0
-        for ref in self.held:
+        for ref in self.in_compute_buffer:
             block = ref()
             if block is not None and block.pool is None:
                 held += block.node.nbytes
@@ -181,7 +181,7 @@ class Runtime:
         """Before a compute overwrites the compute buffer: move the results of the last compute that are
         still held (by a Tensor, or read by `pending`) into pooled buffers of their own, and point what
         `pending` built on their old memory (views, the graph cache's stand-ins) at the new."""
-        held, self.held = self.held, []
+        held, self.in_compute_buffer = self.in_compute_buffer, []
         moved = set()
         home = None
         for ref in held:
@@ -260,24 +260,24 @@ def graph_of(*tensors):
     return runtime(device).graph
 
 
-def rehome(rt, alive, blocks, homes=None):
+def rehome(rt, alive, blocks, rehomed=None):
     """Give the held tensors `alive` of a finished compute their memory on metadata of their own (so the pending
     graph's contexts can be freed); returns how many distinct results were kept.
 
     A held result in the compute buffer gets a Block that `Runtime.evacuate` moves before the next compute;
-    held host data its pooled buffer (`blocks`). `homes` (a replayed Entry's) keeps, per held result, the
+    held host data its pooled buffer (`blocks`). `rehomed` (a replayed Entry's) keeps, per held result, the
     metadata it was re-homed onto the last time and its Block (weakly): where that Block is gone and the
     metadata still points at this result's memory (the entry's plan places it at the same address), no tensor
     uses it any more and it is used again (a W2 step re-homes its 50 gradients every step)."""
     home = None
     homed = {}
-    held = rt.held
+    held = rt.in_compute_buffer
     for t in alive:
         key = t._node.ptr
         entry = homed.get(key)
         if entry is None:
             buffer = blocks.get(key)
-            last = homes.get(key) if homes is not None else None
+            last = rehomed.get(key) if rehomed is not None else None
             if last is not None and last[1]() is None and last[0].ptr.data == key.data:
                 stored = last[0]
             else:
@@ -290,8 +290,8 @@ def rehome(rt, alive, blocks, homes=None):
             else:
                 block = Block(None, None, stored)
                 held.append(weakref.ref(block))
-            if homes is not None:
-                homes[key] = (stored, weakref.ref(block))
+            if rehomed is not None:
+                rehomed[key] = (stored, weakref.ref(block))
             entry = homed[key] = (stored, block)
         t._node, t._block = entry
         t._pending = None

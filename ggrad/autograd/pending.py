@@ -38,21 +38,21 @@ class PendingGraph:
     in-place effects, and the memory of computed inputs that must live until the compute reads it."""
 
     __slots__ = ("computed", "device", "contexts", "_ctx", "_until_check", "tensors", "uploads", "_unread",
-                 "effects", "keep", "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at", "_lowering",
-                 "made")
+                 "in_place_updates", "kept_inputs", "checks", "trace", "_filled_nodes", "_upload_bytes", "_prune_at",
+                 "_lowering", "result_order")
 
     def __init__(self, device, cache=None):
         self.device = device
         self.computed = False   # computed once already (an op of several results emitted under GGRAD_EAGER)
         self.contexts = []
         self.tensors = []   # weakrefs to the Tensors made from this graph, in creation order
-        self.made = {}      # node pointer -> its place in the order the program made the Tensors (`ready_at`)
+        self.result_order = {}   # node pointer -> its place in the order the program made the Tensors (`ready_at`)
         self.uploads = []   # (GTensor, numpy bytes) written once the graph is allocated
         self._unread = {}   # id(GTensor) -> weakref to its Tensor: uploads of a Tensor that no node has read yet
         self._upload_bytes = 0            # bytes in `uploads`
         self._prune_at = _PRUNE_BYTES     # drop the uploads nothing can read when `_upload_bytes` reaches it
-        self.effects = []   # GTensors computed for their side effect (in-place optimizer updates)
-        self.keep = []      # (Block, GTensor) of computed inputs, alive until the compute has read them
+        self.in_place_updates = []   # GTensors computed for their side effect (in-place optimizer updates)
+        self.kept_inputs = []   # (Block, GTensor) of computed inputs, alive until the compute has read them
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
@@ -105,7 +105,7 @@ class PendingGraph:
         return trace.event(self, key, nodes, build, ctx)
 
     def is_empty(self):
-        return not self.tensors and not self.effects
+        return not self.tensors and not self.in_place_updates
 
     # ---- inputs ----------------------------------------------------------------------------------
     def node(self, t, pinned=False):
@@ -118,7 +118,7 @@ class PendingGraph:
         data is noted: it is uploaded even if its Tensor is dropped before the compute (`needed_uploads`).
         """
         if t._block is not None:
-            self.keep.append((t._block, t._node))
+            self.kept_inputs.append((t._block, t._node))
             trace = self.trace
             if trace is not None and not t._node.is_view:
                 return trace.external(self, t, pinned or t._pinned)
@@ -184,7 +184,7 @@ class PendingGraph:
 
     def add_result(self, node):
         """Note `node`, a new result of an op, in the order the program made results (`ready_at`)."""
-        made = self.made
+        made = self.result_order
         made.setdefault(node.ptr, len(made))
 
     def ready_at(self, node):
@@ -192,7 +192,7 @@ class PendingGraph:
         of its sources' (through the nodes an op's build made, which have no place of their own). A result
         made after its inputs (a GradScaler's unscaled gradients, made after the whole backward) is ready
         where its inputs were."""
-        return ggml.latest_source(node.ptr, self.made)
+        return ggml.latest_source(node.ptr, self.result_order)
 
     def upload(self, node, raw, owner=None):
         """Write host bytes `raw` into the leaf `node` before the compute. `owner`, the Tensor of `node`
@@ -249,9 +249,9 @@ class PendingGraph:
         computed on the device (indices, labels) are validated without a host round trip per op."""
         self.checks.append((count, error))
 
-    def effect(self, node):
+    def update_in_place(self, node):
         """Compute `node` for its side effect (an in-place update) even though no Tensor holds it."""
-        self.effects.append(node)
+        self.in_place_updates.append(node)
 
 
 _CONTIGUOUS = ("contiguous",)

@@ -49,8 +49,8 @@ class Primitive(Function):
     #                 or a tuple of argument positions
     dtypes: Any = None   # the dtype rule `apply` goes through (None: dtypes pass as they are)
     empty_value = 0.0   # every element of a result computed from zero-size operands (a sum of nothing)
-    several = False     # True: `build` returns a tuple of nodes, `shape` and `result_dtype` one each (a
-    #                     backward's gradients as one op; such a primitive has no backward of its own)
+    multiple_results = False   # True: `build` returns a tuple of nodes, `shape` and `result_dtype` one each
+    #                            (a backward's gradients as one op; such a primitive has no backward of its own)
 
     @staticmethod
     def build(ctx, graph, *args):
@@ -81,8 +81,8 @@ class Primitive(Function):
 
     @classmethod
     def _record(cls, ctx, args, tensors):
-        if cls.several:
-            return cls._record_several(ctx, args, tensors)
+        if cls.multiple_results:
+            return cls._record_multiple(ctx, args, tensors)
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         # the defaults (the first input's shape and dtype) without a call each
@@ -104,7 +104,7 @@ class Primitive(Function):
         return out
 
     @classmethod
-    def _record_several(cls, ctx, args, tensors):
+    def _record_multiple(cls, ctx, args, tensors):
         shapes = ctx.shapes = tuple([t.shape for t in tensors])
         graph = graph_of(*tensors)
         out_shapes, dtypes = cls.shape(*args), cls.result_dtype(*args)

@@ -73,7 +73,7 @@ class _Rounded(Function):
         return g, None
 
 
-def narrow(out, dtype):
+def cast_back(out, dtype):
     """`out` (an op's float32 result) cast back to its input's `dtype`; noted inside an autocast region
     (the value a float16 activation rounds there), as-is elsewhere."""
     low = out.to(dtype)

@@ -26,7 +26,7 @@ ENABLED = os.environ.get("GGRAD_GRAPH_CACHE", "1") not in ("", "0")
 MAX_ENTRIES = 4   # cached traces per device (a training step, an evaluation step, ...)
 
 
-class _Never:
+class _Incomparable:
     """An argument the cache cannot compare by value: the key holding it matches no other key."""
 
     __slots__ = ()
@@ -57,7 +57,7 @@ def attr_key(a):
         return (c, str(a.dtype), a.shape, a.tobytes())
     if isinstance(a, DType) or isinstance(a, type) or callable(a) and hasattr(a, "__code__"):
         return a   # dtypes, classes and functions: compared by identity
-    return _Never()
+    return _Incomparable()
 
 
 def primitive_key(cls, shapes, inputs):
@@ -70,9 +70,9 @@ class Entry:
     """A computed trace kept for reuse: per event its key, result node and side effects; the graph, the
     held results and updates it computed, and the memory plan around them."""
 
-    __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "effects", "view_conts",
+    __slots__ = ("keys", "nodes", "replays", "contexts", "graph", "outputs", "in_place_updates", "view_conts",
                  "uploads", "scratch", "planned", "output_views", "externals", "proxies", "layouts",
-                 "proxy_views", "lowering", "buffers", "sizes", "backwards", "homes")
+                 "proxy_views", "lowering", "buffers", "sizes", "backwards", "rehomed")
 
     def release(self):
         """Hand every node this entry placed in memory back as unallocated (the entry dies with it)."""
@@ -85,22 +85,22 @@ class Entry:
 class Trace:
     """The events of one pending graph: replaying a cached Entry (`entry`) or recording a new one."""
 
-    __slots__ = ("cache", "entry", "pos", "depth", "pure", "keys", "nodes", "replays", "origins", "proxies",
-                 "layouts", "proxy_of", "sources", "lowering", "backwards", "met")
+    __slots__ = ("cache", "entry", "pos", "depth", "cacheable", "keys", "nodes", "replays", "origins", "proxies",
+                 "layouts", "proxy_of", "sources", "lowering", "backwards", "inputs_met")
 
     def __init__(self, cache):
         self.cache = cache        # the device's list of Entries, most recently used first
         self.entry = None
         self.pos = 0
         self.depth = 0            # > 0 inside an event: its nodes belong to it
-        self.pure = True          # False once a node was made outside an event: not cacheable
+        self.cacheable = True          # False once a node was made outside an event: not cacheable
         self.keys, self.nodes, self.replays = [], [], []
         self.origins = {}         # id(node) -> index of the event that made it (with the node's place among
         #                           several results), or a stand-in's mark
         self.proxies, self.layouts = [], []   # per slot (computed input, in order of first use): stand-ins, layout
         self.proxy_of, self.sources = {}, []  # id(computed node) -> its stand-in (or itself, pinned); the nodes
         #                                       (ids stay valid; a pinned node is kept by the graph's `keep`)
-        self.met = 0              # computed inputs met (stand-ins and pinned nodes)
+        self.inputs_met = 0              # computed inputs met (stand-ins and pinned nodes)
         self.lowering = None      # the device's Lowering when the first event recorded: builds depend on it
         self.backwards = None     # {event position: backward_replay.Record} of backward passes recorded here
 
@@ -126,7 +126,7 @@ class Trace:
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
-        marks = (len(graph.uploads), len(graph.effects), len(ctx.__dict__) if ctx is not None else 0)
+        marks = (len(graph.uploads), len(graph.in_place_updates), len(ctx.__dict__) if ctx is not None else 0)
         self.depth += 1
         try:
             node = build()
@@ -141,7 +141,7 @@ class Trace:
 
     def _made(self, node, pos):
         """Note the node(s) event `pos` made: a later event's key names them by it (and their place)."""
-        if node.__class__ is tuple:   # a build of several results (Primitive.several)
+        if node.__class__ is tuple:   # a build of several results (Primitive.multiple_results)
             for i, n in enumerate(node):
                 self.origins[id(n)] = (pos, i)
         else:
@@ -162,7 +162,7 @@ class Trace:
         proxy = self.proxy_of.get(id(g))
         if proxy is not None:
             return proxy
-        self.met += 1
+        self.inputs_met += 1
         if pinned:
             self.proxy_of[id(g)] = g
             return g
@@ -208,7 +208,7 @@ class Trace:
         """A node is being made outside any event: stop replaying, and this trace is not cacheable."""
         if self.entry is not None:
             self.diverge(graph)
-        self.pure = False
+        self.cacheable = False
 
     def diverge(self, graph):
         """Stop replaying: the nodes replayed so far become ordinary nodes of `graph` (unallocated), the
@@ -233,7 +233,7 @@ def _side_effects(graph, marks, ctx):
     and a dict keeps insertion order: the build's attributes are the items after the `marks[2]` that ctx
     held before it. No snapshot of ctx per event, and none to compare for the builds that set nothing."""
     uploads = graph.uploads[marks[0]:] if len(graph.uploads) > marks[0] else ()
-    effects = graph.effects[marks[1]:] if len(graph.effects) > marks[1] else ()
+    effects = graph.in_place_updates[marks[1]:] if len(graph.in_place_updates) > marks[1] else ()
     attrs = None
     if ctx is not None and len(ctx.__dict__) > marks[2]:
         attrs = dict(list(ctx.__dict__.items())[marks[2]:])
@@ -245,7 +245,7 @@ def _side_effects(graph, marks, ctx):
 def _apply(replay, graph, ctx):
     uploads, effects, attrs = replay
     graph.uploads.extend(uploads)
-    graph.effects.extend(effects)
+    graph.in_place_updates.extend(effects)
     if attrs:
         ctx.__dict__.update(attrs)
 
@@ -259,8 +259,8 @@ def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned
     entry.outputs = outputs
     entry.buffers = buffers   # each output's buffer at the last compute (execution._reuse)
     entry.sizes = None        # and the bytes each needs, once _reuse asks
-    entry.homes = {}          # each output's re-homed metadata of the last replay (execution._finish)
-    entry.effects = [id(e) for e in pending.effects]
+    entry.rehomed = {}          # each output's re-homed metadata of the last replay (execution._finish)
+    entry.in_place_updates = [id(e) for e in pending.in_place_updates]
     entry.view_conts = view_conts
     entry.uploads = [u[0] for u in pending.uploads]
     entry.scratch = scratch

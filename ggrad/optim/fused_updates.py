@@ -148,7 +148,7 @@ def _updates(graph, key, items, update):
                 grad = update_guards.picked(graph, grad, operands[at], operands[at + 1], width)
                 at += 2
             node = update(graph.ctx, target, grad, *rest)
-            graph.effect(node)
+            graph.update_in_place(node)
         return node
     graph.event(key + (tuple(widths),), operands, build)
 
@@ -170,19 +170,19 @@ def assign_(target, value):
     with device_locks.lock_of(target.device):
         graph = graph_of(target, value)
         nodes = (graph.contiguous(value), graph.target(target))
-        graph.effect(graph.event(_ASSIGN, nodes, lambda: ops.cpy(graph.ctx, *nodes)))
+        graph.update_in_place(graph.event(_ASSIGN, nodes, lambda: ops.cpy(graph.ctx, *nodes)))
 
 
 @contextlib.contextmanager
 def all_or_nothing():
     """Updates scheduled inside the block are dropped again if it ends in an exception (Ctrl-C included):
     a half-scheduled optimizer step never reaches a later compute."""
-    marks = {name: (rt.graph, len(rt.graph.effects)) for name, rt in list(memory.runtimes_by_name())}
+    marks = {name: (rt.graph, len(rt.graph.in_place_updates)) for name, rt in list(memory.runtimes_by_name())}
     try:
         yield
     except BaseException:
         for name, rt in list(memory.runtimes_by_name()):
             graph, count = marks.get(name, (None, 0))
             # a graph made during the block (after a compute inside it) holds only the block's updates
-            del rt.graph.effects[count if rt.graph is graph else 0:]
+            del rt.graph.in_place_updates[count if rt.graph is graph else 0:]
         raise

@@ -45,7 +45,7 @@ def mask_fits(mask_shape, heads, batch):
 class FlashAttentionForward(Primitive):
     """(O, L) of q (B, H, L, E), k (B, Hk, S, E), v (B, Hk, S, Ev) (H a multiple of Hk), an optional additive
     f32 mask (1|B, 1|H, L, S), the scale and causality: O (B, H, L, Ev) and L (B, H, L), float32."""
-    several = True
+    multiple_results = True
     views = True
 
     @staticmethod
@@ -65,7 +65,7 @@ class FlashAttentionForward(Primitive):
 
 class FlashAttentionBack(Primitive):
     """dq, dk and dv (float32) of FlashAttentionForward's O given g, from its O and L: one node."""
-    several = True
+    multiple_results = True
     views = True
 
     @staticmethod

@@ -78,7 +78,7 @@ def index_write_(target, dim, index, source):
                               lambda: ops.set_rows(graph.ctx, ops.reshape_3d(graph.ctx, base, inner, target.shape[d],
                                                                              outer),
                                                    ops.reshape_3d(graph.ctx, src, inner, n, outer), where))
-        graph.effect(written)
+        graph.update_in_place(written)
         key = id(target)
         _latest[key] = (weakref.ref(target, lambda _, key=key: _latest.pop(key, None)), graph, node, written)
         ne = tuple(node.ne)

@@ -147,7 +147,7 @@ class LinearGrads(Primitive):
     """Linear's wanted gradients (x's, w's, the bias's, in that order) as one recorded op: the nodes that
     product_grads and reduce_to record an op each for, for float32 operands and a backward that is not itself
     differentiated (then each has its own op, with a gradient of its own). `choices`: linear_grad_choices."""
-    several = True
+    multiple_results = True
     views = True
 
     @staticmethod

@@ -54,7 +54,7 @@ class ClassLabels(Primitive):
     elsewhere, all 0 on rows whose index is `ignore_index`; and `valid` (rows, 1), 1 where it is not.
     One recorded op: on the CPU ggrad's kernel and a row sum, elsewhere GGML's elementwise ops
     (lowering.class_labels). Indices outside [0, classes) are check_labels' to refuse."""
-    several = True
+    multiple_results = True
 
     @staticmethod
     def build(ctx, graph, target, classes, ignore_index):

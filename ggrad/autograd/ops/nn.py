@@ -243,7 +243,7 @@ class LayerNormAffineGrads(Primitive):
     """LayerNormAffine's wanted gradients given g, as one recorded op: x's (LayerNormCoreBack's of g * w), w's
     (the sums of g times the normalised x, recomputed rather than kept from the forward) and b's (g's sums),
     the sums as the backend takes them (`how`: Lowering.reduce_leading; broadcast.leading_sums_node)."""
-    several = True
+    multiple_results = True
 
     @staticmethod
     def build(ctx, graph, g, x, w, eps, needs, how):

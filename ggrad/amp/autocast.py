@@ -5,7 +5,7 @@ Inside `with ggrad.autocast("cuda", dtype=ggrad.float16):` the ops in TABLE chan
 - "lower": the matrix products (matmul, linear, conv1d/2d, conv_transpose1d/2d, attention) cast their floating point inputs to
   the autocast dtype and give a result in it. GGML multiplies with the low precision operand as its
   first operand and accumulates in f32: on the CPU always, on CUDA for bf16 (cuBLAS COMPUTE_32F) and
-  for f16 because every f16 product asks for it (linalg._product; GGML's CUDA f16 product otherwise
+  for f16 because every f16 product asks for it (ops/products.py's _product; GGML's CUDA f16 product otherwise
   accumulates in f16, COMPUTE_16F, and with it runs TF32 on its f32 conversions). Their backward
   products run in the same low precision, except where the backend takes weight gradients from
   out_prod (CUDA, which has no f16 out_prod): there both gradients of a product with a float32 weight

@@ -20,7 +20,7 @@ from ..autograd import autocast_hook
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.linalg import linear_grads, product_with_bias
+from ..autograd.ops.products import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
 from ..autograd.memory import lowering_of
 from ..autograd.roundings import note, source_of, widen

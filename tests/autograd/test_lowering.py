@@ -621,7 +621,7 @@ def test_relu_double_backward_by_the_kernel_matches_torch(no_graph_cache):
 def test_masked_softmax_by_kernel_or_ggml_matches_torch(no_graph_cache, choices):
     # attention's probabilities: the CPU's kernel (three vector passes a row) or GGML's soft_max_ext
     torch = pytest.importorskip("torch")
-    from ggrad.autograd.ops.nn import softmax_ext
+    from ggrad.autograd.ops.neural import softmax_ext
     rng = np.random.default_rng(6)
     x_np = rng.standard_normal((2, 3, 5, 21)).astype(np.float32) * 4
     mask_np = np.triu(np.full((5, 21), -np.inf, np.float32), 17) + rng.standard_normal((5, 21)).astype(np.float32)

@@ -91,7 +91,7 @@ def test_linear_records_no_reshape_and_one_weight_product(bias):
 def test_product_with_transposed_operands_matches_torch(ta, tb, shared_b):
     """The product op itself, A @ B^T with a or b read transposed by its flags (the forms gradient products
     take; a transposed a only with b of a's batch dims), to second derivatives."""
-    from ggrad.autograd.ops.linalg import MatMulNT
+    from ggrad.autograd.ops.products import MatMulNT
     a = _data(3, 4, 5) if ta else _data(3, 5, 4)
     b = _data(*(() if shared_b else (3,)), *((4, 6) if tb else (6, 4)))
 
@@ -116,7 +116,7 @@ def test_product_with_transposed_operands_matches_torch(ta, tb, shared_b):
 @pytest.mark.parametrize("shapes", [((3, 4, 5), (3, 5, 6)), ((3, 4, 5), (5, 6)), ((4, 5), (3, 5, 6))])
 def test_half_precision_products_and_gradients_match_torch(shapes, dtype, choices):
     """GGML multiplies a low precision operand only as mul_mat's first; the gradients' products put theirs
-    in the other place too (a @ b's gradient for b is a^T @ g): they are computed transposed (linalg._product)."""
+    in the other place too (a @ b's gradient for b is a^T @ g): they are computed transposed (ops/products.py's _product)."""
     operands = [_data(*s) for s in shapes]
 
     def run(lib):

@@ -17,9 +17,9 @@ from .extrema import max, min
 from .views import reshape, permute, transpose, contiguous, flatten, squeeze, unsqueeze, expand, narrow, select, unbind
 from .joins import cat, stack, split, chunk
 from .indexing import index_select, embedding, gather, getitem, setitem, diagonal
-from .linalg import matmul, linear
+from .products import matmul, linear
 from .quant import quantize, dequantize
-from .nn import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d
+from .neural import softmax, softmax_ext, log_softmax, layer_norm, rms_norm, dropout, max_pool2d, avg_pool2d
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from .loss import (cross_entropy, nll_loss, mse_loss, l1_loss, huber_loss, smooth_l1_loss, kl_div,
                    binary_cross_entropy_with_logits, binary_cross_entropy)
@@ -58,7 +58,7 @@ clip = clamp
 concat = concatenate = cat   # PyTorch's aliases
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
-           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "linalg", "nn", "loss", "math",
+           ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "products", "neural", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
             "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
             "inverse_erf", "gamma_functions", "statistics", "search", "tensor_products", "windows", "reduce_into",

@@ -18,8 +18,8 @@ from . import flash_attention
 from ..primitive import Primitive
 from .concat import join_nodes
 from .joins import cat
-from .linalg import MatMulNT
-from .nn import SoftmaxBack, SoftmaxExt, softmax_node
+from .products import MatMulNT
+from .neural import SoftmaxBack, SoftmaxExt, softmax_node
 
 
 def _forward(qkv, mask, scale, heads, op):
@@ -94,7 +94,7 @@ class _Nodes:
     def product(self, a, b, ta=False, tb=False):
         """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). A product of b itself (tb), whose
         mul_mat would copy b transposed (its rows are the contraction's columns), is out_prod where the backend
-        reads both operands in place that way (CUDA, f32; as linalg.weight_grad): a^T b as out_prod(b, a), and
+        reads both operands in place that way (CUDA, f32; as products.weight_grad): a^T b as out_prod(b, a), and
         a b as out_prod(b, a^T)."""
         graph = self.graph
         if tb and graph.lowering.weight_grad == "out_prod" and a.dtype is f32 and b.dtype is f32:

@@ -11,25 +11,25 @@ output (the gradient of that is im2col again, so it is differentiable to any ord
 from ...ggml.errors import ArgumentError, ShapeError
 from ..autocast_hook import autocast_op
 from ..dtype_rules import as_float32
-from . import nn as _nn
+from . import neural
 from . import views as mv
 from .view_primitives import prod
 from . import windows
-from .linalg import matmul
+from .products import matmul
 from .shape_ops import pad as _pad
 
 
-class Col2Im(_nn.Im2ColBack):
+class Col2Im(neural.Im2ColBack):
     """Patch values (N, OH, OW, C*KH*KW) summed into an image of `in_shape`; backward unfolds again."""
 
     @staticmethod
     def build(ctx, graph, g, in_shape, kernel_shape, s, p, d, is_2d):
         ctx.unfold = (kernel_shape, s, p, d, is_2d)
-        return _nn.Im2ColBack.build(ctx, graph, g, in_shape, kernel_shape, s, p, d, is_2d)
+        return neural.Im2ColBack.build(ctx, graph, g, in_shape, kernel_shape, s, p, d, is_2d)
 
     @staticmethod
     def backward(ctx, g):
-        return (_nn.Im2Col.apply(g, *ctx.unfold),) + (None,) * 6
+        return (neural.Im2Col.apply(g, *ctx.unfold),) + (None,) * 6
 
 
 def _same_padding(x, kernel, dilation, stride, op):
@@ -59,14 +59,14 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
         raise ShapeError(f"{op}: weight {weight.shape} with groups={groups} expects {weight.shape[1] * groups} input "
                          f"channels, got {c} (input {x.shape})")
     windows.conv_outs(op, x.shape[2:], weight.shape[2:], s, p, d)
-    plain = _nn.conv2d if n == 2 else _nn.conv1d
+    plain = neural.conv2d if n == 2 else neural.conv1d
     if groups == 1:
         return plain(x, weight, bias, s if n == 2 else s[0], p if n == 2 else p[0], d if n == 2 else d[0])
     kernel = (o, c) + tuple(weight.shape[2:])   # im2col reads the spatial size and the input channels
     if n == 2:
-        cols = _nn.Im2Col.apply(as_float32(x, op), kernel, s, p, d, True)         # (N, OH, OW, C*K)
+        cols = neural.Im2Col.apply(as_float32(x, op), kernel, s, p, d, True)         # (N, OH, OW, C*K)
     else:
-        cols = _nn.Im2Col.apply(as_float32(x, op), kernel, (1, s[0]), (0, p[0]), (1, d[0]), False)
+        cols = neural.Im2Col.apply(as_float32(x, op), kernel, (1, s[0]), (0, p[0]), (1, d[0]), False)
     spatial = cols.shape[1:-1]
     rows = prod(cols.shape[:-1])
     per_group = cols.shape[-1] // groups

@@ -12,7 +12,7 @@ import string
 from ...ggml.errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from .indexing import diagonal
-from .linalg import matmul
+from .products import matmul
 from .reduce import sum as _sum
 from .views import expand, permute, reshape
 from .view_primitives import prod

@@ -17,8 +17,8 @@ from ..grad_api import composite_vjp
 from ..memory import lowering_of
 from ..pending import contiguous_node
 from ..primitive import Primitive
-from .linalg import MatMulNT
-from .nn import SoftmaxExt
+from .products import MatMulNT
+from .neural import SoftmaxExt
 
 
 def by_kernel(lowering, dtype):

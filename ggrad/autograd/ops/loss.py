@@ -17,7 +17,7 @@ from .selection import where
 from . import logical as lg
 from . import unary as un
 from . import views as mv
-from . import nn
+from . import neural
 from . import reduce as rd
 from .broadcast import broadcast_shapes, row_sums_node
 from .indexing import check_labels
@@ -89,7 +89,7 @@ class CrossEntropyRows(Function):
 
     @staticmethod
     def forward(ctx, logits, target, row_weight):
-        log_probs = nn.log_softmax(logits, -1)
+        log_probs = neural.log_softmax(logits, -1)
         per_row = -rd.SumRows.apply(target * log_probs) * row_weight
         ctx.save_for_backward(logits, target, row_weight)
         return per_row
@@ -98,8 +98,8 @@ class CrossEntropyRows(Function):
     def backward(ctx, g):
         logits, target, row_weight = ctx.saved_tensors
         scale = g * row_weight
-        target_grad = -nn.log_softmax(logits, -1) * scale if ctx.needs_input_grad[1] else None
-        return (nn.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, target_grad, None
+        target_grad = -neural.log_softmax(logits, -1) * scale if ctx.needs_input_grad[1] else None
+        return (neural.softmax(logits, -1) * rd.SumRows.apply(target) - target) * scale, target_grad, None
 
 
 class CrossEntropyMean(Function):
@@ -116,7 +116,7 @@ class CrossEntropyMean(Function):
     def forward(ctx, logits, labels, valid):
         ctx.save_for_backward(logits, labels, valid)
         rows = logits.shape[0]
-        total = rd.sum(rd.SumRows.apply(labels * nn.log_softmax(logits, -1)))
+        total = rd.sum(rd.SumRows.apply(labels * neural.log_softmax(logits, -1)))
         return total * (-1.0 / rows) if rows else total   # no rows: 0, the sum of nothing
 
     @staticmethod
@@ -137,7 +137,7 @@ class CrossEntropyLossBack(Primitive):
     @staticmethod
     def backward(ctx, gg):
         def formula(g, logits, labels):
-            return (nn.softmax(logits, -1) - labels) * (g * (1.0 / logits.shape[0]))
+            return (neural.softmax(logits, -1) - labels) * (g * (1.0 / logits.shape[0]))
         return composite_vjp(formula, ctx.saved_tensors, ctx.needs_input_grad, gg)
 
     @staticmethod

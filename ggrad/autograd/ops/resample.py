@@ -16,7 +16,7 @@ from ...ggml.errors import ShapeError, UnsupportedShapeError
 from ..factory import tensor
 from ..sizes import check as check_size
 from .indexing import index_select
-from .linalg import matmul
+from .products import matmul
 from .views import transpose
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}

@@ -2,7 +2,7 @@
 
 from ...ggml.errors import ShapeError
 from ..tensor import Tensor, _axis
-from .linalg import matmul
+from .products import matmul
 from .vector_norms import vector_norm
 
 

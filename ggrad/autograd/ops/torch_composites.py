@@ -10,7 +10,7 @@ from ...ggml.errors import ArgumentError, DTypeError, ShapeError
 from ..dtype_rules import as_float32, promote, require_float
 from ..factory import zeros_like
 from ..function import Function
-from . import arith, binary, indexing, joins, linalg, logical, reduce, scan, shape_ops, unary, views
+from . import arith, binary, indexing, joins, logical, products, reduce, scan, shape_ops, unary, views
 from .math import isnan, log1p
 from .selection import where
 from ..tensor import Tensor, _axis
@@ -29,19 +29,19 @@ def _require_rank(op, **tensors):
 
 def mm(input, mat2):  # noqa: A002 (PyTorch's names)
     _require_rank("mm", input=(input, 2), mat2=(mat2, 2))
-    return linalg.matmul(input, mat2)
+    return products.matmul(input, mat2)
 
 
 def bmm(input, mat2):  # noqa: A002
     _require_rank("bmm", input=(input, 3), mat2=(mat2, 3))
     if input.shape[0] != mat2.shape[0]:
         raise ShapeError(f"bmm: batch sizes differ: {input.shape} and {mat2.shape}")
-    return linalg.matmul(input, mat2)
+    return products.matmul(input, mat2)
 
 
 def mv(input, vec):  # noqa: A002
     _require_rank("mv", input=(input, 2), vec=(vec, 1))
-    return linalg.matmul(input, vec)
+    return products.matmul(input, vec)
 
 
 def dot(input, tensor):  # noqa: A002

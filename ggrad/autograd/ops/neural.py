@@ -22,7 +22,7 @@ from . import reduce as rd
 from . import views as mv
 from . import windows
 from .broadcast import broadcast_shapes, full_operand, leading_sums_node, reduce_to, row_sums_node
-from .linalg import matmul_nt
+from .products import matmul_nt
 from ..grad_api import composite_vjp
 
 

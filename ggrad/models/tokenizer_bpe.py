@@ -7,10 +7,8 @@ U+0100 and up); a word that is itself a token is kept whole where the pre-tokeni
 first (leftmost on ties), until no pair of the merges is left. Each word's ids are cached.
 """
 
-import heapq
-
 from .tokenizer_pretokenize import PreTokenizer
-from .tokenizer_vocab import cached_ids
+from .tokenizer_vocab import cached_ids, merge_pairs
 
 
 def _byte_characters():
@@ -58,32 +56,4 @@ class ByteLevelBPE:
 
     def _merge(self, encoded):
         ranks = self.ranks
-        symbols = list(encoded)
-        n = len(symbols)
-        if n < 2:
-            return symbols
-        nxt = [*range(1, n), -1]
-        prv = list(range(-1, n - 1))
-
-        def candidate(left, right):
-            """The queue entry of merging two adjacent symbols, or None where no merge joins them."""
-            rank = ranks.get((symbols[left], symbols[right]))
-            return None if rank is None else (rank, left, right, symbols[left] + symbols[right])
-
-        queue = [c for c in (candidate(k - 1, k) for k in range(1, n)) if c is not None]
-        heapq.heapify(queue)
-        while queue:
-            _, left, right, merged = heapq.heappop(queue)
-            if not symbols[left] or not symbols[right] or symbols[left] + symbols[right] != merged:
-                continue                                   # outdated: a side merged since
-            symbols[left], symbols[right] = merged, ""
-            after = nxt[right]
-            nxt[left] = after
-            if after >= 0:
-                prv[after] = left
-            for pair in ((prv[left], left), (left, after)):
-                if pair[0] >= 0 and pair[1] >= 0:
-                    c = candidate(*pair)
-                    if c is not None:
-                        heapq.heappush(queue, c)
-        return [s for s in symbols if s]
+        return merge_pairs(encoded, lambda a, b: ranks.get((a, b)))

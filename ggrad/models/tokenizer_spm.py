@@ -11,11 +11,10 @@ Pieces whose merges cannot reach each other are tokenized separately and cached:
 "▁" after a character other than "▁", no merge crosses the start of a "▁" run, so the text is cut there.
 """
 
-import heapq
 import re
 
 from ..ggml.errors import FormatError
-from .tokenizer_vocab import cached_ids
+from .tokenizer_vocab import cached_ids, merge_pairs
 
 SPACE = "\u2581"
 _WORD_START = re.compile(f"(?<=[^{SPACE}])(?={SPACE})")
@@ -45,43 +44,18 @@ class SentencePieceBPE:
 
     def _merge(self, text):
         token_to_id, scores = self.token_to_id, self.scores
-        symbols = list(text)
-        n = len(symbols)
-        nxt = [*range(1, n), -1] if n else []
-        prv = list(range(-1, n - 1))
 
-        def candidate(left, right):
-            """The queue entry of merging two adjacent symbols, or None where they make no token."""
-            merged = symbols[left] + symbols[right]
-            i = token_to_id.get(merged)
-            return None if i is None else (-scores[i], left, right, merged)
-
-        queue = [c for c in (candidate(k - 1, k) for k in range(1, n)) if c is not None]
-        heapq.heapify(queue)
-        while queue:
-            _, left, right, merged = heapq.heappop(queue)
-            if not symbols[left] or not symbols[right] or symbols[left] + symbols[right] != merged:
-                continue                                   # a side already merged elsewhere
-            symbols[left], symbols[right] = merged, ""
-            after = nxt[right]
-            nxt[left] = after
-            if after >= 0:
-                prv[after] = left
-            for pair in ((prv[left], left), (left, after)):
-                if pair[0] >= 0 and pair[1] >= 0:
-                    c = candidate(*pair)
-                    if c is not None:
-                        heapq.heappush(queue, c)
+        def priority(left, right):   # the merged piece's score, highest first; no piece, no merge
+            i = token_to_id.get(left + right)
+            return None if i is None else -scores[i]
 
         ids = []
-        k = 0 if n else -1
-        while k >= 0:
-            i = token_to_id.get(symbols[k])
+        for symbol in merge_pairs(text, priority):
+            i = token_to_id.get(symbol)
             if i is not None:
                 ids.append(i)
             else:
-                ids.extend(self._bytes_of(symbols[k]))
-            k = nxt[k]
+                ids.extend(self._bytes_of(symbol))
         return ids
 
     def _bytes_of(self, symbol):

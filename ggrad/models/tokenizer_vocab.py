@@ -8,6 +8,7 @@ refuses (no token list, keys of the wrong type, fewer scores or types than token
 add_bos without a BOS token, an unknown model) raises FormatError here.
 """
 
+import heapq
 import warnings
 
 import numpy as np
@@ -44,6 +45,39 @@ def cached_ids(pieces, cache, encode):
                 cache[piece] = got
         ids.extend(got)
     return ids
+
+
+def merge_pairs(text, priority):
+    """The symbols of `text` (its characters) after merging adjacent pairs, the lowest `priority(left, right)`
+    first (None: the pair never merges) and the leftmost among equals, as llama.cpp's BPE and SentencePiece
+    sessions merge: a heap of candidate merges over a linked list of symbols."""
+    symbols = list(text)
+    n = len(symbols)
+    nxt = [*range(1, n), -1]
+    prv = list(range(-1, n - 1))
+
+    def candidate(left, right):
+        """The queue entry of merging two adjacent symbols, or None where no merge joins them."""
+        p = priority(symbols[left], symbols[right])
+        return None if p is None else (p, left, right, symbols[left] + symbols[right])
+
+    queue = [c for c in (candidate(k - 1, k) for k in range(1, n)) if c is not None]
+    heapq.heapify(queue)
+    while queue:
+        _, left, right, merged = heapq.heappop(queue)
+        if not symbols[left] or not symbols[right] or symbols[left] + symbols[right] != merged:
+            continue                                   # outdated: a side merged since
+        symbols[left], symbols[right] = merged, ""
+        after = nxt[right]
+        nxt[left] = after
+        if after >= 0:
+            prv[after] = left
+        for pair in ((prv[left], left), (left, after)):
+            if pair[0] >= 0 and pair[1] >= 0:
+                c = candidate(*pair)
+                if c is not None:
+                    heapq.heappush(queue, c)
+    return [s for s in symbols if s]
 
 
 class Vocab:

@@ -14,26 +14,11 @@ import pytest
 
 import ggrad
 from ggrad.autograd import execution, lowering
-from ggrad.ggml import gpu_twins
 
 DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16, "f32": ggrad.float32}
 TOLERANCE = {"f16": 5e-3, "bf16": 3e-2, "f32": 2e-5}
 CPU = ggrad.device("cpu")
 KERNEL_CPU = dataclasses.replace(lowering.CPU, attention="kernel")
-
-
-def _cuda_params():
-    devices = [d for d in ggrad.devices() if d.backend_name == "CUDA"]
-    if not devices:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="no CUDA device in this GGML build"), id="no-cuda")]
-    if not gpu_twins.library_path().is_file():
-        return [pytest.param(None, marks=pytest.mark.skip(reason="ggrad's CUDA twins are not built"), id="no-twins")]
-    return [pytest.param(d, id=d.torch_name) for d in devices]
-
-
-@pytest.fixture(params=_cuda_params())
-def cuda(request):
-    return request.param
 
 
 def _ops(fn):

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "flash_attn.h"
+#include "half.h"
 #include "ggml.h"
 #include "simd.h"
 
@@ -50,28 +51,6 @@ static inline int64_t fa_key_end(const struct fa_args *a, int64_t i) {
     return a->causal ? fa_max_i(0, fa_min(a->tk, i + a->offset + 1)) : a->tk;
 }
 
-static inline float fa_f16(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp == 0) {
-        float value = (float)man * (1.0f / 16777216.0f);   /* subnormal (or zero): man * 2^-24 */
-        return sign ? -value : value;
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static inline float fa_bf16(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 static inline const char *fa_row(const struct fa_operand *t, int64_t i1, int64_t i2, int64_t i3) {
     return t->data + i1 * t->nb1 + i2 * t->nb2 + i3 * t->nb3;
 }
@@ -85,10 +64,10 @@ static void fa_load(float *out, const struct fa_operand *t, int64_t i1, int64_t 
             out[i] = ((const float *)p)[i] * mul;
     } else if (t->type == GGML_TYPE_F16) {
         for (int64_t i = 0; i < n; i++)
-            out[i] = fa_f16(((const uint16_t *)p)[i]) * mul;
+            out[i] = half_to_f32(((const uint16_t *)p)[i]) * mul;
     } else {
         for (int64_t i = 0; i < n; i++)
-            out[i] = fa_bf16(((const uint16_t *)p)[i]) * mul;
+            out[i] = bf16_to_f32(((const uint16_t *)p)[i]) * mul;
     }
     for (int64_t i = n; i < padded; i++)
         out[i] = 0.0f;
@@ -108,10 +87,10 @@ static void fa_load_keys_t(float *out, const struct fa_operand *t, int64_t j0, i
                     row[i] = ((const float *)p)[d0 + i];
             } else if (t->type == GGML_TYPE_F16) {
                 for (int64_t i = 0; i < m; i++)
-                    row[i] = fa_f16(((const uint16_t *)p)[d0 + i]);
+                    row[i] = half_to_f32(((const uint16_t *)p)[d0 + i]);
             } else {
                 for (int64_t i = 0; i < m; i++)
-                    row[i] = fa_bf16(((const uint16_t *)p)[d0 + i]);
+                    row[i] = bf16_to_f32(((const uint16_t *)p)[d0 + i]);
             }
             for (int64_t i = 0; i < m; i++)
                 out[(d0 + i) * FA_BK + j] = row[i] * mul;

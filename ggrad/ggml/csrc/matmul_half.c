@@ -9,28 +9,7 @@
 #include <string.h>
 
 #include "ggml.h"
-
-static float half_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp == 0) {
-        float value = (float)man * (1.0f / 16777216.0f);   /* subnormal (or zero): man * 2^-24 */
-        return sign ? -value : value;
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static float bf16_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
+#include "half.h"
 
 void ggrad_matmul_half(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;

@@ -28,10 +28,6 @@ from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, ara
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
 from .autograd.torch_dtypes import INT8 as int8, UINT8 as uint8, INT16 as int16
 from .autograd.dtype_rules import result_type, promote_types
-from .autograd.ops.logical import (eq, ne, lt, le, gt, ge, greater, less, greater_equal, less_equal, not_equal,
-                                   logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or,
-                                   bitwise_xor, bitwise_not, any, all, count_nonzero, nonzero, argwhere, isclose,
-                                   allclose, equal)  # noqa: A001
 from .autograd.execution import realize, set_graph_cache as _set_graph_cache
 from .autograd.memory import stats as _stats
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled

@@ -221,3 +221,31 @@ def test_the_snippet_runs():
     snippet = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(snippet)
     assert snippet.main() > 0.0
+
+
+def _stub_generator():
+    spec = importlib.util.spec_from_file_location("generate_stubs", ROOT.parent / "scripts" / "generate_stubs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stubs_follow_the_declarations():
+    """Both stubs are what scripts/generate_stubs.py makes from the op declarations (run it after adding an op)."""
+    gen = _stub_generator()
+    assert gen.ops_stub() == gen.OPS_STUB.read_text()
+    assert gen.methods_stub(gen.METHODS_STUB.read_text()) == gen.METHODS_STUB.read_text()
+
+
+def test_a_new_method_gets_an_entry_and_a_gone_one_loses_it():
+    gen = _stub_generator()
+    text = gen.METHODS_STUB.read_text()
+    without_exp = "\n".join(line for line in text.split("\n") if not line.startswith("    def exp("))
+    regenerated = gen.methods_stub(without_exp + "    def no_such_method(self) -> Tensor: ...\n")
+    assert "    def exp(self) -> Tensor: ..." in regenerated and "no_such_method" not in regenerated
+
+
+def test_the_functional_stub_reexports_every_op():
+    tree = ast.parse((ROOT / "autograd" / "ops" / "__init__.pyi").read_text())
+    names = {alias.asname for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert names == set(ggrad.autograd.ops.__all__) and {"exp", "arctan", "cat", "concat", "gt"} <= names

@@ -38,29 +38,13 @@ import functools
 
 from . import products
 from ..autograd import autocast_hook
+from ..autograd.autocast_hook import BANNED, FLOAT32, LOWER
 from ..autograd.tensor import Tensor
 from ..ggml import DType, as_dtype, bf16, f16, f32
 
-LOWER, FLOAT32, BANNED = "lower", "float32", "banned"
-
-# The table (PyTorch's CUDA autocast op lists, restricted to ops ggrad has). Name: (kind, how many leading
-# positional Tensor arguments are cast (None: every floating point Tensor argument)).
-TABLE = {
-    # products: low precision
-    "matmul": (LOWER, None), "linear": (LOWER, None), "conv1d": (LOWER, None), "conv2d": (LOWER, None),
-    "conv_transpose1d": (LOWER, None), "conv_transpose2d": (LOWER, None),
-    "attention": (LOWER, 3),   # scaled_dot_product_attention and MultiheadAttention: q, k, v (not the mask)
-    "self_attention": (LOWER, 1),   # MultiheadAttention's one-op self-attention: qkv (not the mask)
-    # float32
-    "softmax": (FLOAT32, None), "log_softmax": (FLOAT32, None), "layer_norm": (FLOAT32, None),
-    "rms_norm": (FLOAT32, None), "norm": (FLOAT32, None), "exp": (FLOAT32, None), "log": (FLOAT32, None),
-    "pow": (FLOAT32, None), "logsumexp": (FLOAT32, None),
-    "cross_entropy": (FLOAT32, None), "nll_loss": (FLOAT32, None), "mse_loss": (FLOAT32, None),
-    "l1_loss": (FLOAT32, None), "huber_loss": (FLOAT32, None), "smooth_l1_loss": (FLOAT32, None),
-    "binary_cross_entropy_with_logits": (FLOAT32, None),
-    # refused
-    "binary_cross_entropy": (BANNED, None),
-}
+# Each hooked op's class (PyTorch's CUDA autocast op lists, restricted to ops ggrad has), declared where the op
+# is written: @autocast_op(name, class, casts).
+TABLE = autocast_hook.CLASSES
 
 _PRODUCTS = {"linear": products.linear, "matmul": products.matmul}   # one Function a product: products.py
 _DEFAULT_DTYPE = {"cpu": bf16}   # PyTorch: bfloat16 on the CPU, float16 elsewhere

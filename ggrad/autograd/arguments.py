@@ -7,8 +7,8 @@ the same call fails wherever the bad value is first touched: `int("abc")` (Value
 raised: the first argument whose value is not of its kind gives PyTorch's exception (TypeError, or
 IndexError for a dim out of range) naming the op and the argument. A good call never reaches this module.
 
-Kinds are looked up by parameter name (`KINDS`), with per-op exceptions (`OP_KINDS`); a parameter with no
-kind is not checked.
+Kinds are looked up by parameter name (`KINDS`), with per-op exceptions declared beside the op (`@kinds`,
+gathered in `OP_KINDS`); a parameter with no kind is not checked.
 """
 
 import inspect
@@ -113,29 +113,23 @@ KINDS = {
     "dtype": DTYPE,
     "reduction": STR, "mode": STR, "approximate": STR, "equation": STR, "rounding_mode": STR,
 }
-# Where an op's parameter takes another kind than its name says elsewhere.
-OP_KINDS = {
-    ("tile", "dims"): SHAPE, ("flip", "dims"): DIMS, ("permute", "dims"): DIMS, ("roll", "dims"): DIMS,
-    ("movedim", "source"): DIMS, ("movedim", "destination"): DIMS, ("index_select", "index"): TENSOR,
-    ("masked_fill", "value"): OPERAND, ("meshgrid", "tensors"): TENSOR,
-    ("lerp", "weight"): OPERAND,
-    ("where", "a"): OPERAND, ("pow", "x"): OPERAND, ("norm", "p"): Kind("Number or str", lambda v: isinstance(
-        v, str) or _is_number(v)), ("vector_norm", "ord"): NUMBER, ("one_hot", "x"): TENSOR,
-    ("bernoulli", "p"): NUMBER, ("pad", "value"): NUMBER, ("scatter", "value"): NUMBER, ("squeeze", "dim"): DIMS,
-    ("fill_", "value"): None,
-    ("max", "dim"): Kind("int or Tensor", lambda v: isinstance(v, Tensor) or _is_int(v), dim=True),
-    ("logical_and", "b"): TENSOR, ("logical_or", "b"): TENSOR, ("logical_xor", "b"): TENSOR,
-    ("select", "index"): INT, ("lerp", "end"): TENSOR, ("threshold", "value"): NUMBER,
-    ("threshold_", "value"): NUMBER, ("unflatten", "sizes"): None, ("local_response_norm", "alpha"): None,
-    ("embedding", "input"): None,   # ggrad's F.embedding also takes a list of indices
-    ("broadcast_shapes", "a"): None, ("broadcast_shapes", "b"): None, ("einsum", "equation"): None,
-    ("interpolate", "size"): None, ("local_response_norm", "size"): None,   # torch checks the input first
-    ("hardtanh", "min_val"): None, ("hardtanh", "max_val"): None,   # torch: RuntimeError
-    ("view", "shape"): Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v)),
-    ("searchsorted", "input"): None,   # a scalar value is taken (torch: RuntimeError for >1-D boundaries)
-    ("tensordot", "b"): TENSOR, ("upsample", "size"): None, ("unfold", "kernel_size"): None,
-}
-OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
+NUMBER_OR_STR = Kind("Number or str", lambda v: isinstance(v, str) or _is_number(v))
+INT_OR_TENSOR = Kind("int or Tensor", lambda v: isinstance(v, Tensor) or _is_int(v), dim=True)   # max(x, other)
+SHAPE_OR_DTYPE = Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v))   # view
+OP_KINDS = {}   # (op name, parameter) -> Kind, or None where unchecked: declared beside each op (`kinds`)
+
+
+def kinds(name=None, /, **by_parameter):
+    """Decorator: the parameters of an op (named `name`, else the function's own name; the kinds hold for
+    every function ggrad exposes under that name) that take another kind than their names say in KINDS;
+    None leaves a parameter unchecked."""
+    def declare(fn):
+        for parameter, kind in by_parameter.items():
+            OP_KINDS[(name or fn.__name__, parameter)] = kind
+        return fn
+    return declare
+
+
 # The parameter names PyTorch's messages use where ggrad's differ.
 TORCH_NAMES = {"x": "input", "a": "input", "b": "other"}
 

@@ -1,9 +1,10 @@
 """The hook through which an autocast policy (`ggrad.amp`) reaches the ops whose dtypes it changes.
 
-Autograd knows no policy: an op that autocast may change is decorated `@autocast_op("name")`, and
-while a policy is installed (`install`) the call goes to `policy(name, fn, args, kwargs)`, which
-decides the dtypes (the table lives in ggrad/amp/autocast.py). Without a policy the call goes straight
-to the op. The policy lives in a ContextVar, as grad mode does, so threads each see their own.
+Autograd knows no policy: an op that autocast may change declares its class where it is written,
+`@autocast_op("exp", FLOAT32)` (PyTorch's op lists: products run in the low precision, LOWER; the ops that
+need range or precision in float32, FLOAT32; BANNED refuses), and while a policy is installed (`install`)
+the call goes to `policy(name, fn, args, kwargs)`, which decides the dtypes from that class
+(ggrad/amp/autocast.py). Without a policy the call goes straight to the op. The policy lives in a ContextVar, as grad mode does, so threads each see their own.
 """
 
 import contextlib
@@ -11,13 +12,15 @@ import contextvars
 import functools
 
 _policy = contextvars.ContextVar("ggrad_autocast_policy", default=None)
-HOOKED = set()   # the names of the decorated ops (ggrad.amp checks its table covers exactly these)
+LOWER, FLOAT32, BANNED = "lower", "float32", "banned"
+CLASSES = {}   # op name -> (class, how many leading positional Tensors are cast (None: every float Tensor))
 
 
-def autocast_op(name):
-    """Decorator: route calls of the op `name` through the installed autocast policy, if any."""
+def autocast_op(name, kind, casts=None):
+    """Decorator: the op `name` is of autocast class `kind` (its first `casts` positional Tensor arguments
+    are cast; None: every floating point one); its calls go through the installed policy, if any."""
     def wrap(fn):
-        HOOKED.add(name)
+        CLASSES[name] = (kind, casts)
 
         @functools.wraps(fn)
         def hooked(*args, **kwargs):

@@ -58,7 +58,7 @@ def signature(root, order):
                 k = leaf_position[id(edge)] = len(leaves)
                 leaves.append(edge)
             edges.append(-1 - k)
-        parts.append((node.fn, ctx.needs_input_grad, tuple(edges), ctx.__dict__.get("_materialize", True)))
+        parts.append((node.fn, ctx.needs_input_grad, tuple(edges), ctx._materialize))
     parts.extend((leaf.shape, leaf.dtype) for leaf in leaves)
     return (root._output_nr, tuple(parts)), leaves
 
@@ -66,7 +66,7 @@ def signature(root, order):
 def _user_hooked(ctx):
     """Whether saved_tensors_hooks packed ctx's saved tensors (their unpack runs the user's Python): the
     half tensors autocast keeps are packed too, but their unpack is ggrad's own conversion."""
-    hooked = ctx.__dict__.get("_hooked")
+    hooked = ctx._hooked
     return hooked is not None and hooked[0] is not kept_half_unpack
 
 
@@ -95,12 +95,8 @@ def replay(root, order, trace):
     if any(order[i].ctx._changed_in_place() is not None for i in record.visited):
         return False   # the pass as written raises, as saved_tensors does
     graph = root._pending
-    graph.uploads.extend(record.uploads)
-    graph.in_place_updates.extend(record.in_place_updates)
+    graph.redo(record.uploads, record.in_place_updates, record.result_order)
     trace.origins.update(record.origins)
-    made = graph.result_order
-    for ptr in record.result_order:
-        made.setdefault(ptr, len(made))
     trace.pos = record.end
     for k, node, shape, dtype in record.grads:
         leaves[k].grad = Tensor._make(node, shape, dtype, root.device, graph)
@@ -123,8 +119,8 @@ class Recorder:
         self.root, self.order = root, order
         graph = self.graph = root._pending
         self.entry, self.start = trace.entry, trace.pos
-        self.marks = (len(graph.uploads), len(graph.in_place_updates), len(trace.origins), len(graph.result_order),
-                      trace.inputs_met, memory.stats.host_reads, memory.stats.computes)
+        self.marks = (graph.marks(), len(trace.origins), trace.inputs_met, memory.stats.host_reads,
+                      memory.stats.computes)
 
     def finish(self):
         trace = self.trace
@@ -133,7 +129,7 @@ class Recorder:
         graph = self.graph
         if memory.runtime(self.root.device).graph is not graph or graph.trace is not trace:
             return
-        uploads, effects, origins, made, met, reads, computes = self.marks
+        graph_marks, origins, met, reads, computes = self.marks
         if (trace.entry is not self.entry or not trace.cacheable or trace.depth or trace.inputs_met != met
                 or memory.stats.host_reads != reads or memory.stats.computes != computes):
             return
@@ -151,9 +147,7 @@ class Recorder:
         record.visited = tuple(i for i, node in enumerate(self.order) if node.freed)
         record.grads = tuple(grads)
         record.origins = list(trace.origins.items())[origins:]
-        record.result_order = list(graph.result_order)[made:]
-        record.uploads = tuple(graph.uploads[uploads:])
-        record.in_place_updates = tuple(graph.in_place_updates[effects:])
+        record.uploads, record.in_place_updates, record.result_order = graph.since(graph_marks, results=True)
         owner = trace if trace.entry is None else trace.entry
         if owner.backwards is None:
             owner.backwards = {}

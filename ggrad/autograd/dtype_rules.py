@@ -68,7 +68,7 @@ def _keep_half(out, halves):
     packed as saved_tensors_hooks would pack them (FunctionCtx._pack)."""
     node = out[0].grad_fn if isinstance(out, tuple) else out.grad_fn
     ctx = node.ctx if node is not None else None
-    if ctx is None or "_hooked" in ctx.__dict__:   # no backward recorded; or saved_tensors_hooks took them
+    if ctx is None or ctx._hooked is not None:   # no backward recorded; or saved_tensors_hooks took them
         return
     ctx._pack((lambda t: halves.get(id(t), t), kept_half_unpack))
     # modified in place before backward, a kept half tensor makes saved_tensors raise, as PyTorch's would

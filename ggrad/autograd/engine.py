@@ -163,7 +163,7 @@ class _Pass:
                 return
         if node.freed:
             raise RuntimeError(FREED_GRAPH)
-        if node.n_outputs > 1 and None in grads and node.ctx.__dict__.get("_materialize", True):
+        if node.n_outputs > 1 and None in grads and node.ctx._materialize:
             grads = [g if g is not None or dtype is None else zeros(shape, dtype=dtype, device=device)
                      for g, (shape, dtype, device) in zip(grads, node.outputs)]
         result = _gradients(node, grads, create_graph)
@@ -254,11 +254,11 @@ def _gradients(node, grads, create_graph):
     """node's rule on `grads`. With create_graph, outputs the rule saved are handed to it with their
     history (as PyTorch's saved outputs), so that the gradients it builds differentiate through them."""
     ctx = node.ctx
-    saved_outputs = ctx.__dict__.get("_saved_outputs") if create_graph else None
+    saved_outputs = ctx._saved_outputs if create_graph else None
     try:
         if not saved_outputs:
             return node.fn.gradients(ctx, grads)
-        saved, hooked = ctx._saved, ctx.__dict__.get("_hooked")
+        saved, hooked = ctx._saved, ctx._hooked
         with_history = list(ctx._saved_values())   # packed ones unpacked (graph.py)
         for index, nr in saved_outputs:
             t = alias(with_history[index])

@@ -19,6 +19,7 @@ from .tensor import Tensor
 from .generator import Generator
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
 from .typing_aliases import ArrayLike, DeviceLike, DTypeLike, Number, Size
+from .declaration import declare
 
 default_generator = Generator().manual_seed(0)   # PyTorch's torch.default_generator
 _HOST = np.dtype(np.float64)   # the factories' host values are float64 or int64 before conversion
@@ -200,6 +201,7 @@ def empty_like(t: Tensor, dtype: DTypeLike | None = None,
     return zeros_like(t, dtype, device, requires_grad)
 
 
+@declare(function=False, method=True)
 def new_full(t: Tensor, size: Size, fill_value: Number,
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`t.new_full(size, v)`: a tensor of `size` filled with v, with t's dtype and device unless given."""
@@ -209,21 +211,25 @@ def new_full(t: Tensor, size: Size, fill_value: Number,
     return full(_checked_size(size, "new_full"), fill_value, dt, dev, requires_grad)
 
 
+@declare(function=False, method=True)
 def new_zeros(t: Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_zeros"), 0, dtype, device, requires_grad)
 
 
+@declare(function=False, method=True)
 def new_ones(t: Tensor, *size: int | Sequence[int],
              dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_ones"), 1, dtype, device, requires_grad)
 
 
+@declare(function=False, method=True)
 def new_empty(t: Tensor, *size: int | Sequence[int], dtype: DTypeLike | None = None,
               device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     return new_full(t, _shape(size, "new_empty"), 0, dtype, device, requires_grad)
 
 
+@declare(function=False, method=True)
 def new_tensor(t: Tensor, data: ArrayLike, dtype: DTypeLike | None = None,
                device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """`t.new_tensor(data)`: a copy of data with t's dtype and device unless given (never shares memory)."""

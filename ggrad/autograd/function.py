@@ -31,8 +31,10 @@ class FunctionCtx:
         needs_input_grad: a bool per forward argument.
     """
 
-    _saved = _versions = ()   # class defaults until save_for_backward: one attribute set per op, not four
-    _freed = False
+    # class defaults until set: one attribute set per op, not eight
+    _saved = _versions = _non_differentiable = ()
+    _hooked = _saved_outputs = None
+    _freed, _materialize = False, True
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
@@ -86,11 +88,24 @@ class FunctionCtx:
 
     def _saved_values(self):
         """The saved tensors, through the unpack hook where they were packed."""
-        hooked = self.__dict__.get("_hooked")
+        hooked = self._hooked
         if hooked is None:
             return self._saved
         unpack, packed = hooked
         return tuple([None if p is None else _unpacked(unpack(p[0])) for p in packed])
+
+    def _attribute_count(self):
+        """How many attributes this ctx holds now: the trace cache's mark before an op's build."""
+        return len(self.__dict__)
+
+    def _attributes_after(self, count):
+        """The attributes set since `count` were held, in the order set (an instance dict keeps it), or None."""
+        attributes = self.__dict__
+        return dict(list(attributes.items())[count:]) if len(attributes) > count else None
+
+    def _restore(self, attributes):
+        """Set again what a build set (`_attributes_after`) when the trace cache replays that build."""
+        self.__dict__.update(attributes)
 
     def _free(self):
         """Release what backward needed: saved tensors and the Function's own attributes."""
@@ -198,7 +213,7 @@ def apply_function(fn, args, kwargs=None):
     else:
         outputs = _user_outputs(fn, ctx, args, outputs)
         out = outputs if isinstance(out, tuple) else outputs[0]
-        skip = ctx.__dict__.get("_non_differentiable", ())
+        skip = ctx._non_differentiable
         specs = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None) for o in outputs])
     node = Node(fn, ctx, edges, specs)
     hooks = current_hooks()
@@ -234,7 +249,7 @@ def _user_outputs(fn, ctx, args, outputs):
     for i, o in enumerate(outputs):
         if isinstance(o, Tensor) and any(o is a for a in args):
             fresh = alias(o)
-            skip = ctx.__dict__.get("_non_differentiable", ())
+            skip = ctx._non_differentiable
             if any(o is s for s in skip):
                 ctx._non_differentiable = skip + (fresh,)
             outputs[i] = fresh

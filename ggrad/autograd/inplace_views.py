@@ -14,6 +14,7 @@ import weakref
 from . import grad_mode, view_tracking
 from .ops import views
 from .recording import alias
+from .declaration import declare
 
 
 def _live_views(t):
@@ -68,12 +69,14 @@ def _become(x, make, op):
     return x
 
 
+@declare(function=False, method=True)
 def t_(self):
     if self.ndim > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return _become(self, lambda x: views.transpose(x, 0, 1), "t_")
 
 
+@declare(function=False, method=True, aliases=("swapdims_", "swapaxes_"))
 def transpose_(self, dim0, dim1):
     return _become(self, lambda x: views.transpose(x, dim0, dim1), "transpose_")
 
@@ -81,6 +84,7 @@ def transpose_(self, dim0, dim1):
 _EVERY = object()   # squeeze_()'s default: every size-1 dim (an explicit None is refused, as PyTorch)
 
 
+@declare(function=False, method=True)
 def squeeze_(self, dim=_EVERY):
     """squeeze_() drops every size-1 dim, squeeze_(d) or squeeze_((d0, d1)) those named."""
     if dim is not _EVERY and (not isinstance(dim, (int, tuple, list)) or isinstance(dim, bool)):
@@ -88,6 +92,7 @@ def squeeze_(self, dim=_EVERY):
     return _become(self, lambda x: views.squeeze(x, None if dim is _EVERY else dim), "squeeze_")
 
 
+@declare(function=False, method=True)
 def unsqueeze_(self, dim):
     return _become(self, lambda x: views.unsqueeze(x, dim), "unsqueeze_")
 

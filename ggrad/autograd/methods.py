@@ -4,15 +4,17 @@ Kept apart from tensor.py so the Tensor class holds state and reads, and this fi
 """
 
 from .. import ggml
-from . import engine, factory, grad_api, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
+from . import declaration, engine, grad_api, grad_mode, legacy, ops, torch_dtypes, view_tracking
+from . import inplace_views, random_fill  # noqa: F401  (they declare Tensor methods: uniform_, t_, ...)
 from .boundary import typed
 from .factory import tensor
 from .function import Function
-from .ops import advanced_index, broadcast, logical, mask_index, mask_positions, sliding_windows, views
+from .ops import advanced_index, logical, mask_index, mask_positions
 from .ops.convert import convert
 from .recording import alias
 from .tensor import Tensor
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8
+from .arguments import kinds
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -242,6 +244,7 @@ def _zero_(self):
     return _overwrite(self, self.detach() * 0.0, "zero_")
 
 
+@kinds("fill_", value=None)
 def _fill_(self, value):
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
@@ -262,10 +265,7 @@ _METHODS = {
     "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
     "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
-    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem,
-    "index_put_": _index_put_, "index_put": mask_index.index_put,
-    "masked_select": lambda self, mask: mask_index.masked_select(self, mask),
-    "__setitem__": _setitem,
+    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem, "__setitem__": _setitem,
     "__gt__": _compare(logical.gt), "__lt__": _compare(logical.lt), "__ge__": _compare(logical.ge),
     "__le__": _compare(logical.le), "__eq__": _compare(logical.eq), "__ne__": _compare(logical.ne),
     "__and__": logical.bitwise_and, "__rand__": _flip(logical.bitwise_and), "__or__": logical.bitwise_or,
@@ -274,71 +274,27 @@ _METHODS = {
     "__floordiv__": ops.floor_divide, "__rfloordiv__": _flip(ops.floor_divide),
     "__lshift__": ops.bitwise_left_shift, "__rlshift__": _flip(ops.bitwise_left_shift),
     "__rshift__": ops.bitwise_right_shift, "__rrshift__": _flip(ops.bitwise_right_shift),
-    "bitwise_left_shift": ops.bitwise_left_shift, "bitwise_right_shift": ops.bitwise_right_shift,
-    "add": ops.add, "sub": ops.sub, "mul": ops.mul, "div": ops.div, "pow": ops.pow, "neg": ops.neg,
-    "abs": ops.abs, "exp": ops.exp, "log": ops.log, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt,
-    "reciprocal": ops.reciprocal, "sin": ops.sin, "cos": ops.cos, "tanh": ops.tanh, "sigmoid": ops.sigmoid,
-    "relu": ops.relu, "leaky_relu": ops.leaky_relu, "elu": ops.elu, "gelu": ops.gelu, "silu": ops.silu,
-    "softplus": ops.softplus, "clamp": ops.clamp, "clip": ops.clamp, "square": ops.square, "sign": ops.sign,
-    "sum": ops.sum, "mean": ops.mean, "var": ops.var, "std": ops.std, "amax": ops.amax, "amin": ops.amin,
-    "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin, "logsumexp": ops.logsumexp,
-    "matmul": ops.matmul, "reshape": ops.reshape, "view": views.view, "permute": ops.permute,
-    "transpose": ops.transpose, "contiguous": ops.contiguous, "flatten": ops.flatten, "squeeze": ops.squeeze,
-    "unsqueeze": ops.unsqueeze, "expand": ops.expand, "narrow": ops.narrow, "split": ops.split,
-    "chunk": ops.chunk, "index_select": ops.index_select, "gather": ops.gather, "masked_fill": ops.masked_fill,
-    "softmax": ops.softmax, "log_softmax": ops.log_softmax,
-    "to": to, "detach": views.detach, "clone": clone, "dequantize": ops.dequantize,
-    "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
-    "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL), "type": _type,
-    "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8), "byte": _type_method(UINT8), "short": _type_method(INT16),
-    "cpu": lambda self: to(self, "cpu"), "cuda": _cuda, "pin_memory": _pin_memory,
-    "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
-    "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
-    "select": views.select, "unbind": views.unbind, "diagonal": ops.diagonal, "is_contiguous": view_tracking.tensor_is_contiguous,
-    "stride": view_tracking.stride, "storage_offset": view_tracking.storage_offset,
-    "element_size": view_tracking.element_size, "data_ptr": view_tracking.data_ptr,
-    "_base": property(view_tracking.base_of), "_is_view": view_tracking.is_view,
+    "__iadd__": _inplace(ops.add, "__iadd__"), "__isub__": _inplace(ops.sub, "__isub__"),
+    "__imul__": _inplace(ops.mul, "__imul__"), "__itruediv__": _inplace(ops.div, "__itruediv__"),
 }
-for _name in ("add", "sub", "mul", "div", "pow", "clamp", "exp", "log", "sqrt", "neg", "abs", "relu", "sigmoid",
-              "tanh"):
-    _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
-for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.mul), ("__itruediv__", ops.div)):
-    _METHODS[_op] = _inplace(_fn, _op)
-# PyTorch's wider op set (ops/math.py, activations.py, arith.py, scan.py, sorting.py, shape_ops.py, ...)
-for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p", "log2", "log10", "exp2", "tan",
-              "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
-              "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "isnan", "isinf", "isposinf", "isneginf",
-              "isfinite", "lgamma", "digamma",
-              "nan_to_num", "cumsum", "cumprod", "sort", "argsort", "msort", "topk",
-              "fliplr", "flipud", "roll", "repeat", "tril", "triu", "scatter", "scatter_add",
-              "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",
-              "minimum", "fmax", "fmin", "atan2", "arctan2"):
-    _METHODS[_name] = getattr(ops, _name)
-for _name in ("floor", "ceil", "trunc", "round", "tril", "triu", "scatter", "scatter_add", "index_add", "nan_to_num",
-              "clip", "remainder", "fmod", "erf", "tan", "atan", "sinh", "cosh", "cumsum"):
-    _METHODS[_name + "_"] = _inplace(getattr(ops, _name), _name + "_")
-_METHODS["divide"] = _METHODS["div"]
-_METHODS["flip"] = _flip_dims
-_METHODS["where"] = _where
-for _name in ("uniform_", "normal_", "exponential_", "random_"):
-    _METHODS[_name] = getattr(random_fill, _name)
-_METHODS["repeat_interleave"] = _repeat_interleave
-_METHODS.update(inplace_views.METHODS)
-for _name in ops._COMPOSITE_METHODS:
-    _METHODS[_name] = getattr(ops, _name)
-for _name in ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount", "unique",
-              "unique_consecutive", "kron", "rot90", "copysign", "frexp", "scatter_reduce"):
-    _METHODS[_name] = getattr(ops, _name)
-_METHODS["unfold"] = sliding_windows.unfold   # sliding windows (F.unfold is im2col, in nn.functional)
-for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):
-    _METHODS[_name] = getattr(factory, _name)
-for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
-              "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-              "bitwise_not", "any", "all", "count_nonzero", "nonzero", "argwhere", "isclose", "allclose", "equal"):
-    _METHODS[_name] = getattr(logical, _name)
-
-_METHODS["backward"] = _backward
-_METHODS["sum_to_size"] = broadcast.sum_to_size
+_METHODS.update(declaration.methods())   # the ops declared as methods (@declare(method=True))
+_METHODS.update({name: _inplace(fn, name) for name, fn in declaration.inplace_forms().items()})
+# Tensor methods that are no op of their own: written above, or Tensor's reads (view_tracking.py)
+_METHODS.update({
+    "max": _max, "min": _min, "flip": _flip_dims, "where": _where, "repeat_interleave": _repeat_interleave,
+    "masked_select": lambda self, mask: mask_index.masked_select(self, mask), "index_put_": _index_put_,
+    "masked_fill_": _masked_fill_, "zero_": _zero_, "fill_": _fill_, "copy_": _copy_,
+    "to": to, "clone": clone, "type": _type, "cpu": lambda self: to(self, "cpu"), "cuda": _cuda,
+    "pin_memory": _pin_memory, "t": lambda self: ops.transpose(self, 0, 1) if self.ndim == 2 else self,
+    "float": _type_method(ggml.f32), "half": _type_method(ggml.f16), "bfloat16": _type_method(ggml.bf16),
+    "int": _type_method(ggml.i32), "long": _type_method(INT64), "bool": _type_method(BOOL),
+    "double": _type_method(ggml.dtypes.from_name("f64")), "char": _type_method(INT8),
+    "byte": _type_method(UINT8), "short": _type_method(INT16),
+    "is_contiguous": view_tracking.tensor_is_contiguous, "stride": view_tracking.stride,
+    "storage_offset": view_tracking.storage_offset, "element_size": view_tracking.element_size,
+    "data_ptr": view_tracking.data_ptr, "_base": property(view_tracking.base_of), "_is_view": view_tracking.is_view,
+    "backward": _backward,
+})
 _UNWRAPPED = {"backward"}   # errors of a backward pass are its own: not renamed as an op's (boundary.py)
 
 for _name, _fn in _METHODS.items():

@@ -253,6 +253,31 @@ class PendingGraph:
         """Compute `node` for its side effect (an in-place update) even though no Tensor holds it."""
         self.in_place_updates.append(node)
 
+    # ---- what the trace cache and the backward replay read and do again --------------------------------
+    def marks(self):
+        """Where the graph's uploads, in-place updates and results stand now (`since` reads past them)."""
+        return len(self.uploads), len(self.in_place_updates), len(self.result_order)
+
+    def since(self, marks, results=False):
+        """The uploads and in-place updates added after `marks` (tuples), and with `results` the pointers of
+        the results made since (a walk over all results: once a backward pass, not once an op)."""
+        uploads, updates, made = marks
+        added = tuple(self.uploads[uploads:]), tuple(self.in_place_updates[updates:])
+        return added + (tuple(list(self.result_order)[made:]),) if results else added
+
+    def redo(self, uploads, updates, results=()):
+        """Do again what a replayed event or backward pass did when it was recorded: its uploads, its
+        in-place updates and its results' places in the program's order."""
+        self.uploads.extend(uploads)
+        self.in_place_updates.extend(updates)
+        made = self.result_order
+        for ptr in results:
+            made.setdefault(ptr, len(made))
+
+    def adopt_contexts(self, contexts):
+        """Hold, first, the GGML contexts of a trace given up mid-replay (its nodes become this graph's)."""
+        self.contexts[:0] = contexts
+
 
 _CONTIGUOUS = ("contiguous",)
 _LEAF = "leaf"

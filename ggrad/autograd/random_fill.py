@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ggml.errors import ArgumentError, UnsupportedDTypeError
 from .factory import generator as _stream, tensor
+from .declaration import declare
 
 
 def _real(value, name, op):
@@ -25,6 +26,7 @@ def _write(self, values):
     return self.copy_(tensor(values.astype(np.float32), dtype=self.dtype, device=self.device))
 
 
+@declare(function=False, method=True)
 def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     """Fill with numbers drawn uniformly from [from_, to) (PyTorch's `from`, a Python keyword)."""
     a, b = _real(from_, "from", "uniform_"), _real(to, "to", "uniform_")
@@ -34,6 +36,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     return _write(self, _stream(generator).uniform(a, b, self.shape))
 
 
+@declare(function=False, method=True)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with numbers drawn from the normal distribution N(mean, std**2)."""
     mean, std = _real(mean, "mean", "normal_"), _real(std, "std", "normal_")
@@ -43,6 +46,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _write(self, _stream(generator).normal(mean, std, self.shape))
 
 
+@declare(function=False, method=True)
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with numbers drawn from the exponential distribution of rate `lambd`."""
     lambd = _real(lambd, "lambd", "exponential_")
@@ -52,6 +56,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _write(self, _stream(generator).exponential(1.0 / lambd, self.shape))
 
 
+@declare(function=False, method=True)
 def random_(self, from_=0, to=None, *, generator=None):
     """Fill with integers drawn uniformly from [from_, to) (`random_(to)` is [0, to))."""
     if to is None:

@@ -126,7 +126,7 @@ class Trace:
                 self.pos = pos + 1
                 return node
             self.diverge(graph)
-        marks = (len(graph.uploads), len(graph.in_place_updates), len(ctx.__dict__) if ctx is not None else 0)
+        marks = (len(graph.uploads), len(graph.in_place_updates), ctx._attribute_count() if ctx is not None else 0)
         self.depth += 1
         try:
             node = build()
@@ -219,7 +219,7 @@ class Trace:
             self.cache.remove(entry)
         entry.release()
         placement.follow_sources(entry.proxy_views)   # views of stand-ins into their memory of this step
-        graph.contexts[:0] = entry.contexts
+        graph.adopt_contexts(entry.contexts)
         pos = self.pos
         self.keys, self.nodes, self.replays = entry.keys[:pos], entry.nodes[:pos], entry.replays[:pos]
         self.backwards = {start: r for start, r in (entry.backwards or {}).items() if r.end <= pos} or None
@@ -229,25 +229,22 @@ def _side_effects(graph, marks, ctx):
     """What an event did besides making nodes, to do again when it is replayed: uploads of constants,
     in-place effects, and attributes it set on the Function's ctx for backward.
 
-    A build only adds attributes to ctx (the engine's own, set before it, are not the build's to change),
-    and a dict keeps insertion order: the build's attributes are the items after the `marks[2]` that ctx
-    held before it. No snapshot of ctx per event, and none to compare for the builds that set nothing."""
-    uploads = graph.uploads[marks[0]:] if len(graph.uploads) > marks[0] else ()
-    effects = graph.in_place_updates[marks[1]:] if len(graph.in_place_updates) > marks[1] else ()
-    attrs = None
-    if ctx is not None and len(ctx.__dict__) > marks[2]:
-        attrs = dict(list(ctx.__dict__.items())[marks[2]:])
+    A build only adds attributes to ctx (the engine's own, set before it, are not the build's to change):
+    ctx gives those set after the count it held before (FunctionCtx._attributes_after). No snapshot of ctx
+    per event, and none to compare for the builds that set nothing."""
+    uploads = tuple(graph.uploads[marks[0]:]) if len(graph.uploads) > marks[0] else ()
+    effects = tuple(graph.in_place_updates[marks[1]:]) if len(graph.in_place_updates) > marks[1] else ()
+    attrs = ctx._attributes_after(marks[2]) if ctx is not None else None
     if not uploads and not effects and not attrs:
         return None
-    return (tuple(uploads), tuple(effects), attrs)
+    return (uploads, effects, attrs)
 
 
 def _apply(replay, graph, ctx):
     uploads, effects, attrs = replay
-    graph.uploads.extend(uploads)
-    graph.in_place_updates.extend(effects)
+    graph.redo(uploads, effects)
     if attrs:
-        ctx.__dict__.update(attrs)
+        ctx._restore(attrs)
 
 
 def remember(cache, trace, pending, graph, outputs, view_conts, scratch, planned, buffers):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..autograd.autocast_hook import autocast_op
+from ..autograd.autocast_hook import LOWER, autocast_op
 from ..autograd.factory import empty, tensor
 from ..autograd.ops.attention import SelfAttention
 from ..autograd.roundings import source_of
@@ -302,7 +302,7 @@ class MultiheadAttention(MultiHeadAttention):
                                is_causal, kv_cache)
 
 
-@autocast_op("self_attention")
+@autocast_op("self_attention", LOWER, 1)
 def self_attention(qkv, mask, num_heads, scale, causal=False):
     """softmax(q k^T * scale + mask) v over `num_heads` heads of q, k, v side by side in qkv (B, T, 3E), as
     (B, T, E) in qkv's dtype; `mask` None or a constant additive float32 mask fitted to (B, H, T, T);

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
 from ..autograd import autocast_hook
-from ..autograd.autocast_hook import autocast_op
+from ..autograd.autocast_hook import LOWER, autocast_op
 from ..autograd.boundary import guard as _guard
 from ..autograd.typing_aliases import ArrayLike
 from ..autograd.factory import tensor as _tensor
@@ -59,6 +59,7 @@ from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embeddi
                             cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
                             poisson_nll_loss, gaussian_nll_loss)
 from ..ggml.errors import ArgumentError, ShapeError
+from ..autograd.arguments import kinds
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
@@ -109,6 +110,7 @@ class _MaskRowGrad(Function):
         return g * keep, None, None
 
 
+@kinds(input=None)
 def embedding(input: Tensor | ArrayLike, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape input.shape + (dim,).
 
@@ -202,7 +204,7 @@ def fit_mask(mask, scores_shape, op):
     return mask
 
 
-@autocast_op("attention")
+@autocast_op("attention", LOWER, 3)
 def attend(q, k, v, mask=None, scale=None, dropout_p=0.0, training=True, open_rows=None):
     """softmax(q @ k^T * scale + mask) @ v, with dropout on the weights; returns (output, weights).
 
@@ -249,7 +251,7 @@ def _flash_attention(q, k, v, mask, scale, causal):
     return out if out.dtype is q.dtype else out.to(q.dtype)
 
 
-@autocast_op("attention")
+@autocast_op("attention", LOWER, 3)
 def attend_by_kernel(q, k, v, mask=None, scale=None, causal=False):
     """`attend` without weights or dropout by flash attention's kernels (no (..., L, S) tensor forward or
     backward), or None where the lowering keeps GGML's ops (Lowering.attention) or the operands don't fit
@@ -257,7 +259,7 @@ def attend_by_kernel(q, k, v, mask=None, scale=None, causal=False):
     return _flash_attention(q, k, v, mask, scale, causal)
 
 
-@autocast_op("attention")
+@autocast_op("attention", LOWER, 3)
 def _sdpa_by_kernel(query, key, value, attn_mask, scale, is_causal, scores_shape):
     """scaled_dot_product_attention by flash attention's kernels (a row that sees no key gives zeros, as the
     composed path's), or None where they don't take it: its mask is made only where they do."""

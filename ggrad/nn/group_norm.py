@@ -13,6 +13,7 @@ from ..ggml.errors import ShapeError
 from . import init
 from .batch_norm import _BatchNorm, batch_norm
 from .module import Module
+from ..autograd.arguments import kinds
 
 
 def _per_channel(t, ndim):
@@ -69,6 +70,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 
+@kinds(alpha=None, size=None)
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
     """y_c = x_c / (k + alpha / size * sum_{c' near c} x_c'^2) ** beta, the window of `size` channels around
     c (size // 2 before, (size - 1) // 2 after; zeros past the edges)."""

@@ -10,6 +10,7 @@ requires grad raises RuntimeError.
 
 from ..autograd import ops
 from ..autograd.methods import _inplace
+from ..autograd.arguments import NUMBER, kinds
 
 
 def _apply(fn, name, input, inplace, *args):  # noqa: A002
@@ -72,6 +73,7 @@ def hardswish(input, inplace=False):  # noqa: A002
     return _apply(ops.hardswish, "hardswish", input, inplace)
 
 
+@kinds(value=NUMBER)
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
     """x where x > threshold, else `value` (gradient 1 where x > threshold, 0 elsewhere)."""
     return _apply(_threshold, "threshold", input, inplace, threshold, value)
@@ -112,6 +114,7 @@ def selu_(input):  # noqa: A002
     return selu(input, inplace=True)
 
 
+@kinds(value=NUMBER)
 def threshold_(input, threshold_value, value):  # noqa: A002
     return threshold(input, threshold_value, value, inplace=True)
 

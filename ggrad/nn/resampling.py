@@ -7,7 +7,7 @@ Upsample is `F.interpolate` with fixed arguments.
 
 from __future__ import annotations
 
-from ..autograd.arguments import TENSOR, ArgumentTypeError, as_int, require
+from ..autograd.arguments import ArgumentTypeError, TENSOR, as_int, kinds, require
 from ..autograd.tensor import Tensor
 from ..autograd.ops import interpolate
 from ..ggml.errors import ShapeError
@@ -65,6 +65,7 @@ def channel_shuffle(input, groups):  # noqa: A002
     return input.reshape(n, groups, c // groups, -1).transpose(1, 2).reshape(n, c, *rest)
 
 
+@kinds(size=None)
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
     """PyTorch's deprecated F.upsample: F.interpolate."""
     return interpolate(input, size, scale_factor, mode, align_corners)

@@ -126,9 +126,17 @@ def test_table_dtypes(low):
             ggrad.binary_cross_entropy(ggrad.sigmoid(h), h * 0.0)
 
 
-def test_table_names_the_hooked_ops():
-    """Every op with an autocast hook has a row in the table and every row has a hooked op."""
-    assert set(TABLE) == autocast_hook.HOOKED
+def test_the_hooked_ops_declare_pytorchs_classes():
+    """The classes the ops declare (@autocast_op) are PyTorch's CUDA autocast lists, restricted to ggrad's ops."""
+    lower, f32, banned = autocast_hook.LOWER, autocast_hook.FLOAT32, autocast_hook.BANNED
+    expected = {name: (lower, None) for name in ("matmul", "linear", "conv1d", "conv2d", "conv_transpose1d",
+                                                  "conv_transpose2d")}
+    expected.update({name: (f32, None) for name in (
+        "softmax", "log_softmax", "layer_norm", "rms_norm", "norm", "exp", "log", "pow", "logsumexp",
+        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
+        "binary_cross_entropy_with_logits")})
+    expected.update({"attention": (lower, 3), "self_attention": (lower, 1), "binary_cross_entropy": (banned, None)})
+    assert TABLE is autocast_hook.CLASSES and TABLE == expected
 
 
 def test_float32_list_matches_torch_values():

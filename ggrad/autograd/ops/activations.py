@@ -19,6 +19,8 @@ from .math import composite, Expm1
 from .unary import unary
 from .selection import where
 from .logical import ge, gt, le, logical_and, logical_not
+from ..declaration import declare
+from ..arguments import kinds
 
 
 def _neg_part(x):
@@ -45,15 +47,18 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@declare(method=True)
 def elu(x, alpha=1.0, inplace=False):
     return _elu_fn(x, float(alpha), 1.0)
 
 
+@declare()
 def selu(x, inplace=False):
     """scale * elu(x, alpha) with the self-normalising constants."""
     return _elu_fn(x, _SELU_ALPHA, _SELU_SCALE)
 
 
+@declare()
 def celu(x, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha (e**(x/alpha) - 1))."""
     if alpha == 0:
@@ -95,6 +100,7 @@ _softplus_fn = composite("SoftplusBeta", _softplus, _softplus_grad,
                          "y = log(1 + e**(beta x)) / beta, or x where beta x > threshold")
 
 
+@declare(method=True)
 def softplus(x, beta=1.0, threshold=20.0):
     if beta == 1 and threshold == 20:   # PyTorch's defaults: GGML's one softplus node (above 20 it is x in f32)
         return un.Softplus.apply(x)
@@ -103,6 +109,7 @@ def softplus(x, beta=1.0, threshold=20.0):
 
 logsigmoid = composite("LogSigmoid", lambda x: -un.Softplus.apply(-x), lambda x, y: un.Sigmoid.apply(-x),
                        "y = log(sigmoid(x)) = -softplus(-x)")
+declare(logsigmoid)
 
 
 def _mish_grad(x, y):
@@ -112,6 +119,7 @@ def _mish_grad(x, y):
 
 mish = composite("Mish", lambda x: x * un.Tanh.apply(un.Softplus.apply(x)), _mish_grad,
                  "y = x tanh(softplus(x))")
+declare(mish)
 
 Hardsigmoid = unary("Hardsigmoid", lambda c, x: un._carry_nan(c, ops.hardsigmoid(c, x), x), lambda ctx, g, x: g * _inside(x, -3.0, 3.0) * (1.0 / 6),
                     "input", "y = clamp(x + 3, 0, 6) / 6")
@@ -132,10 +140,12 @@ def _hardswish_grad(ctx, g, x):
 Hardswish = unary("Hardswish", ops.hardswish, _hardswish_grad, "input", "y = x clamp(x + 3, 0, 6) / 6")
 
 
+@declare()
 def hardsigmoid(x, inplace=False):
     return Hardsigmoid.apply(x)
 
 
+@declare()
 def hardswish(x, inplace=False):
     return Hardswish.apply(x)
 
@@ -145,22 +155,28 @@ _hardtanh_fn = composite("Hardtanh", lambda x, lo, hi: un.ClampNumbers.apply(x, 
                          "y = clamp(x, lo, hi); gradient 1 strictly inside and at nan (PyTorch's)")
 
 
+@kinds(min_val=None, max_val=None)
+@declare()
 def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
     return _hardtanh_fn(x, float(min_val), float(max_val))
 
 
+@declare()
 def relu6(x, inplace=False):
     return hardtanh(x, 0.0, 6.0)
 
 
 softsign = composite("Softsign", lambda x: x / (un.abs(x) + 1.0),
                      lambda x, y: 1.0 / un.Sqr.apply(un.abs(x) + 1.0), "y = x / (1 + |x|)")
+declare(softsign)
 tanhshrink = composite("Tanhshrink", lambda x: x - un.Tanh.apply(x),
                        lambda x, y: un.Sqr.apply(un.Tanh.apply(x)), "y = x - tanh x")
+declare(tanhshrink)
 
 
+@declare()
 def glu(x, dim=-1):
     """a * sigmoid(b) where a, b are the two halves of x along `dim`."""
     d = _axis(dim, x.ndim)
@@ -170,6 +186,7 @@ def glu(x, dim=-1):
     return a * un.sigmoid(b)
 
 
+@declare()
 def prelu(x, weight):
     """x where x > 0, else weight * x, weight (1,) or (channels,) along dim 1."""
     n = weight.numel()
@@ -205,6 +222,7 @@ def _outside(x, lambd):
     return logical_not(logical_and(ge(x, -lambd), le(x, lambd)))
 
 
+@declare()
 def hardshrink(x, lambd=0.5):
     """x outside [-lambd, lambd], 0 inside."""
     outside = _outside(x, lambd)
@@ -212,6 +230,7 @@ def hardshrink(x, lambd=0.5):
     return where(outside, x, 0.0)
 
 
+@declare()
 def softshrink(x, lambd=0.5):
     """x moved towards 0 by lambd outside [-lambd, lambd], 0 inside."""
     outside = _outside(x, lambd)

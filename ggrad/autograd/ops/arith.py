@@ -15,7 +15,7 @@ import numpy as np
 
 from ...ggml import f32
 from ...ggml.errors import ArgumentError, UnsupportedDTypeError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import promote, result_type
 from ..function import Function
 from ..factory import tensor
@@ -31,6 +31,8 @@ from .convert import relabel
 from .broadcast import broadcast_shapes, expand_to, reduce_to
 from .indexing import known_values
 from .indexing import check_values
+from ..declaration import declare
+from ..arguments import OPERAND, kinds
 
 
 class _Rounded(Function):
@@ -45,6 +47,7 @@ class _Rounded(Function):
         return g * 0.0, g * 0.0, None
 
 
+@declare(method=True, inplace=True, aliases=("divide",))
 def div(a, b, rounding_mode=None):
     """a / b; rounding_mode "trunc" rounds towards zero, "floor" down (integers stay integers)."""
     if rounding_mode is None:
@@ -78,15 +81,18 @@ def _operands(a, b, op):
     return a, b
 
 
+@declare(method=True)
 def floor_divide(a, b):
     return div(*_operands(a, b, "floor_divide"), rounding_mode="floor")
 
 
+@declare(method=True, inplace=True)
 def remainder(a, b):
     """a - floor(a / b) * b: the sign of b, as Python's %."""
     return _modulo(a, b, un_floor, "remainder")
 
 
+@declare(method=True, inplace=True)
 def fmod(a, b):
     """a - trunc(a / b) * b: the sign of a, as C's fmod."""
     return _modulo(a, b, un_trunc, "fmod")
@@ -146,6 +152,7 @@ def _finite(t):
     return un.Clamp.apply(t, -un._F32_MAX, un._F32_MAX)
 
 
+@declare(method=True, inplace=True, aliases=("clip",))
 def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
     """min(max(x, min), max), bounds numbers or tensors; min > max gives max, as PyTorch."""
     if not isinstance(x, Tensor):
@@ -184,7 +191,9 @@ class _Constant(Function):
         return g * 0.0, None
 
 
-@autocast_op("pow")
+@kinds(x=OPERAND)
+@declare(method=True, inplace=True)
+@autocast_op("pow", FLOAT32)
 def pow(x, p):  # noqa: A001 (PyTorch's name)
     """x ** p; with a tensor exponent, exp(p log|x|) with the sign of an integer power of a negative x."""
     if not isinstance(p, Tensor):
@@ -260,6 +269,7 @@ def _shift_operands(a, b, op):
     return _operands(a, b, op)
 
 
+@declare(method=True)
 def bitwise_left_shift(a, b):
     """a << b on integers: a * 2**b (exact while the result fits float32's 24 bits, as ggrad's integer
     arithmetic)."""
@@ -267,6 +277,7 @@ def bitwise_left_shift(a, b):
     return bi.mul(a, pow(2, b))
 
 
+@declare(method=True)
 def bitwise_right_shift(a, b):
     """a >> b on integers: floor(a / 2**b), the arithmetic shift of PyTorch's signed integers."""
     a, b = _shift_operands(a, b, "bitwise_right_shift")

@@ -17,6 +17,7 @@ from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
 from .unary import ScaleBias
 from . import folding
+from ..declaration import declare
 
 
 class Add(Primitive):
@@ -183,6 +184,7 @@ def _broadcast_apply(fn, a, b, op, commutative):
     return fn.apply(a, b)
 
 
+@declare(method=True, inplace=True)
 def add(a, b, alpha=1):
     if alpha != 1:
         b = b * alpha
@@ -192,6 +194,7 @@ def add(a, b, alpha=1):
     return _broadcast_apply(Add, a, b, "add", commutative=True)
 
 
+@declare(method=True, inplace=True)
 def sub(a, b, alpha=1):
     """a - alpha * b; a bool tensor on either side is refused, as PyTorch."""
     if any(isinstance(t, Tensor) and t.dtype is BOOL for t in (a, b)):
@@ -206,6 +209,7 @@ def sub(a, b, alpha=1):
     return _broadcast_apply(Sub, a, b, "sub", commutative=False)
 
 
+@declare(method=True, inplace=True)
 def mul(a, b):
     pair = _float_and_number(a, b) or _float_and_number(b, a)
     if pair:
@@ -221,11 +225,13 @@ def div(a, b):
     return _broadcast_apply(Div, a, b, "div", commutative=False)
 
 
+@declare(method=True)
 def reciprocal(x):
     """1 / x; an integer x gives float32, as PyTorch."""
     return ScalarDiv.apply(x if x.dtype.is_float else x.to(f32), 1.0)
 
 
+@declare(method=True)
 def rsqrt(x):
     return reciprocal(un.sqrt(x))
 

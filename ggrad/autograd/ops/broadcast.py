@@ -6,8 +6,12 @@ from ..dtype_rules import NUMERIC
 from ..pending import contiguous_node, ne_of
 from ..memory import lowering_of
 from ..primitive import Primitive
+from ..declaration import declare
+from ..arguments import kinds
 
 
+@kinds(a=None, b=None)
+@declare()
 def broadcast_shapes(a, b, op="broadcast"):
     """numpy's broadcasting rule, with an error naming the op and both shapes."""
     out = []
@@ -68,6 +72,7 @@ def reduce_to(g, shape):
     return LeadingSums.apply(g, shape, how)
 
 
+@declare(function=False, method=True)
 def sum_to_size(input, *size):
     """`input` summed over the dimensions it was broadcast along, down to `size` (PyTorch's
     `Tensor.sum_to_size`; `size` as ints or one sequence)."""

@@ -3,6 +3,7 @@
 from ..arguments import INT, TENSOR, require
 from ..tensor import Tensor, _axis
 from .scan import cumsum
+from ..declaration import declare
 
 
 _NO_X = object()   # "no sample points given" (PyTorch refuses an explicit None)
@@ -30,11 +31,13 @@ def _spacing(y, x, dx, d):
     return float(x)
 
 
+@declare()
 def trapezoid(y, x=_NO_X, *, dx=None, dim=-1):
     """The integral of y along `dim` by the trapezoid rule, with sample points x (a tensor) or spacing dx."""
     return _integral("trapezoid", y, x, dx, dim)
 
 
+@declare()
 def trapz(y, x=_NO_X, *, dx=None, dim=-1):
     """trapezoid's older name (positional x, or keyword dx)."""
     return _integral("trapz", y, x, dx, dim)
@@ -50,6 +53,7 @@ def _integral(op, y, x, dx, dim):
     return (pairs * _spacing(y, x, dx, d)).sum(d)
 
 
+@declare()
 def cumulative_trapezoid(y, x=_NO_X, *, dx=None, dim=-1):
     """The running trapezoid integral along `dim` (one element shorter than y there)."""
     _check("cumulative_trapezoid", y, x, dim)

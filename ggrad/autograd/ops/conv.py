@@ -9,7 +9,7 @@ output (the gradient of that is im2col again, so it is differentiable to any ord
 """
 
 from ...ggml.errors import ArgumentError, ShapeError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import LOWER, autocast_op
 from ..dtype_rules import as_float32
 from . import neural
 from . import views as mv
@@ -17,6 +17,7 @@ from .view_primitives import prod
 from . import windows
 from .products import matmul
 from .shape_ops import pad as _pad
+from ..declaration import declare
 
 
 class Col2Im(neural.Im2ColBack):
@@ -80,13 +81,15 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     return out
 
 
-@autocast_op("conv2d")
+@declare()
+@autocast_op("conv2d", LOWER)
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of x (N, C, H, W) with weight (O, C/groups, KH, KW)."""
     return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-@autocast_op("conv1d")
+@declare()
+@autocast_op("conv1d", LOWER)
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of x (N, C, L) with weight (O, C/groups, K)."""
     return _conv(x, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
@@ -132,14 +135,16 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     return out
 
 
-@autocast_op("conv_transpose2d")
+@declare()
+@autocast_op("conv_transpose2d", LOWER)
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Transposed 2-D convolution of x (N, C, H, W) with weight (C, O/groups, KH, KW)."""
     return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
-@autocast_op("conv_transpose1d")
+@declare()
+@autocast_op("conv_transpose1d", LOWER)
 def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Transposed 1-D convolution of x (N, C, L) with weight (C, O/groups, K)."""
     return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 1,

@@ -16,6 +16,8 @@ from .products import matmul
 from .reduce import sum as _sum
 from .views import expand, permute, reshape
 from .view_primitives import prod
+from ..declaration import declare
+from ..arguments import kinds
 
 _ELLIPSIS_LABELS = "0123456789"   # stand-ins for the dimensions an ellipsis covers
 
@@ -123,6 +125,8 @@ def _pair(a, la, b, lb, keep, sizes):
     return reshape(matmul(left, right), shape), "".join(batch + free_a + free_b)
 
 
+@kinds(equation=None)
+@declare()
 def einsum(equation, *operands):
     """Sums of products of the operands' entries over the labels the output leaves out, as PyTorch."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

@@ -19,6 +19,8 @@ from .convert import relabel
 from .indexing import gather
 from .math import isnan, nan_carrier
 from ...ggml import f32
+from ..declaration import declare
+from ..arguments import INT_OR_TENSOR, kinds
 
 
 def _f(mask):
@@ -68,30 +70,36 @@ class _Extremum(Function):
         return ga, gb, None
 
 
+@declare(method=True)
 def maximum(a, other):
     """Elementwise maximum; nan where either is nan."""
     a, b = _pair(a, other, "maximum")
     return _Extremum.apply(a, b, "maximum")
 
 
+@declare(method=True)
 def minimum(a, other):
     """Elementwise minimum; nan where either is nan."""
     a, b = _pair(a, other, "minimum")
     return _Extremum.apply(a, b, "minimum")
 
 
+@declare(method=True)
 def fmax(a, other):
     """Elementwise maximum ignoring nan: the other value where one is nan."""
     a, b = _pair(a, other, "fmax")
     return _Extremum.apply(a, b, "fmax")
 
 
+@declare(method=True)
 def fmin(a, other):
     """Elementwise minimum ignoring nan: the other value where one is nan."""
     a, b = _pair(a, other, "fmin")
     return _Extremum.apply(a, b, "fmin")
 
 
+@kinds(dim=INT_OR_TENSOR)
+@declare()
 def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """`max(x)` is the largest element; `max(x, dim)` returns (values, indices); `max(x, y)` is elementwise."""
     if isinstance(dim, Tensor):
@@ -102,6 +110,8 @@ def max(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     return _picked(x, dim, keepdim, rd.argmax(x, dim, keepdim))
 
 
+@kinds(dim=INT_OR_TENSOR)
+@declare()
 def min(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     if isinstance(dim, Tensor):
         return minimum(x, dim)

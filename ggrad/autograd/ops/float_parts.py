@@ -8,6 +8,7 @@ from ..tensor import Tensor
 from ...ggml import i32
 from .selection import where
 from .math import isnan
+from ..declaration import declare
 
 
 def _negative(t):
@@ -15,6 +16,7 @@ def _negative(t):
     return (t < 0) | ((t == 0) & ((1.0 / t) < 0))
 
 
+@declare(method=True)
 def copysign(input, other):  # noqa: A002 (PyTorch's names)
     """|input| with the sign of other (-0.0 counts as negative); integers give float32."""
     x = input if input.dtype.is_float else input.float()
@@ -40,6 +42,7 @@ def _scaled_down(x, e):
     return x * _power_of_two(-half) * _power_of_two(half - e)
 
 
+@declare(method=True)
 def frexp(input):  # noqa: A002
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1 (0, inf and nan keep
     themselves with exponent 0); the exponent is int32. The scaling by 2**-exponent is exact."""

@@ -22,6 +22,7 @@ from .logical import eq, logical_and
 from .math import float_math, nan_carrier
 from .selection import where
 from .unary import Cos, Floor, RoundAway, Sin, _F32_MAX
+from ..declaration import declare
 
 _SHIFT = 8.0              # the series run at y >= 8
 _BELOW_SHIFT = float(_np.nextafter(_np.float32(_SHIFT), _np.float32(0)))   # the largest float32 below 8
@@ -125,4 +126,6 @@ def _trigamma(x):
 
 
 digamma = float_math("Digamma", _digamma, lambda x, y: _trigamma(x), "y = digamma x = d lgamma(x) / dx")
+declare(digamma, method=True)
 lgamma = float_math("Lgamma", _lgamma, lambda x, y: digamma(x), "y = log |gamma(x)|")
+declare(lgamma, method=True)

@@ -19,6 +19,7 @@ from . import unary as un
 from . import views as vw
 from .view_primitives import Reshape, Slice, prod
 from .joins import cat
+from ..declaration import declare
 
 
 class GetRows(Primitive):
@@ -164,6 +165,7 @@ def _checked_host(values, size, op, dim, wrap):
     return np.where(values < 0, values + size, values) if wrap and smallest < 0 else values
 
 
+@declare(method=True)
 def index_select(x, dim, index):
     """Entries of x along `dim` at the positions in the 1-D integer `index`."""
     d = _axis(dim, x.ndim)
@@ -178,6 +180,7 @@ def index_select(x, dim, index):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
+@declare()
 def embedding(index, weight):
     """Rows of `weight` for every entry of the integer tensor `index` (shape index.shape + (dim,))."""
     index = checked_index(index, weight.shape[0], weight.device, "embedding")
@@ -186,6 +189,7 @@ def embedding(index, weight):
     return vw.reshape(out, index.shape + (weight.shape[1],))
 
 
+@declare(method=True)
 def gather(x, dim, index):
     """out[..., j] = x[..., index[..., j]] along the last dimension (dim must be -1 / last)."""
     d = _axis(dim, x.ndim)
@@ -225,6 +229,7 @@ def _expand_key(key, ndim):
     return out
 
 
+@declare()
 def getitem(x, key):
     picked = host_index.rows(x, key)   # host memory and host indices: numpy gathers, no graph
     if picked is not None:
@@ -385,6 +390,7 @@ class DiagonalStep:
         return sizes[:-2] + (self.count,), strides[:-2] + (strides[-2] + strides[-1],), offset
 
 
+@declare(method=True)
 def diagonal(x, offset=0, dim1=0, dim2=1):
     """The diagonal of the (dim1, dim2) planes, as a last dimension: a view of x (PyTorch's diagonal)."""
     offset = as_int(offset, "offset", "diagonal")
@@ -395,6 +401,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     return vw.apply_view(moved, DiagonalStep(moved.shape, int(offset)))
 
 
+@declare()
 def setitem(x, key, value):
     """x with `value` written into x[key] (integers, slices of any positive step, None, Ellipsis), as a
     new tensor: written back through the steps of the view x[key] (a slice-scatter where the slice has

@@ -12,6 +12,7 @@ from . import unary as un
 from .selection import where
 from .logical import eq
 from .math import float_math, nan_carrier
+from ..declaration import declare
 
 _CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
             -0.00417768164, 0.246640727, 1.50140941)
@@ -37,3 +38,4 @@ def _erfinv(x):
 
 
 erfinv = float_math("Erfinv", _erfinv, lambda x, y: (y * y).exp() * (_math.sqrt(_math.pi) / 2.0), "y = erfinv x")
+declare(erfinv, method=True)

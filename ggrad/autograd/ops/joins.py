@@ -10,6 +10,7 @@ from . import folding
 from .concat import Concat
 from .views import SliceStep, slice_view, unsqueeze
 from .view_primitives import Slice
+from ..declaration import declare
 
 
 def sequence(tensors, op):
@@ -19,6 +20,7 @@ def sequence(tensors, op):
     return list(tensors)
 
 
+@declare(aliases=("concat", "concatenate"))
 def cat(tensors, dim=0):
     tensors = sequence(tensors, "cat")
     if not tensors:
@@ -58,6 +60,7 @@ def _joined(parts, d, ndim, pieces):
     return parts[0]
 
 
+@declare()
 def stack(tensors, dim=0):
     tensors = sequence(tensors, "stack")
     if not tensors:
@@ -90,6 +93,7 @@ class Split(Function):
         return cat(grads, ctx.dim), None, None
 
 
+@declare(method=True)
 def split(x, split_size_or_sections, dim=0):
     d = _axis(dim, x.ndim)
     n = x.shape[d]
@@ -119,6 +123,7 @@ def split(x, split_size_or_sections, dim=0):
     return pieces
 
 
+@declare(method=True)
 def chunk(x, chunks, dim=0):
     if not isinstance(chunks, int):
         raise TypeError(f"chunk(): argument 'chunks' (position 2) must be int, not {type(chunks).__name__}")

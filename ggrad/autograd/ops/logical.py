@@ -22,6 +22,8 @@ from . import reduce as rd
 from . import unary as un
 from .broadcast import broadcast_shapes
 from .convert import convert, relabel
+from ..declaration import declare
+from ..arguments import TENSOR, kinds
 
 
 def _float(x, like):
@@ -68,6 +70,7 @@ def _equal01(a, b, floats):
     return out
 
 
+@declare(method=True, aliases=("greater",))
 def gt(a, b):
     _broadcastable(a, b, "gt")
     with grad_mode.no_grad():
@@ -75,23 +78,27 @@ def gt(a, b):
         return _bool(un.Step.apply(fa - fb))
 
 
+@declare(method=True, aliases=("less",))
 def lt(a, b):
     _broadcastable(a, b, "lt")
     return gt(b, a)
 
 
+@declare(method=True)
 def eq(a, b):
     _broadcastable(a, b, "eq")
     with grad_mode.no_grad():
         return _bool(_equal01(a, b, _has_float(a, b)))
 
 
+@declare(method=True, aliases=("not_equal",))
 def ne(a, b):
     _broadcastable(a, b, "ne")
     with grad_mode.no_grad():
         return _bool(1.0 - _equal01(a, b, _has_float(a, b)))
 
 
+@declare(method=True, aliases=("greater_equal",))
 def ge(a, b):
     _broadcastable(a, b, "ge")
     with grad_mode.no_grad():
@@ -99,13 +106,12 @@ def ge(a, b):
         return _bool(un.Step.apply(fa - fb) + _equal01(fa, fb, _has_float(a, b)))
 
 
+@declare(method=True, aliases=("less_equal",))
 def le(a, b):
     _broadcastable(a, b, "le")
     return ge(b, a)
 
 
-greater, less, equal_to, not_equal = gt, lt, eq, ne
-greater_equal, less_equal = ge, le
 
 
 # ---- logic ---------------------------------------------------------------------------------------
@@ -116,22 +122,29 @@ def _truth(x):
     return relabel(ne(x, 0), ggml.f32)
 
 
+@declare(method=True)
 def logical_not(x):
     with grad_mode.no_grad():
         return _bool(1.0 - _truth(x))
 
 
+@kinds(b=TENSOR)
+@declare(method=True)
 def logical_and(a, b):
     with grad_mode.no_grad():
         return _bool(_truth(a) * _truth(b))
 
 
+@kinds(b=TENSOR)
+@declare(method=True)
 def logical_or(a, b):
     with grad_mode.no_grad():
         ta, tb = _truth(a), _truth(b)
         return _bool(ta + tb - ta * tb)
 
 
+@kinds(b=TENSOR)
+@declare(method=True)
 def logical_xor(a, b):
     with grad_mode.no_grad():
         return _bool(un.abs(_truth(a) - _truth(b)))
@@ -183,18 +196,22 @@ def _result_int(a, b):
     return result_type(a, b)
 
 
+@declare(method=True)
 def bitwise_and(a, b):
     return _bitwise("bitwise_and", logical_and, a, b)
 
 
+@declare(method=True)
 def bitwise_or(a, b):
     return _bitwise("bitwise_or", logical_or, a, b)
 
 
+@declare(method=True)
 def bitwise_xor(a, b):
     return _bitwise("bitwise_xor", logical_xor, a, b)
 
 
+@declare(method=True)
 def bitwise_not(x):
     if x.dtype.is_float:
         raise UnsupportedDTypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
@@ -205,24 +222,28 @@ def bitwise_not(x):
 
 
 # ---- reductions to bool --------------------------------------------------------------------------
+@declare(method=True)
 def any(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """Whether any element (along `dim`) is nonzero, as bool."""
     with grad_mode.no_grad():
         return _bool(rd._amax(_truth(x), dim, keepdim)[0]) if x.numel() else _bool(rd.sum(_truth(x), dim, keepdim))
 
 
+@declare(method=True)
 def all(x, dim=None, keepdim=False):  # noqa: A001 (PyTorch's name)
     """Whether every element (along `dim`) is nonzero, as bool."""
     with grad_mode.no_grad():
         return logical_not(any(logical_not(x), dim, keepdim))
 
 
+@declare(method=True)
 def count_nonzero(x, dim=None):
     """How many elements (along `dim`) are nonzero, as int64."""
     with grad_mode.no_grad():
         return convert(rd.sum(_truth(x), dim), INT64)
 
 
+@declare(method=True)
 def nonzero(x, *, as_tuple=False):
     """Indices of the nonzero elements (a host read, as PyTorch's sync): (n, ndim) int64, or one per dim."""
     found = np.argwhere(x.numpy() if x.ndim else x.numpy().reshape(1))
@@ -231,11 +252,13 @@ def nonzero(x, *, as_tuple=False):
     return tensor(found, dtype=INT64, device=x.device)
 
 
+@declare(method=True)
 def argwhere(x):
     return nonzero(x)
 
 
 # ---- whole-tensor tests --------------------------------------------------------------------------
+@declare(method=True)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol |b| elementwise (equal infinities close; nan close to nan with equal_nan)."""
     with grad_mode.no_grad():
@@ -252,10 +275,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         return _bool(close)
 
 
+@declare(method=True)
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(all(isclose(a, b, rtol, atol, equal_nan)).item())
 
 
+@declare(method=True)
 def equal(a, b):
     """True if a and b have the same shape and elements (PyTorch's torch.equal)."""
     if tuple(a.shape) != tuple(b.shape):

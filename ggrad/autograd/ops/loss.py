@@ -6,7 +6,7 @@ Cross-entropy takes LOGITS (it applies log_softmax itself), as in PyTorch.
 
 from ...ggml import f32, kernels, ops
 from ...ggml.errors import ArgumentError, ShapeError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import BANNED, FLOAT32, autocast_op
 from ..dtype_rules import require_float
 from ..function import Function
 from ..grad_api import composite_vjp
@@ -21,6 +21,7 @@ from . import neural
 from . import reduce as rd
 from .broadcast import broadcast_shapes, row_sums_node
 from .indexing import check_labels
+from ..declaration import declare
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -145,7 +146,8 @@ class CrossEntropyLossBack(Primitive):
         return logits.shape
 
 
-@autocast_op("cross_entropy")
+@declare()
+@autocast_op("cross_entropy", FLOAT32)
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits `input` (N, C, ...) and class indices (N, ...) or probabilities."""
     _check_reduction(reduction, "cross_entropy")
@@ -201,7 +203,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return total / count if count is not None else total * (1.0 / rows if rows else float("nan"))  # torch: nan
 
 
-@autocast_op("nll_loss")
+@declare()
+@autocast_op("nll_loss", FLOAT32)
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities `input` (N, C) at class indices `target` (N,)."""
     _check_reduction(reduction, "nll_loss")
@@ -223,7 +226,8 @@ def _pair_check(a, b, op):
         broadcast_shapes(a.shape, b.shape, op)
 
 
-@autocast_op("mse_loss")
+@declare()
+@autocast_op("mse_loss", FLOAT32)
 def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "mse_loss")
     _pair_check(input, target, "mse_loss")
@@ -231,14 +235,16 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
-@autocast_op("l1_loss")
+@declare()
+@autocast_op("l1_loss", FLOAT32)
 def l1_loss(input, target, reduction="mean"):
     _check_reduction(reduction, "l1_loss")
     _pair_check(input, target, "l1_loss")
     return _reduce(un.abs(input - target), reduction)
 
 
-@autocast_op("huber_loss")
+@declare()
+@autocast_op("huber_loss", FLOAT32)
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     _check_reduction(reduction, "huber_loss")
@@ -251,13 +257,15 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(loss, reduction)
 
 
-@autocast_op("smooth_l1_loss")
+@declare()
+@autocast_op("smooth_l1_loss", FLOAT32)
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """Huber loss divided by beta (PyTorch's smooth L1)."""
     return huber_loss(input, target, reduction, beta) * (1.0 / beta)
 
 
-@autocast_op("binary_cross_entropy_with_logits")
+@declare()
+@autocast_op("binary_cross_entropy_with_logits", FLOAT32)
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     """Sigmoid + binary cross-entropy in the stable form (1 - y) x + log(1 + e^-x)."""
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
@@ -272,7 +280,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
-@autocast_op("binary_cross_entropy")
+@declare()
+@autocast_op("binary_cross_entropy", BANNED)
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-(y log p + (1-y) log(1-p)) for probabilities p, logs clamped at -100 as in PyTorch."""
     _check_reduction(reduction, "binary_cross_entropy")
@@ -286,6 +295,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@declare()
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
     """Kullback-Leibler divergence of `target` from log-probabilities `input`: target (log target - input)
     (0 where target is 0), or exp(t) (t - input) with `log_target`. reduction 'batchmean' divides the

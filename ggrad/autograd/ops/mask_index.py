@@ -14,6 +14,7 @@ from .selection import where
 from . import indexing as ix
 from . import scatter_ops as sc
 from . import views as vw
+from ..declaration import declare
 
 
 def bool_lists_as_masks(key):
@@ -88,6 +89,7 @@ def put(x, k, flat, value, accumulate):
     return vw.reshape(out, x.shape)
 
 
+@declare(function=False, method=True)
 def index_put(x, indices, values, accumulate=False):
     """x with `values` put at `indices` (a tuple of integer index tensors for the leading dims, broadcast
     together, or one bool mask); `accumulate` adds instead, duplicates included."""
@@ -123,6 +125,7 @@ def _flat_values(values, index_shape, rest):
     return vw.reshape(bi.expand_to(values, full), (int(np.prod(index_shape, dtype=np.int64)),) + tuple(rest))
 
 
+@declare()
 def masked_select(x, mask):
     """The entries of x where mask is True, as a 1-D tensor; x and mask broadcast together, as PyTorch."""
     if not isinstance(mask, Tensor):

@@ -29,6 +29,7 @@ from .broadcast import broadcast_shapes, expand_to
 from .convert import relabel
 from .logical import eq, ge, lt
 from .selection import where
+from ..declaration import declare
 
 
 def composite(name, forward, grad, doc, dtypes=FLOAT):
@@ -77,9 +78,11 @@ def _integer_passthrough(fn):
 
 
 floor = _integer_passthrough(Floor)
+declare(floor, method=True, inplace=True)
 ceil = _integer_passthrough(Ceil)
+declare(ceil, method=True, inplace=True)
 trunc = _integer_passthrough(Trunc)
-fix = trunc
+declare(trunc, method=True, inplace=True, aliases=("fix",))
 
 
 def _round_half_even(x):
@@ -93,6 +96,7 @@ def _round_half_even(x):
 _round = composite("Round", _round_half_even, lambda x, y: 0.0, "y = round(x), halves to even (gradient 0)")
 
 
+@declare(method=True, inplace=True)
 def round(x, decimals=0):  # noqa: A001 (PyTorch's name)
     """Round to `decimals` places, halves to even, as PyTorch."""
     decimals = as_int(decimals, "decimals", "round")
@@ -104,6 +108,7 @@ def round(x, decimals=0):  # noqa: A001 (PyTorch's name)
     return _round(x * scale) * (1.0 / scale)
 
 
+@declare(method=True)
 def frac(x):
     """x - trunc(x); floating point only, as PyTorch."""
     require_float(x, "frac")
@@ -112,6 +117,7 @@ def frac(x):
 
 # ---- exponentials and logarithms -------------------------------------------------------------------
 expm1 = float_math("Expm1", lambda x: Expm1.apply(x), lambda x, y: y + 1.0, "y = e**x - 1")
+declare(expm1, method=True)
 
 
 def _log1p(x):
@@ -125,26 +131,33 @@ def _log1p(x):
 
 
 log1p = float_math("Log1p", _log1p, lambda x, y: 1.0 / (x + 1.0), "y = ln(1 + x)")
+declare(log1p, method=True)
 
 
+@declare(method=True)
 def log2(x):
     return un.log(x) * (1.0 / _math.log(2.0))
 
 
+@declare(method=True)
 def log10(x):
     return un.log(x) * (1.0 / _math.log(10.0))
 
 
+@declare(method=True)
 def exp2(x):
     return un.exp(x * _math.log(2.0))
 
 
 # ---- trigonometric and hyperbolic ----------------------------------------------------------------
 tan = float_math("Tan", lambda x: un.Sin.apply(x) / un.Cos.apply(x), lambda x, y: y * y + 1.0, "y = tan x")
+declare(tan, method=True, inplace=True)
 sinh = float_math("Sinh", lambda x: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5,
                  lambda x, y: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5, "y = sinh x")
+declare(sinh, method=True, inplace=True)
 cosh = float_math("Cosh", lambda x: (un.Exp.apply(x) + un.Exp.apply(-x)) * 0.5,
                  lambda x, y: (Expm1.apply(x) - Expm1.apply(-x)) * 0.5, "y = cosh x")
+declare(cosh, method=True, inplace=True)
 
 # atan(u) = u + u^3 (c0 + c1 u^2 + c2 u^4 + c3 u^6) on |u| <= tan(pi/8): a least-squares fit at 2000
 # Chebyshev nodes (max error 5.4e-9, below float32's rounding there)
@@ -168,8 +181,10 @@ def _atan(x):
 
 
 atan = float_math("Atan", _atan, lambda x, y: 1.0 / (x * x + 1.0), "y = atan x")
+declare(atan, method=True, inplace=True, aliases=("arctan",))
 asin = float_math("Asin", lambda x: _atan(x / un.Sqrt.apply(1.0 - x * x)),
                  lambda x, y: 1.0 / un.Sqrt.apply(1.0 - x * x), "y = asin x (nan outside [-1, 1])")
+declare(asin, method=True, aliases=("arcsin",))
 class _Atan2(Function):
     """atan2(y, x): the angle of the point (x, y), in (-pi, pi]; gradient (x, -y) / (x^2 + y^2), 0 at
     the origin."""
@@ -191,6 +206,7 @@ class _Atan2(Function):
         return g * x * inverse, -(g * y) * inverse
 
 
+@declare(method=True, aliases=("arctan2",))
 def atan2(input, other):  # noqa: A002 (PyTorch's names)
     """The angle of the point (other, input) in (-pi, pi] (float32 for integer inputs). Differences from
     PyTorch: both coordinates infinite gives nan (C: a multiple of pi/4), and the signs of zeros are not
@@ -204,11 +220,11 @@ def atan2(input, other):  # noqa: A002 (PyTorch's names)
     return FLOAT(_Atan2, (expand_to(y, shape), expand_to(x, shape)))
 
 
-arctan2 = atan2
 
 
 acos = float_math("Acos", lambda x: _atan(un.Sqrt.apply((1.0 - x) / (x + 1.0))) * 2.0,
                  lambda x, y: -1.0 / un.Sqrt.apply(1.0 - x * x), "y = acos x (nan outside [-1, 1])")
+declare(acos, method=True, aliases=("arccos",))
 
 
 def _asinh(x):
@@ -235,10 +251,12 @@ def _acosh(x):
 
 
 asinh = float_math("Asinh", _asinh, lambda x, y: 1.0 / un.Sqrt.apply(x * x + 1.0), "y = asinh x")
+declare(asinh, method=True, aliases=("arcsinh",))
 acosh = float_math("Acosh", _acosh, lambda x, y: 1.0 / un.Sqrt.apply(x * x - 1.0), "y = acosh x (nan below 1)")
+declare(acosh, method=True, aliases=("arccosh",))
 atanh = float_math("Atanh", lambda x: _log1p(x * 2.0 / (1.0 - x)) * 0.5, lambda x, y: 1.0 / (1.0 - x * x),
                   "y = atanh x (nan outside [-1, 1])")
-arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan, asin, acos, asinh, acosh, atanh
+declare(atanh, method=True, aliases=("arctanh",))
 
 
 # ---- erf -----------------------------------------------------------------------------------------
@@ -258,8 +276,10 @@ def _erf(x):
 
 
 erf = float_math("Erf", _erf, lambda x, y: un.Exp.apply(-(x * x)) * _TWO_OVER_SQRT_PI, "y = erf x")
+declare(erf, method=True, inplace=True)
 erfc = float_math("Erfc", lambda x: 1.0 - _erf(x), lambda x, y: un.Exp.apply(-(x * x)) * -_TWO_OVER_SQRT_PI,
                  "y = 1 - erf x (absolute, not relative, accuracy in the tail)")
+declare(erfc, method=True)
 
 
 # ---- float tests ---------------------------------------------------------------------------------
@@ -279,30 +299,35 @@ def _float_test(fn):
     return op
 
 
+@declare(method=True)
 @_float_test
 def isfinite(bad, pos, neg):
     """True where x is finite (a bool tensor)."""
     return 1.0 - bad
 
 
+@declare(method=True)
 @_float_test
 def isnan(bad, pos, neg):
     """True where x is nan (a bool tensor)."""
     return bad * pos * neg
 
 
+@declare(method=True)
 @_float_test
 def isinf(bad, pos, neg):
     """True where x is +-inf (a bool tensor)."""
     return bad - bad * pos * neg
 
 
+@declare(method=True)
 @_float_test
 def isposinf(bad, pos, neg):
     """True where x is +inf (a bool tensor)."""
     return (bad - bad * pos * neg) * pos
 
 
+@declare(method=True)
 @_float_test
 def isneginf(bad, pos, neg):
     """True where x is -inf (a bool tensor)."""
@@ -326,6 +351,7 @@ _nan_to_num_fn = composite("NanToNum", _nan_to_num, lambda x, y, *values: 1.0 - 
 _LARGEST = {"f16": 65504.0, "bf16": 3.3895313892515355e38}   # finite maxima of the half types (else f32's)
 
 
+@declare(method=True, inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """x with nan, +inf and -inf replaced (by default by 0 and the largest finite values of x's dtype)."""
     if not x.dtype.is_float:

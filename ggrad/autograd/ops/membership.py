@@ -3,8 +3,10 @@
 from ..factory import tensor
 from ..tensor import Tensor
 from . import logical
+from ..declaration import declare
 
 
+@declare()
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """A bool tensor of `elements`' shape: True where the element equals one of `test_elements` (False with
     `invert`). Either argument may be a number, not both; `assume_unique` changes nothing here. Every element

@@ -7,7 +7,7 @@ are im2col + mul_mat with `im2col_back`; pooling uses `pool_2d_back`.
 
 from ...ggml import f32, kernels, ops
 from ...ggml.errors import ShapeError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import as_float32
 from .. import grad_mode
 from ..function import Function
@@ -24,6 +24,7 @@ from . import windows
 from .broadcast import broadcast_shapes, full_operand, leading_sums_node, reduce_to, row_sums_node
 from .products import matmul_nt
 from ..grad_api import composite_vjp
+from ..declaration import declare
 
 
 def softmax_node(graph, x, mask, scale, max_bias=0.0):
@@ -69,6 +70,7 @@ class SoftmaxBack(Primitive):
         return SoftmaxBack.apply(gg, y, ctx.scale), dy, None
 
 
+@declare()
 def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
     """Scaled, masked softmax over the last dimension, as GGML's soft_max_ext.
 
@@ -90,7 +92,8 @@ def softmax_ext(x, mask=None, scale=1.0, max_bias=0.0):
     return SoftmaxExt.apply(x, mask, scale, max_bias)
 
 
-@autocast_op("softmax")
+@declare(method=True)
+@autocast_op("softmax", FLOAT32)
 def softmax(x, dim=-1, dtype=None):
     if dtype is not None:  # as PyTorch: the input is cast to dtype before the op
         x = x.to(resolve(dtype))
@@ -116,7 +119,8 @@ class LogSoftmax(Function):
         return g - un.exp(out) * rd.SumRows.apply(g)
 
 
-@autocast_op("log_softmax")
+@declare(method=True)
+@autocast_op("log_softmax", FLOAT32)
 def log_softmax(x, dim=-1, dtype=None):
     if dtype is not None:
         x = x.to(resolve(dtype))
@@ -276,7 +280,8 @@ def _affine_in_one_op(x, normalized_shape, weight, bias):
             and weight.shape == (n,) and bias.shape == (n,))
 
 
-@autocast_op("layer_norm")
+@declare()
+@autocast_op("layer_norm", FLOAT32)
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if _affine_in_one_op(x, normalized_shape, weight, bias):
         return LayerNormAffine.apply(x, weight, bias, eps)
@@ -323,13 +328,15 @@ class RMSNormBack(Primitive):
         return composite_vjp(formula, ctx.saved_tensors, ctx.needs_input_grad[:2], gg) + (None,)
 
 
-@autocast_op("rms_norm")
+@declare()
+@autocast_op("rms_norm", FLOAT32)
 def rms_norm(x, normalized_shape, weight=None, eps=1e-6):
     y = _normalize_trailing(RMSNormCore, x, normalized_shape, 1e-6 if eps is None else eps, "rms_norm")
     y = y if weight is None else y * weight
     return y if x.dtype is f32 else y.to(x.dtype)
 
 
+@declare()
 def dropout(x, p=0.5, training=True):
     """Zero each element with probability p and scale the rest by 1/(1-p) (mask drawn on the host)."""
     if not 0.0 <= p <= 1.0:
@@ -499,9 +506,11 @@ def _pool(x, op, kernel_size, stride, padding):
     return Pool2d.apply(as_float32(x, name), op, k, s, p)
 
 
+@declare()
 def max_pool2d(x, kernel_size, stride=None, padding=0):
     return _pool(x, "max", kernel_size, stride, padding)
 
 
+@declare()
 def avg_pool2d(x, kernel_size, stride=None, padding=0):
     return _pool(x, "avg", kernel_size, stride, padding)

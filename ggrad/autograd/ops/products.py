@@ -13,7 +13,7 @@ product, forward and backward (WeightGrad): no reshapes, and no per-batch produc
 
 from ...ggml import bf16, f16, f32, kernels, ops
 from ...ggml.errors import ShapeError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import LOWER, autocast_op
 from ..dtype_rules import require_float
 from ..primitive import Primitive
 from ..tensor import Tensor
@@ -23,6 +23,7 @@ from . import folding, quant
 from ..pending import contiguous_node
 from ..memory import lowering_of
 from . import views as mv
+from ..declaration import declare
 
 
 class MatMulNT(Primitive):
@@ -407,7 +408,8 @@ def product_with_bias(x, w, bias, w_transposed=False):
     return out if bias is None else out + bias.to(f32)
 
 
-@autocast_op("matmul")
+@declare(method=True)
+@autocast_op("matmul", LOWER)
 def matmul(a, b):
     """a @ b with PyTorch's rules for 1-D operands and broadcast batch dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
@@ -436,7 +438,8 @@ def matmul(a, b):
     return out
 
 
-@autocast_op("linear")
+@declare()
+@autocast_op("linear", LOWER)
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, weight of shape (out_features, in_features): x's rows over all its batch
     dims are one product (MatMulNT folds them), with no reshape recorded where x has 2 to 4 dims."""

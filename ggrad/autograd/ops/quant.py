@@ -16,6 +16,7 @@ from .. import view_tracking
 from ..primitive import Primitive
 from ..raw import from_raw
 from . import views as mv
+from ..declaration import declare
 
 
 def _quantized_dtype(dtype, op):
@@ -25,6 +26,7 @@ def _quantized_dtype(dtype, op):
     return dt
 
 
+@declare()
 def quantize(t, dtype, imatrix=None):
     """`t` (float, at least 1-D) quantized to the GGML type `dtype` ("q8_0", "q4_K", ...), on t's device.
 
@@ -61,6 +63,7 @@ class Dequantize(Primitive):
         return f32
 
 
+@declare(method=True)
 def dequantize(t):
     """A float32 copy of quantized `t` (any other tensor: `t.float()`)."""
     if not t.dtype.is_quantized:

@@ -12,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...ggml import f32, ops
-from ..autocast_hook import autocast_op
+from ..autocast_hook import FLOAT32, autocast_op
 from ..torch_dtypes import INT64, resolve
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
@@ -23,6 +23,7 @@ from ..tensor import _axis
 from . import unary as un
 from .broadcast import Expand, SumTo, row_sums_node
 from .folding import sum_to
+from ..declaration import declare
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -84,6 +85,7 @@ class SumRows(Primitive):
         return Expand.apply(g, ctx.shapes[0])
 
 
+@declare(method=True)
 def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
     """Sum over `dim` (int, tuple, or None for all)."""
     check_flag(keepdim, "keepdim", "sum")
@@ -110,6 +112,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):  # noqa: A001 (PyTorch's name)
     return out.to(x.dtype) if x.dtype is not f32 else out
 
 
+@declare(method=True)
 def mean(x, dim=None, keepdim=False, dtype=None):
     """The mean over `dim`; `dtype` converts x first (PyTorch's way to average integers)."""
     if dtype is not None:
@@ -122,6 +125,7 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     return sum(x, dim, keepdim) * (1.0 / count if count else float("nan"))   # the mean of nothing is nan
 
 
+@declare(method=True)
 def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
     """Variance with Bessel's correction by default (`correction=1`), as in PyTorch."""
     if correction is None:
@@ -139,6 +143,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, correction=None):
     return squares * (1.0 / (count - correction))
 
 
+@declare(method=True)
 def std(x, dim=None, unbiased=None, keepdim=False, correction=None):
     return un.sqrt(var(x, dim, unbiased, keepdim, correction))
 
@@ -205,6 +210,7 @@ def _nonempty_reduction(x, dim, op):
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
+@declare(method=True)
 def amax(x, dim=None, keepdim=False):
     out, src = _amax(x, dim, keepdim)
     if x.dtype.is_float:
@@ -245,10 +251,12 @@ def _nan_if_any(src, dim, keepdim):
         return un.Sqrt.apply(-un.Step.apply(sum(un.IsNan.apply(src), dim, keepdim)))
 
 
+@declare(method=True)
 def amin(x, dim=None, keepdim=False):
     return -amax(-x, dim, keepdim)
 
 
+@declare(method=True)
 def argmax(x, dim=None, keepdim=False):
     """Index of the (first) maximum along `dim` (flattened when None), as int32."""
     check_flag(keepdim, "keepdim", "argmax")
@@ -290,11 +298,13 @@ def _descending(n, device):
     return weights
 
 
+@declare(method=True)
 def argmin(x, dim=None, keepdim=False):
     return argmax(-x, dim, keepdim)
 
 
-@autocast_op("logsumexp")
+@declare(method=True)
+@autocast_op("logsumexp", FLOAT32)
 def logsumexp(x, dim, keepdim=False):
     if x.numel() == 0:   # no maximum to shift by: the log of an empty sum, -inf (as PyTorch)
         return un.log(sum(un.exp(x), dim, keepdim))

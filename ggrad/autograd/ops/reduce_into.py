@@ -19,6 +19,7 @@ from .selection import where
 from .extrema import maximum, minimum
 from .scan import cumprod
 from .shape_ops import pad
+from ..declaration import declare
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
@@ -31,6 +32,7 @@ def _box(input, extents, d):
     return input
 
 
+@declare(method=True)
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002 (PyTorch's names)
     """input with src[i] reduced into position index[i] along dim (PyTorch's Tensor.scatter_reduce)."""
     how = reduce

@@ -18,6 +18,8 @@ from ..sizes import check as check_size
 from .indexing import index_select
 from .products import matmul
 from .views import transpose
+from ..declaration import declare
+from ..arguments import kinds
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
@@ -94,6 +96,8 @@ def _apply_matrix(x, d, matrix):
     return transpose(matmul(transpose(x, d, -1), w), d, -1)
 
 
+@kinds(size=None)
+@declare()
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dimensions (all after batch and channels) of a 3-D, 4-D or 5-D input."""

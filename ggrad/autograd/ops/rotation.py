@@ -3,8 +3,10 @@
 from ..arguments import as_int
 from ..tensor import _axis
 from .shape_ops import flip
+from ..declaration import declare
 
 
+@declare(method=True)
 def rot90(input, k=1, dims=(0, 1)):  # noqa: A002 (PyTorch's names)
     """Rotate by 90 degrees k times, from the first of `dims` towards the second."""
     k = as_int(k, "k", "rot90")

@@ -19,8 +19,11 @@ from . import unary as un
 from .indexing import check_values, count_outside
 from .scan import cumsum
 from .sorting import topk
+from ..declaration import declare
+from ..arguments import NUMBER, kinds
 
 
+@declare()
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Samples of N(mean, std): mean and/or std Tensors (their broadcast shape, on their device) or, both
     numbers, `size` samples. As PyTorch's, no gradient flows to mean or std."""
@@ -54,6 +57,8 @@ def _uniform(shape, device, generator, open_at_zero=False):
     return tensor(1.0 - u if open_at_zero else u, device=device)   # 1 - [0, 1) is (0, 1]
 
 
+@kinds(p=NUMBER)
+@declare(method=True)
 def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
     """1.0 with probability input (or `p`), else 0.0, in the input's shape and dtype; draws from
     `generator` (a ggrad.Generator) when given, else from the default generator."""
@@ -79,6 +84,7 @@ def _empty_rows(t):
     return rd.SumAll.apply(un.Step.apply(-rd.sum(t, -1)) + (1.0 - un.Step.apply(rd.sum(t, -1))))
 
 
+@declare(method=True)
 def multinomial(input, num_samples, replacement=False, generator=None):  # noqa: A002
     """Indices drawn from the rows of `input` (non-negative weights, any scale), int64.
 

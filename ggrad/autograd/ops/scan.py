@@ -20,6 +20,7 @@ from .shape_ops import flip
 from . import folding
 from .views import contiguous
 from .view_primitives import PadTo, Slice
+from ..declaration import declare
 
 
 class CumsumRows(Primitive):
@@ -48,6 +49,7 @@ def _result_dtype(x, dtype):
     return x.dtype if x.dtype.is_float else INT64
 
 
+@declare(method=True, inplace=True)
 def cumsum(x, dim, dtype=None):
     """y[..., i] = x[..., 0] + ... + x[..., i] along `dim`."""
     src = as_float32(x, "cumsum", allow_int=True)
@@ -59,6 +61,7 @@ def cumsum(x, dim, dtype=None):
     return out if out.dtype is want else out.to(want)
 
 
+@declare(method=True)
 def cumprod(x, dim, dtype=None):
     """y[..., i] = x[..., 0] * ... * x[..., i] along `dim`."""
     src = as_float32(x, "cumprod", allow_int=True)

@@ -20,6 +20,8 @@ from .indexing import GetRows, GetRowsBack, checked_index, known_values
 from .reduce_into import scatter_reduce
 from .views import reshape, transpose
 from .view_primitives import Slice, prod
+from ..declaration import declare
+from ..arguments import NUMBER, kinds
 
 _EXACT = 2 ** 24
 
@@ -70,6 +72,7 @@ def _back(out, like):
     return out if out.dtype is like.dtype else out.to(like.dtype)
 
 
+@declare(method=True, inplace=True)
 def index_add(x, dim, index, source, alpha=1):
     """x with alpha * source[..., i, ...] added at x[..., index[i], ...] along `dim` (duplicates add up)."""
     d = _axis(dim, x.ndim) if x.ndim else 0
@@ -126,6 +129,7 @@ def _source(src, index, x, op):
     return reshape(_float(part), index.numel(), 1)
 
 
+@declare(method=True, inplace=True)
 def scatter_add(x, dim, index, src):
     """x with src[i, j, ...] added at x[..., index[i, j, ...], ...] along `dim` (duplicates add up)."""
     d = _axis(dim, x.ndim)
@@ -135,6 +139,8 @@ def scatter_add(x, dim, index, src):
     return _back(_float(x) + reshape(added, x.shape), x)
 
 
+@kinds(value=NUMBER)
+@declare(method=True, inplace=True)
 def scatter(x, dim, index, src=None, value=None, reduce=None):
     """x with x[..., index[i, j, ...], ...] = src[i, j, ...] along `dim` (or the number `value`).
 

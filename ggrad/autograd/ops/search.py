@@ -4,12 +4,13 @@ values back too)."""
 
 import numpy as np
 
-from ..arguments import FLAG, INT, TENSOR, require
+from ..arguments import FLAG, INT, TENSOR, kinds, require
 from ..factory import tensor
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _axis
 from ..torch_dtypes import INT64
 from ...ggml import i32
+from ..declaration import declare
 
 
 def _count_below(values, boundaries, right):
@@ -20,6 +21,7 @@ def _count_below(values, boundaries, right):
         return below.long().sum(-1)
 
 
+@declare()
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002 (PyTorch's names)
     """The index of the bucket of each element among the sorted 1-D `boundaries`: i with
     boundaries[i-1] < x <= boundaries[i] (right=False) or boundaries[i-1] <= x < boundaries[i] (right=True)."""
@@ -33,6 +35,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     return out.to(i32) if out_int32 else out
 
 
+@kinds(input=None)
+@declare()
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):  # noqa: A002
     """Where each value would be inserted into `sorted_sequence` (along its last dim; its leading dims match
     input's) to keep it sorted: the first such place, or the last with right=True / side="right"."""
@@ -81,6 +85,7 @@ def _check_flags(op, input, dim, **flags):
         _axis(dim, input.ndim)
 
 
+@declare(method=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted), with the index of each element's value (`return_inverse`) and how often
     each occurs (`return_counts`); with `dim`, the distinct slices along it."""
@@ -94,6 +99,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return _results(values, inverse, counts, input, return_inverse, return_counts, (input.shape[d],))
 
 
+@declare(method=True)
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Each run of equal consecutive values (or slices along `dim`) kept once."""
     _check_flags("unique_consecutive", input, dim, return_inverse=return_inverse, return_counts=return_counts)

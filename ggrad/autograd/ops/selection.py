@@ -12,6 +12,8 @@ from .convert import relabel
 from .indexing import GetRows
 from .joins import cat
 from .views import reshape
+from ..declaration import declare
+from ..arguments import OPERAND, kinds
 
 _ONE_ARGUMENT = object()   # where(condition) with no input and other
 
@@ -26,6 +28,7 @@ def _as_mask(mask, op):
     return relabel(mask.detach(), f32)
 
 
+@declare(method=True)
 def masked_fill(x, mask, value):
     """x with `value` wherever the bool `mask` (broadcastable into x) is True; exact for any value,
     infinities and nan included, as PyTorch."""
@@ -40,6 +43,8 @@ def masked_fill(x, mask, value):
 _EXACT_SELECT = 1 << 23   # positions up to 2 * this are exact in the float32 index arithmetic below
 
 
+@kinds(a=OPERAND)
+@declare()
 def where(condition, a=_ONE_ARGUMENT, b=_ONE_ARGUMENT):
     """a where condition is nonzero, else b (broadcast). Each element is picked, not blended, so an inf or
     nan in the branch not taken stays out of the result (and out of its gradient). `where(condition)`

@@ -18,7 +18,7 @@ from .. import device_locks
 from ..grad_mode import no_grad
 from ..memory import graph_of
 from ..primitive import Primitive
-from ..arguments import as_int
+from ..arguments import DIMS, NUMBER, as_int, kinds
 from ..tensor import Tensor, _axis
 from .broadcast import Expand
 from . import unary as un
@@ -26,6 +26,7 @@ from .indexing import count_outside, index_select, known_values
 from . import folding
 from .views import narrow, reshape
 from .view_primitives import PadTo, Slice
+from ..declaration import declare
 
 
 def _dims(dims, ndim, op):
@@ -38,6 +39,8 @@ def _dims(dims, ndim, op):
     return out
 
 
+@kinds(dims=DIMS)
+@declare()
 def flip(x, dims):
     """x with the order of entries reversed along each of `dims`."""
     for d in _dims(dims, x.ndim, "flip"):
@@ -46,12 +49,14 @@ def flip(x, dims):
     return x
 
 
+@declare(method=True)
 def fliplr(x):
     if x.ndim < 2:
         raise RuntimeError(f"fliplr: Input must be >= 2-d, got shape {x.shape}")
     return flip(x, 1)
 
 
+@declare(method=True)
 def flipud(x):
     if x.ndim < 1:
         raise RuntimeError("flipud: Input must be >= 1-d, got a 0-d tensor")
@@ -73,6 +78,8 @@ class Roll(Primitive):
         return Roll.apply(g, tuple(-s for s in ctx.shifts)), None
 
 
+@kinds(dims=DIMS)
+@declare(method=True)
 def roll(x, shifts, dims=None):
     """Entries shifted by `shifts` along `dims`, wrapping around (the flattened tensor when dims is None)."""
     if dims is None:
@@ -99,6 +106,7 @@ def roll(x, shifts, dims=None):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
+@declare(method=True)
 def repeat(x, *sizes):
     """x tiled `sizes[i]` times along dimension i (leading new dimensions for extra sizes)."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
@@ -119,6 +127,7 @@ def repeat(x, *sizes):
     return base * 1 if shape == src else Expand.apply(base, shape)
 
 
+@declare()
 def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
     """Each entry repeated `repeats` times along `dim` (the flattened tensor when dim is None). Without
     repeats, x is a 1-D integer tensor of counts and the result repeats each index, as PyTorch.
@@ -192,6 +201,7 @@ def _matrix_check(x, op):
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {x.shape}")
 
 
+@declare(method=True, inplace=True)
 def tril(x, diagonal=0):
     """Entries on and below the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
     _matrix_check(x, "tril")
@@ -211,6 +221,7 @@ def tril(x, diagonal=0):
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
+@declare(method=True, inplace=True)
 def triu(x, diagonal=0):
     """Entries on and above the `diagonal`-th diagonal of the last two dims; zeros elsewhere."""
     _matrix_check(x, "triu")
@@ -230,6 +241,8 @@ def _pad_index(n, before, after, mode):
     return np.mod(positions, n)   # circular
 
 
+@kinds(value=NUMBER)
+@declare()
 def pad(x, pad, mode="constant", value=None):
     """F.pad: `pad` lists (before, after) pairs from the last dimension backwards.
 
@@ -304,6 +317,7 @@ def _pad_constant(x, amounts, value):
 
 
 # ---- one_hot -------------------------------------------------------------------------------------
+@declare()
 def one_hot(x, num_classes=-1):
     """(..., num_classes) int64 tensor with 1 at each entry's class.
 

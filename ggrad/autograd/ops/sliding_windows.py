@@ -7,14 +7,16 @@ the index_add that sums overlapping windows back; F.fold is that index_add itsel
 import numpy as np
 
 from ...ggml.errors import ShapeError
-from ..arguments import TENSOR, ArgumentTypeError, as_int, require
+from ..arguments import ArgumentTypeError, TENSOR, as_int, kinds, require
 from ..factory import tensor, zeros
 from ..tensor import Tensor, _axis
 from .indexing import index_select
 from .scatter_ops import index_add
 from .shape_ops import pad
+from ..declaration import declare
 
 
+@declare(function=False, method=True)
 def unfold(input, dimension, size, step):  # noqa: A002 (PyTorch's names)
     """Every window of `size` elements along `dimension`, `step` apart: that dim becomes the number of windows
     and a last dim of `size` is added (PyTorch's Tensor.unfold)."""
@@ -69,6 +71,7 @@ def _check_kernel(kernel_size):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size: {kernel_size}")
 
 
+@kinds("unfold", kernel_size=None)
 def im2col(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     """(N, C, H, W) -> (N, C kh kw, L): every sliding kernel_size patch as a column (PyTorch's F.unfold)."""
     require("unfold", "input", input, TENSOR)

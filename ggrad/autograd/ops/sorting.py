@@ -31,6 +31,7 @@ from .scan import cumsum
 from .selection import where
 from .views import contiguous
 from .view_primitives import PadTo, Slice
+from ..declaration import declare
 
 _STABLE_MAX = 4096
 
@@ -79,6 +80,7 @@ def _moved(x, d, fn):
     return fn(contiguous(x.transpose(d, -1))).transpose(d, -1)
 
 
+@declare(method=True)
 def argsort(x, dim=-1, descending=False, stable=False):
     """Indices that sort x along `dim` (int64)."""
     src = as_float32(x, "argsort", allow_int=True)
@@ -110,6 +112,7 @@ def _stable_rows(x, order):
         return gather(first, -1, ArgsortRows.apply(key, "asc"))
 
 
+@declare(method=True)
 def sort(x, dim=-1, descending=False, stable=False):
     """(values, indices) of x sorted along `dim`."""
     index = argsort(x, dim, descending, stable)
@@ -118,10 +121,12 @@ def sort(x, dim=-1, descending=False, stable=False):
     return values_indices(gather(x, dim, index), index)
 
 
+@declare(method=True)
 def msort(x):
     return sort(x, 0).values
 
 
+@declare(method=True)
 def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's name)
     """(values, indices) of the k largest (or smallest) entries along `dim`, largest (smallest) first."""
     d = _axis(dim, x.ndim) if x.ndim else 0

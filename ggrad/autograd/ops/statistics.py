@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ...ggml.errors import ShapeError
-from ..arguments import FLAG, INT, NUMBER, TENSOR, ArgumentTypeError, require
+from ..arguments import ArgumentTypeError, FLAG, INT, NUMBER, TENSOR, require
 from ..factory import arange, tensor, zeros
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _axis
@@ -24,6 +24,7 @@ from .joins import stack
 from .math import isnan
 from .scatter_ops import scatter_add
 from .sorting import sort
+from ..declaration import declare
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 _WHOLE = object()   # median's "no dim given" (PyTorch refuses an explicit None)
@@ -34,11 +35,13 @@ def _scalar_name(t):
     return t.type().removeprefix("ggrad.").removesuffix("Tensor")
 
 
+@declare()
 def var_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002 (PyTorch's names)
     """(var, mean) over `dim`, in one call, as PyTorch's."""
     return rd.var(input, dim, keepdim=keepdim, correction=correction), rd.mean(input, dim, keepdim=keepdim)
 
 
+@declare()
 def std_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002
     """(std, mean) over `dim`."""
     return rd.std(input, dim, keepdim=keepdim, correction=correction), rd.mean(input, dim, keepdim=keepdim)
@@ -84,11 +87,13 @@ def _median(input, dim, keepdim, ignore_nan, op):
     return _restore(picked.squeeze(-1), d, input, keepdim), _restore(index.squeeze(-1), d, input, keepdim)
 
 
+@declare(method=True)
 def median(input, dim=_WHOLE, keepdim=False):  # noqa: A002
     """The lower median (of the whole tensor, or (values, indices) along `dim`); nan if a nan is among them."""
     return _median(input, dim, keepdim, False, "median")
 
 
+@declare(method=True)
 def nanmedian(input, dim=_WHOLE, keepdim=False):  # noqa: A002
     """median ignoring nan (nan only where every element is nan)."""
     return _median(input, dim, keepdim, True, "nanmedian")
@@ -147,12 +152,14 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     return results[0] if qs.ndim == 0 else stack(results)
 
 
+@declare(method=True)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
     """The q-th quantiles (q a number or a 1-D tensor of them, in [0, 1]) of the whole tensor or along `dim`;
     nan where a nan is among the values."""
     return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
 
 
+@declare(method=True)
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
     """quantile ignoring nan."""
     return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
@@ -180,16 +187,19 @@ def _cumulative_extreme(input, dim, op, pick_max):
     return values.movedim(-1, d), index.movedim(-1, d)
 
 
+@declare(method=True)
 def cummax(input, dim):  # noqa: A002
     """(values, indices): the running maximum along `dim` and where it was (the latest of equal ones)."""
     return _cumulative_extreme(input, dim, "cummax", True)
 
 
+@declare(method=True)
 def cummin(input, dim):  # noqa: A002
     """(values, indices): the running minimum along `dim` and where it was (the latest of equal ones)."""
     return _cumulative_extreme(input, dim, "cummin", False)
 
 
+@declare(method=True)
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """Counts of the elements in `bins` equal-width bins over [min, max] (the data's own range when both are
     0); elements outside are left out, max falls in the last bin. Float result, as PyTorch's."""
@@ -216,6 +226,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
         return counts.float().sum(0).to(input.dtype)
 
 
+@declare(method=True)
 def bincount(input, weights=None, minlength=0):  # noqa: A002
     """How often each value 0, 1, ... occurs in the 1-D non-negative integer `input` (its weights summed with
     `weights`); length max(input) + 1, at least `minlength`. Reads the largest value back (the length

@@ -4,8 +4,12 @@ from ...ggml.errors import ShapeError
 from ..tensor import Tensor, _axis
 from .products import matmul
 from .vector_norms import vector_norm
+from ..declaration import declare
+from ..arguments import TENSOR, kinds
 
 
+@kinds(b=TENSOR)
+@declare()
 def tensordot(a, b, dims=2, out=None):
     """Contract the last `dims` dims of a with the first `dims` of b, or the dims listed as
     ([dims of a], [dims of b])."""
@@ -38,6 +42,7 @@ def tensordot(a, b, dims=2, out=None):
     return matmul(left, right).reshape(*[a.shape[d] for d in free_a], *[b.shape[d] for d in free_b])
 
 
+@declare(method=True)
 def kron(input, other):  # noqa: A002 (PyTorch's names)
     """The Kronecker product: every element of input times the whole of other, laid out block by block."""
     n = max(input.ndim, other.ndim)
@@ -48,6 +53,7 @@ def kron(input, other):  # noqa: A002 (PyTorch's names)
     return (spread_a * spread_b).reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
 
 
+@declare()
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R)."""
     if x1.ndim < 2 or x2.ndim < 2:

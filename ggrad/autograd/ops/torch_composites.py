@@ -14,6 +14,8 @@ from . import arith, binary, indexing, joins, logical, products, reduce, scan, s
 from .math import isnan, log1p
 from .selection import where
 from ..tensor import Tensor, _axis
+from ..declaration import declare
+from ..arguments import DIMS, OPERAND, SHAPE, TENSOR, kinds
 
 _ALL = object()  # prod's "no dim given" (PyTorch refuses dim=None there)
 
@@ -27,11 +29,13 @@ def _require_rank(op, **tensors):
             raise ShapeError(f"{op}: {name} must be {rank}-D, got shape {t.shape}")
 
 
+@declare(method=True)
 def mm(input, mat2):  # noqa: A002 (PyTorch's names)
     _require_rank("mm", input=(input, 2), mat2=(mat2, 2))
     return products.matmul(input, mat2)
 
 
+@declare(method=True)
 def bmm(input, mat2):  # noqa: A002
     _require_rank("bmm", input=(input, 3), mat2=(mat2, 3))
     if input.shape[0] != mat2.shape[0]:
@@ -39,11 +43,13 @@ def bmm(input, mat2):  # noqa: A002
     return products.matmul(input, mat2)
 
 
+@declare(method=True)
 def mv(input, vec):  # noqa: A002
     _require_rank("mv", input=(input, 2), vec=(vec, 1))
     return products.matmul(input, vec)
 
 
+@declare(method=True)
 def dot(input, tensor):  # noqa: A002
     _require_rank("dot", input=(input, 1), tensor=(tensor, 1))
     if input.shape != tensor.shape:
@@ -51,12 +57,12 @@ def dot(input, tensor):  # noqa: A002
     return reduce.sum(binary.mul(input, tensor))
 
 
+@declare(method=True, aliases=("ger",))
 def outer(input, vec2):  # noqa: A002
     _require_rank("outer", input=(input, 1), vec2=(vec2, 1))
     return binary.mul(views.unsqueeze(input, 1), views.unsqueeze(vec2, 0))
 
 
-ger = outer
 
 
 def _scaled_sum(input, product, beta, alpha):
@@ -65,23 +71,27 @@ def _scaled_sum(input, product, beta, alpha):
     return scaled if beta == 0 else binary.add(binary.mul(input, beta), scaled)
 
 
+@declare(method=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2)."""
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
+@declare(method=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
+@declare(method=True, aliases=("swapdims",))
 def swapaxes(input, axis0, axis1):  # noqa: A002
     return views.transpose(input, axis0, axis1)
 
 
-swapdims = swapaxes
 
 
+@kinds(source=DIMS, destination=DIMS)
+@declare(method=True, aliases=("moveaxis",))
 def movedim(input, source, destination):  # noqa: A002
     """Move dims `source` to positions `destination` (ints or equal-length sequences), the rest kept in order."""
     src = [source] if isinstance(source, int) else list(source)
@@ -99,56 +109,70 @@ def movedim(input, source, destination):  # noqa: A002
     return views.permute(input, [o if o is not None else next(rest) for o in order])
 
 
+@declare(method=True)
 def view_as(input, other):  # noqa: A002
     return views.reshape(input, other.shape)
 
 
+@declare(method=True)
 def reshape_as(input, other):  # noqa: A002
     return views.reshape(input, other.shape)
 
 
+@declare(method=True)
 def expand_as(input, other):  # noqa: A002
     return views.expand(input, other.shape)
 
 
+@declare(method=True)
 def broadcast_to(input, size):  # noqa: A002
     return views.expand(input, (size,) if isinstance(size, int) else tuple(size))
 
 
+@declare(method=True)
 def type_as(input, other):  # noqa: A002
     return input.to(other.dtype)
 
 
+@declare(method=True)
 def clamp_min(input, min):  # noqa: A002
     return arith.clamp(input, min=min)
 
 
+@declare(method=True)
 def clamp_max(input, max):  # noqa: A002
     return arith.clamp(input, max=max)
 
 
+@declare(method=True)
 def negative(input):  # noqa: A002
     return unary.neg(input)
 
 
+@declare(method=True)
 def true_divide(input, other):  # noqa: A002
     return binary.div(input, other)
 
 
+@declare()
 def rsub(input, other, *, alpha=1):  # noqa: A002
     """other - alpha * input."""
     return binary.sub(other, binary.mul(input, alpha))
 
 
+@kinds(weight=OPERAND, end=TENSOR)
+@declare(method=True)
 def lerp(input, end, weight):  # noqa: A002
     """input + weight * (end - input)."""
     return binary.add(input, binary.mul(weight, binary.sub(end, input)))
 
 
+@declare(method=True)
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return binary.add(input, binary.mul(binary.mul(tensor1, tensor2), value))
 
 
+@declare(method=True)
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return binary.add(input, binary.mul(binary.div(tensor1, tensor2), value))
 
@@ -172,6 +196,7 @@ class _LogAddExp(Function):
         return g * unary.exp(a - y), g * unary.exp(b - y)
 
 
+@declare(method=True)
 def logaddexp(input, other):  # noqa: A002
     """log(exp(input) + exp(other)), elementwise, without overflow (see _LogAddExp)."""
     a, b = promote(input, other, "logaddexp")
@@ -180,6 +205,7 @@ def logaddexp(input, other):  # noqa: A002
     return _LogAddExp.apply(a.expand(shape), b.expand(shape))
 
 
+@declare(method=True)
 def logcumsumexp(x, dim):
     """log(cumsum(exp(x))) along dim: a scan of logaddexp, so every prefix keeps its own range (a row-wide
     shift would underflow the prefixes far below the row's maximum)."""
@@ -189,6 +215,7 @@ def logcumsumexp(x, dim):
     return scan.doubling_scan(src, _axis(dim, x.ndim), logaddexp, -np.inf)
 
 
+@declare(method=True)
 def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
     """Product over `dim` (all elements when not given): the last entry of cumprod, whose gradient handles zeros."""
     reduce.check_flag(keepdim, "keepdim", "prod")
@@ -206,12 +233,16 @@ def prod(input, dim=_ALL, keepdim=False, *, dtype=None):  # noqa: A002
     return out if keepdim else views.squeeze(out, dim)
 
 
+@kinds(sizes=None)
+@declare(method=True)
 def unflatten(input, dim, sizes):  # noqa: A002
     """Split dimension `dim` into `sizes` (one entry may be -1)."""
     d = _axis(dim, input.ndim)
     return views.reshape(input, tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1:]))
 
 
+@kinds(dims=SHAPE)
+@declare(method=True)
 def tile(input, dims):  # noqa: A002
     """repeat, with `dims` padded by leading 1s when it is shorter than input's rank (PyTorch's rule)."""
     if isinstance(dims, Tensor):
@@ -220,6 +251,7 @@ def tile(input, dims):  # noqa: A002
     return shape_ops.repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
+@declare(method=True)
 def diff(input, n=1, dim=-1):  # noqa: A002
     """The n-th forward difference along `dim`: out[i] = x[i + 1] - x[i], applied n times."""
     d = _axis(dim, input.ndim)
@@ -233,34 +265,39 @@ def diff(input, n=1, dim=-1):  # noqa: A002
     return input
 
 
+@declare()
 def hstack(tensors):
     """cat along dimension 1, or 0 for 1-D tensors."""
     tensors = joins.sequence(tensors, "hstack")
     return joins.cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
+@declare()
 def vstack(tensors):
     """cat along dimension 0 after making 1-D tensors rows."""
     return joins.cat([views.unsqueeze(t, 0) if t.ndim == 1 else t for t in joins.sequence(tensors, "vstack")], 0)
 
 
 # ---- aliases and one-liners PyTorch code calls by these names ------------------------------------------
+@declare(method=True)
 def multiply(input, other):  # noqa: A002
     return binary.mul(input, other)
 
 
+@declare(method=True)
 def subtract(input, other, *, alpha=1):  # noqa: A002
     return binary.sub(input, other, alpha)
 
 
-moveaxis = movedim
 
 
+@declare(method=True)
 def ravel(input):  # noqa: A002
     """input flattened to 1-D (a view when it can be, else a copy)."""
     return views.reshape(input, input.numel())
 
 
+@declare(method=True)
 def positive(input):  # noqa: A002
     """input itself (PyTorch's unary plus); a bool tensor is refused, as PyTorch."""
     if input.dtype.name == "bool":
@@ -268,6 +305,7 @@ def positive(input):  # noqa: A002
     return input
 
 
+@declare(method=True)
 def take_along_dim(input, indices, dim=None):  # noqa: A002
     """input's entries at `indices` along `dim` (both broadcast except along dim); dim=None reads the
     flattened input."""
@@ -285,6 +323,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     return indexing.gather(src, d, index)
 
 
+@declare(method=True)
 def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """The sum with nan entries counted as zero (their gradient is 0)."""
     if not input.dtype.is_float:
@@ -298,6 +337,7 @@ def _index_key(x, dim, index, op):
     return (slice(None),) * _axis(dim, x.ndim) + (index,)
 
 
+@declare(method=True)
 def index_fill(input, dim, index, value):  # noqa: A002
     """input with the slices at `index` along `dim` set to `value` (a number or 0-d tensor)."""
     out = input.clone()   # a new tensor (gradients pass): the write must not reach the caller's input
@@ -305,6 +345,7 @@ def index_fill(input, dim, index, value):  # noqa: A002
     return out
 
 
+@declare(method=True)
 def index_copy(input, dim, index, source):  # noqa: A002
     """input with its slices at `index` along `dim` replaced by source's (in order)."""
     out = input.clone()
@@ -312,6 +353,7 @@ def index_copy(input, dim, index, source):  # noqa: A002
     return out
 
 
+@declare(method=True)
 def diag(input, diagonal=0):  # noqa: A002
     """A 1-D input as the diagonal `diagonal` of a square matrix; a 2-D input's diagonal as 1-D."""
     if input.ndim == 2:
@@ -326,6 +368,8 @@ def diag(input, diagonal=0):  # noqa: A002
     return out
 
 
+@kinds(tensors=TENSOR)
+@declare()
 def meshgrid(*tensors, indexing="ij"):
     """Coordinate grids of the 1-D inputs: 'ij' (matrix) or 'xy' (Cartesian, the first two swapped)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -346,12 +390,3 @@ def meshgrid(*tensors, indexing="ij"):
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
-
-
-__all__ = ["mm", "bmm", "mv", "dot", "outer", "ger", "addmm", "baddbmm", "swapaxes", "swapdims", "movedim",
-           "view_as", "reshape_as", "expand_as", "broadcast_to", "type_as", "clamp_min", "clamp_max", "negative",
-           "true_divide", "rsub", "lerp", "addcmul", "addcdiv", "logaddexp", "logcumsumexp", "prod", "unflatten",
-           "tile", "diff", "hstack", "vstack", "multiply", "subtract", "moveaxis", "ravel", "positive",
-           "take_along_dim", "nansum", "index_fill", "index_copy", "diag", "meshgrid"]
-# All but rsub, hstack, vstack and meshgrid are also Tensor methods in PyTorch (`x.view_as(y)`, `a.mm(b)`, ...).
-METHODS = tuple(name for name in __all__ if name not in ("rsub", "hstack", "vstack", "meshgrid"))

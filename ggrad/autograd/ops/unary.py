@@ -8,11 +8,12 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 import math
 
 from ...ggml import f32, kernels, ops
-from ..autocast_hook import autocast_op
+from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
+from ..declaration import declare
 
 
 def unary(name, builder, grad, saves=None, doc="", dtypes=FLOAT):
@@ -347,18 +348,30 @@ def _public(fn, name):
     return op
 
 
-exp = autocast_op("exp")(_public(Exp, "exp"))
-log = autocast_op("log")(_public(Log, "log"))
+exp = autocast_op("exp", FLOAT32)(_public(Exp, "exp"))
+declare(exp, method=True, inplace=True)
+log = autocast_op("log", FLOAT32)(_public(Log, "log"))
+declare(log, method=True, inplace=True)
 sqrt = _public(Sqrt, "sqrt")
+declare(sqrt, method=True, inplace=True)
 sin = _public(Sin, "sin")
+declare(sin, method=True)
 cos = _public(Cos, "cos")
+declare(cos, method=True)
 tanh = _public(Tanh, "tanh")
+declare(tanh, method=True, inplace=True)
 sigmoid = _public(Sigmoid, "sigmoid")
+declare(sigmoid, method=True, inplace=True)
 relu = _public(Relu, "relu")
+declare(relu, method=True, inplace=True)
 silu = _public(Silu, "silu")
+declare(silu, method=True)
 softplus = _public(Softplus, "softplus")
 square = _public(Sqr, "square")
+declare(square, method=True)
 sign = _public(Sgn, "sign")
+declare(sign, method=True)
+@declare(method=True, inplace=True)
 def neg(x):
     """-x; a bool tensor is refused, as PyTorch."""
     if isinstance(x, Tensor) and x.dtype is BOOL:
@@ -366,12 +379,15 @@ def neg(x):
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return Neg.apply(x)
 abs = _public(Abs, "abs")  # noqa: A001 (PyTorch's name)
+declare(abs, method=True, inplace=True)
 
 
+@declare(method=True)
 def leaky_relu(x, negative_slope=0.01):
     return LeakyRelu.apply(x, float(negative_slope))
 
 
+@declare(method=True)
 def gelu(x, approximate="none"):
     """GELU: x * Phi(x). `approximate="tanh"` uses the tanh formula, as in PyTorch."""
     if approximate == "none":

@@ -7,11 +7,13 @@ sum(|x|^p)^(1/p) would make nan where the norm or an element is 0: 0 there inste
 import math
 
 from ...ggml.errors import ArgumentError
-from ..autocast_hook import autocast_op
+from ..autocast_hook import FLOAT32, autocast_op
 from ..function import Function
 from ..torch_dtypes import resolve
 from . import reduce as rd
 from . import unary as un
+from ..declaration import declare
+from ..arguments import NUMBER, NUMBER_OR_STR, kinds
 
 
 class _L2Norm(Function):
@@ -78,6 +80,8 @@ def _dropped(shape, dims):
     return tuple(n for i, n in enumerate(shape) if i not in dims)
 
 
+@kinds(ord=NUMBER)
+@declare()
 def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (PyTorch's name)
     """(sum |x|^ord)^(1/ord) over `dim` (all when None); ord inf/-inf are max/min |x|, 0 counts nonzeros."""
     if not x.dtype.is_float:
@@ -103,7 +107,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002 (P
     return _PNorm.apply(x, dims, keepdim, float(ord))
 
 
-@autocast_op("norm")
+@kinds(p=NUMBER_OR_STR)
+@declare(method=True)
+@autocast_op("norm", FLOAT32)
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     """PyTorch's torch.norm for vector norms ('fro' is the 2-norm over `dim`); 'nuc' is not supported."""
     rd.check_flag(keepdim, "keepdim", "norm")

@@ -13,6 +13,8 @@ from ..tensor import Tensor, _axis
 from . import folding
 from .broadcast import Expand
 from .view_primitives import Contiguous, Permute, Reshape, Slice, SliceScatter, infer_shape, prod
+from ..declaration import declare
+from ..arguments import DIMS, INT, SHAPE_OR_DTYPE, kinds
 
 
 def slice_scatter(x, y, starts):
@@ -142,6 +144,7 @@ def apply_view(x, step, meta=None):
 
 
 # ---- public functions ----------------------------------------------------------------------------
+@declare(method=True)
 def reshape(x, *shape):
     """A view where x's strides allow one (as PyTorch's), else a copy."""
     shape = infer_shape(shape, x.numel())
@@ -152,6 +155,8 @@ def reshape(x, *shape):
     return apply_view(x, ReshapeStep(x.shape, shape))
 
 
+@kinds(shape=SHAPE_OR_DTYPE)
+@declare(function=False, method=True)
 def view(x, *shape):
     """A view of x in `shape`: RuntimeError where x's strides do not allow one (PyTorch's rule).
     `x.view(dtype)` reinterprets x's bits as `dtype` (dtype_view.py)."""
@@ -167,6 +172,8 @@ def view(x, *shape):
     return apply_view(x, ReshapeStep(x.shape, shape))
 
 
+@kinds(dims=DIMS)
+@declare(method=True)
 def permute(x, *dims):
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
@@ -179,6 +186,7 @@ def permute(x, *dims):
     return apply_view(x, PermuteStep(x.shape, dims))
 
 
+@declare(method=True)
 def transpose(x, dim0, dim1):
     n = x.ndim
     if n < 2:
@@ -191,11 +199,13 @@ def transpose(x, dim0, dim1):
     return apply_view(x, PermuteStep(x.shape, tuple(perm)))   # a valid permutation: no checks of permute's
 
 
+@declare(function=False, method=True)
 def detach(x):
     """x's values without history, sharing x's storage (`x.detach().zero_()` zeroes x, as PyTorch)."""
     return apply_view(x, DetachStep(x.shape), view_tracking.DETACHED)
 
 
+@declare(method=True)
 def contiguous(x):
     """x itself when it is contiguous (as PyTorch counts strides, and in GGML's memory), else a copy."""
     if x._node.is_contiguous and (x._view_of is None or view_tracking.tensor_is_contiguous(x)):
@@ -203,6 +213,7 @@ def contiguous(x):
     return Contiguous.apply(x)
 
 
+@declare(method=True)
 def flatten(x, start_dim=0, end_dim=-1):
     if x.ndim == 0:
         return reshape(x, 1)
@@ -210,6 +221,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, x.shape[:s] + (prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
 
 
+@declare(method=True)
 def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
@@ -220,11 +232,13 @@ def squeeze(x, dim=None):
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)))
 
 
+@declare(method=True)
 def unsqueeze(x, dim):
     d = _axis(dim, x.ndim + 1)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
+@declare(method=True)
 def expand(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -241,6 +255,7 @@ def expand(x, *shape):
     return apply_view(x, ExpandStep(x.shape, src, shape))
 
 
+@declare(method=True)
 def narrow(x, dim, start, length):
     d = _axis(dim, x.ndim)
     size = x.shape[d]
@@ -263,6 +278,8 @@ def slice_view(x, starts, stops, meta=None):
     return apply_view(x, SliceStep(x.shape, tuple(starts), tuple(stops)), meta)
 
 
+@kinds(index=INT)
+@declare(method=True)
 def select(x, dim, index, meta=None):
     """x[..., index, ...] at dimension `dim`, that dimension removed: a view (PyTorch's select)."""
     if x.ndim == 0:
@@ -278,6 +295,7 @@ def select(x, dim, index, meta=None):
     return apply_view(picked, ReshapeStep(picked.shape, x.shape[:d] + x.shape[d + 1:]), meta)
 
 
+@declare(method=True)
 def unbind(x, dim=0):
     """The slices of x along `dim`, each a view with the dimension removed (PyTorch's unbind)."""
     d = _axis(dim, x.ndim)

@@ -8,6 +8,9 @@ address `ggrad_cuda_register_custom`): `supports_op` accepts a node that has one
 launches it on the backend's stream with GGML's cuBLAS handle, so CUDA graphs capture it with the rest.
 A second address, `ggrad_cuda_gemm_half`, gives the twins cuBLAS's half-precision product with float32
 accumulation (GGML's own half products accumulate in float16 or convert both operands to float32 first).
+A third, `ggrad_cuda_register_copy`, lets ggrad take over the conversions of GGML_OP_CPY that it does faster
+(contiguous float32 <-> float16/bfloat16: GGML's kernel converts one element a thread, in blocks of 64, and
+ran at about a third of the card's bandwidth in the autocast step); any other copy stays GGML's.
 Each insertion is placed by an anchor line (none of GGML's lines is written here) in a file whose hash is
 checked first: another GGML is refused rather than patched blindly. Applying it twice is refused too.
 """
@@ -59,6 +62,15 @@ static int ggrad_cuda_register_custom(ggml_custom_op_t cpu, ggrad_cuda_custom_t 
     return 0;
 }}
 
+// A conversion of GGML_OP_CPY that ggrad does itself: nonzero when it wrote src converted into dst on the
+// stream, 0 to leave the copy to GGML.
+typedef int (*ggrad_cuda_copy_t)(const struct ggml_tensor * src, struct ggml_tensor * dst, void * stream);
+static std::atomic<ggrad_cuda_copy_t> ggrad_cuda_copy{{nullptr}};
+
+static void ggrad_cuda_register_copy(ggrad_cuda_copy_t copy) {{
+    ggrad_cuda_copy.store(copy, std::memory_order_release);
+}}
+
 // C = op(A) op(B) for batches of float16 (or bfloat16) matrices, summed and written in float32 (cuBLAS,
 // column-major, as cublasGemmStridedBatchedEx takes them): the product ggrad's twins build on. 0 on success.
 static int ggrad_cuda_gemm_half(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n,
@@ -82,6 +94,12 @@ COMPUTE = """\
             ggrad_cuda_custom_of(dst)(dst, ctx.stream(), ctx.cublas_handle());
             break;
 """
+COPY = """\
+            if (ggrad_cuda_copy.load(std::memory_order_acquire) != nullptr && // ggrad
+                    ggrad_cuda_copy.load(std::memory_order_acquire)(dst->src[0], dst->src[1], ctx.stream())) {
+                break;
+            }
+"""
 SUPPORTS = """\
         case GGML_OP_CUSTOM: // ggrad
             return ggrad_cuda_custom_of(op) != nullptr;
@@ -93,12 +111,16 @@ PROC = """\
     if (strcmp(name, "ggrad_cuda_gemm_half") == 0) { // ggrad
         return (void *)ggrad_cuda_gemm_half;
     }
+    if (strcmp(name, "ggrad_cuda_register_copy") == 0) { // ggrad
+        return (void *)ggrad_cuda_register_copy;
+    }
 """
 
 # (text, the line it goes before, the line after which that anchor is searched for)
 INSERTIONS = [
     (REGISTRY, "static bool ggml_cuda_compute_forward(", None),
     (COMPUTE, "case GGML_OP_OUT_PROD:", "static bool ggml_cuda_compute_forward("),
+    (COPY, "ggml_cuda_cpy(ctx, dst->src[0], dst->src[1]);", "static bool ggml_cuda_compute_forward("),
     (SUPPORTS, "case GGML_OP_OUT_PROD:", "static bool ggml_backend_cuda_device_supports_op("),
     (PROC, 'if (strcmp(name, "ggml_backend_get_features") == 0) {',
      "static void * ggml_backend_cuda_reg_get_proc_address("),

@@ -138,11 +138,16 @@ extern "C" void ggrad_cuda_gelu_tanh_back_f32(ggml_tensor * dst, void * stream, 
 }
 
 // The userdata of a custom node (ggml_custom_4d keeps its function, task count and userdata in op_params,
-// in this layout in the pinned GGML): ggrad's kernels pass a float there as its bits (kernels._float_bits).
-static float float_of_userdata(const ggml_tensor * dst) {
+// in this layout in the pinned GGML): ggrad's kernels pass an integer there, or a float as its bits
+// (kernels._float_bits).
+static void * userdata_of(const ggml_tensor * dst) {
     struct { void * fun; int n_tasks; void * userdata; } params;
     memcpy(&params, dst->op_params, sizeof(params));
-    const uint32_t bits = (uint32_t) (uintptr_t) params.userdata;
+    return params.userdata;
+}
+
+static float float_of_userdata(const ggml_tensor * dst) {
+    const uint32_t bits = (uint32_t) (uintptr_t) userdata_of(dst);
     float value;
     memcpy(&value, &bits, sizeof(value));
     return value;
@@ -228,9 +233,79 @@ extern "C" void ggrad_cuda_layer_norm_back_f32(ggml_tensor * dst, void * stream,
         float_of_userdata(dst));
 }
 
+// Two f32 tensors of any strides joined along dimension `dim` into dst (contiguous), as ggrad's CPU kernel
+// (csrc/concat.c): each thread copies `width` (4 or 1) adjacent elements of a row of dst from the part they lie
+// in. GGML's CUDA concat of permuted views (the attention heads' gradients) ran at about 1 TB/s in one block a row.
+struct join_part {
+    const char * data;
+    int64_t nb[4];
+};
+
+template <int width>
+__global__ static void concat_kernel(join_part a, join_part b, float * dst, int64_t ne0, int64_t ne1, int64_t ne2,
+                                     int64_t groups, int dim, int64_t split) {
+    const int64_t row_groups = ne0 / width;
+    for (int64_t g = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; g < groups;
+         g += (int64_t) gridDim.x * blockDim.x) {
+        int64_t at[4];
+        at[0] = (g % row_groups) * width;
+        const int64_t row = g / row_groups;
+        at[1] = row % ne1;
+        at[2] = (row / ne1) % ne2;
+        at[3] = row / (ne1 * ne2);
+        const bool second = at[dim] >= split;
+        const join_part & part = second ? b : a;
+        at[dim] -= second ? split : 0;
+        const char * src = part.data + at[0] * part.nb[0] + at[1] * part.nb[1] + at[2] * part.nb[2] + at[3] * part.nb[3];
+        if (width == 4) {
+            reinterpret_cast<float4 *>(dst)[g] = *reinterpret_cast<const float4 *>(src);
+        } else {
+            dst[g] = *reinterpret_cast<const float *>(src);
+        }
+    }
+}
+
+static join_part join_part_of(const ggml_tensor * t) {
+    return {(const char *) t->data, {(int64_t) t->nb[0], (int64_t) t->nb[1], (int64_t) t->nb[2], (int64_t) t->nb[3]}};
+}
+
+// whether each run of 4 elements of t's rows from a multiple of 4 is 4 adjacent, 16-byte aligned floats (then
+// 4 adjacent elements of a row of dst come from one part: its rows, or along dimension 0 its share, hold
+// multiples of 4)
+static bool four_adjacent(const ggml_tensor * t) {
+    if (t->nb[0] != sizeof(float) || t->ne[0] % 4 != 0 || (uintptr_t) t->data % 16 != 0) {
+        return false;
+    }
+    return t->nb[1] % 16 == 0 && t->nb[2] % 16 == 0 && t->nb[3] % 16 == 0;
+}
+
+extern "C" void ggrad_cuda_concat_f32(ggml_tensor * dst, void * stream, void *) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    const int dim = (int) (intptr_t) userdata_of(dst);
+    const bool vector = (uintptr_t) dst->data % 16 == 0 && four_adjacent(a) && four_adjacent(b);
+    const int width = vector ? 4 : 1;
+    const int64_t groups = elements(dst) / width;
+    const int64_t most = 132 * 32;
+    const int64_t blocks = (groups + 255) / 256 < most ? (groups + 255) / 256 : most;
+    if (groups == 0) {
+        return;
+    }
+    if (vector) {
+        concat_kernel<4><<<(unsigned int) blocks, 256, 0, (cudaStream_t) stream>>>(
+            join_part_of(a), join_part_of(b), (float *) dst->data, dst->ne[0], dst->ne[1], dst->ne[2], groups, dim,
+            a->ne[dim]);
+    } else {
+        concat_kernel<1><<<(unsigned int) blocks, 256, 0, (cudaStream_t) stream>>>(
+            join_part_of(a), join_part_of(b), (float *) dst->data, dst->ne[0], dst->ne[1], dst->ne[2], groups, dim,
+            a->ne[dim]);
+    }
+}
+
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
-                              (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel};
+                              (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
+                              (const void *) concat_kernel<4>, (const void *) concat_kernel<1>};
     for (const void * kernel : kernels) {
         cudaFuncAttributes attributes;
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);

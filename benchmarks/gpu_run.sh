@@ -27,8 +27,8 @@
 #             (benchmarks/flash_attn_cuda.cu; needs no GGML build)
 #   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
 #             which carries ggrad's hook: scripts/patch_ggml_cuda.py, scripts/build_cuda_twins.sh)
-#   conversions-off conversions-on   the verbs after it leave GGML's CPY nodes to GGML / take ggrad's conversions
-#             (cuda/casts.cu) where they apply
+#   overrides-off overrides-on   the verbs after it leave GGML's copies, conversions and embedding gradients
+#             to GGML / to ggrad's kernels where they apply (cuda/overrides.cu)
 #   alone16 alonebf16   the big GPT under autocast, ggrad only
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -102,8 +102,8 @@ for verb in "$@"; do
         cuda|vulkan) use $verb ;;
         twins-off) export GGRAD_CUDA_TWINS=/nonexistent ;;   # the verbs after it run GGML's own ops
         twins-on) unset GGRAD_CUDA_TWINS ;;
-        conversions-off) export GGRAD_CUDA_CONVERSIONS=0 ;;
-        conversions-on) unset GGRAD_CUDA_CONVERSIONS ;;
+        overrides-off) export GGRAD_CUDA_OVERRIDES=0 ;;
+        overrides-on) unset GGRAD_CUDA_OVERRIDES ;;
         alone16|alonebf16) $bench --configs big --autocast $( [ $verb = alone16 ] && echo f16 || echo bf16) --no-torch ;;
         tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 ;;
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \

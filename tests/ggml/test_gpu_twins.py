@@ -64,7 +64,7 @@ def test_the_twins_compile_with_nvcc(built_twins):
     out, done = built_twins
     assert done.returncode == 0, done.stderr
     symbols = subprocess.run(["nm", "-D", str(out)], capture_output=True, text=True).stdout
-    for name in gpu_twins.TWINS + (gpu_twins.CONVERSIONS, "twins_init"):
+    for name in gpu_twins.TWINS + (gpu_twins.OVERRIDES, "twins_init"):
         assert f" T ggrad_cuda_{name}" in symbols
     if not gg.has_backend("CUDA"):   # no GPU here: the kernels have no device to load on, and init says so
         assert ctypes.CDLL(str(out)).ggrad_cuda_twins_init(None) != 0
@@ -89,8 +89,7 @@ def test_the_hook_is_refused_for_another_ggml_or_twice():
 def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     """Every line of the original stays, in order; the insertions sit where their anchors say."""
     patch = _patch_script()
-    source = ("static bool ggml_cuda_compute_forward(x) {\n    switch (dst->op) {\n        case GGML_OP_CPY:\n"
-              "            ggml_cuda_cpy(ctx, dst->src[0], dst->src[1]);\n            break;\n        case GGML_OP_OUT_PROD:\n"
+    source = ("static bool ggml_cuda_compute_forward(x) {\n    switch (dst->op) {\n        case GGML_OP_OUT_PROD:\n"
               "}\nstatic bool ggml_backend_cuda_device_supports_op(y) {\n        case GGML_OP_OUT_PROD:\n}\n"
               "static void * ggml_backend_cuda_reg_get_proc_address(r, n) {\n"
               '    if (strcmp(name, "ggml_backend_get_features") == 0) {\n    }\n}\n')
@@ -102,9 +101,10 @@ def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     assert text.index("ggrad_cuda_custom_of(dst)") < text.index("device_supports_op")
     assert text.index("ggrad_cuda_custom_of(op)") > text.index("device_supports_op")
     assert text.index('"ggrad_cuda_gemm_half"') > text.index("get_proc_address")
-    assert text.index('"ggrad_cuda_register_copy"') > text.index("get_proc_address")
-    # GGML's copies go to ggrad's conversions first, inside GGML's own case
-    assert text.index("case GGML_OP_CPY:") < text.index("ggrad_cuda_copy.load") < text.index("ggml_cuda_cpy(ctx")
+    assert text.index('"ggrad_cuda_register_override"') > text.index("get_proc_address")
+    # every node the backend computes goes to ggrad's overrides first
+    assert text.index("ggml_cuda_compute_forward(x)") < text.index("ggrad_cuda_override.load") \
+        < text.index("switch (dst->op)")
 
 
 def _cublas_reference(calls):

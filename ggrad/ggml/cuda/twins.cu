@@ -26,7 +26,7 @@ static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_ge
 // no twin, since a launch without code would fail inside GGML's compute, which aborts on it.
 static int kernels_load();
 int ggrad_flash_attn_load();   // flash_attn.cu's kernels
-int ggrad_casts_load();        // casts.cu's kernels
+int ggrad_overrides_load();    // overrides.cu's kernels
 
 extern "C" int ggrad_cuda_twins_init(void * gemm) {
     gemm_half = (gemm_half_t) gemm;
@@ -348,5 +348,5 @@ static int kernels_load() {
         }
     }
     const int err = ggrad_flash_attn_load();
-    return err ? err : ggrad_casts_load();
+    return err ? err : ggrad_overrides_load();
 }

@@ -3,7 +3,8 @@ activity records (benchmarks/kernel_trace.c, built as a shared library) over --s
 and all, summed by kernel name and by a rough kind (product, cast, elementwise, ...). Beside them the step's
 median wall time, the span from the first kernel's start to the last one's end, and the GPU's idle time
 between kernels (gaps over 20 us apart: host time between graphs or launches, not the graphs' own seams), and
-how many launches came from CUDA graphs.
+how many launches came from CUDA graphs, and the host's own time a step (the main thread's CPU time outside
+GGML's compute, common.HostCPU): what the GPU waits for between steps.
 
     python benchmarks/profile_kernels.py --trace kernel_trace.so [--config big] [--autocast f16] [--steps 5]
 """
@@ -20,8 +21,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_gpt  # noqa: E402
-from common import set_threads  # noqa: E402
+from common import HostCPU, set_threads  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
+
+from ggrad.ggml.sched import Scheduler  # noqa: E402
 
 # the first pattern that a kernel's name matches gives its kind
 KINDS = [
@@ -29,6 +32,8 @@ KINDS = [
     ("ggrad layer norm", r"layer_norm"),
     ("ggrad gelu", r"gelu_tanh"),
     ("ggrad other", r"ggrad"),
+    ("concat", r"concat"),
+    ("embedding gradient", r"rows_back"),
     ("product (cuBLAS)", r"gemm|xmma|cutlass|sm90_|sm80_|nvjet|cublas"),
     ("mul_mat (GGML)", r"mul_mat|mmq|mmv|mmf"),
     ("cast/copy", r"cpy|convert|copy"),
@@ -65,11 +70,14 @@ def main():
     step = bench_gpt.ggrad_step_fn(args.device, CONFIGS[args.config], args.autocast)
     for _ in range(5):
         step()
-    walls = []
+    walls, hosts = [], []
+    host = HostCPU(Scheduler)
     for _ in range(args.steps):
         start = time.perf_counter()
-        step()
+        with host:
+            step()
         walls.append(time.perf_counter() - start)
+        hosts.append(host.seconds)
     trace = ctypes.CDLL(args.trace)
     trace.kernel_trace_stop.argtypes = [ctypes.c_char_p]
     error = trace.kernel_trace_start()
@@ -94,7 +102,8 @@ def main():
     launches = sum(n for _, n, _ in kernels)
     precision = f"autocast {args.autocast}" if args.autocast else "float32"
     per_step = 1e6 * args.steps
-    print(f"{args.config} {precision} step on {args.device}: median wall {statistics.median(walls) * 1e3:.2f} ms; "
+    print(f"{args.config} {precision} step on {args.device}: median wall {statistics.median(walls) * 1e3:.2f} ms, "
+          f"host {statistics.median(hosts) * 1e3:.2f} ms (main thread's CPU outside GGML's compute); "
           f"per step: kernels busy {busy:.2f} ms, {launches} launches ({in_graphs / args.steps:.0f} from CUDA "
           f"graphs), span {int(span_ns) / per_step:.2f} ms, GPU idle in it {int(gap_ns) / per_step:.2f} ms, of "
           f"which {int(long_gap_ns) / per_step:.2f} ms in {int(long_gaps) / args.steps:.0f} gaps over 20 us "

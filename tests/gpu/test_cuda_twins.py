@@ -30,8 +30,9 @@ def _halves(shape, seed):
 
 
 def test_the_twins_are_registered_and_chosen(cuda):
-    assert gpu_twins.registered("CUDA") == frozenset(gpu_twins.TWINS)
-    assert ggrad.ggml.build_info()["cuda_twins"] == sorted(gpu_twins.TWINS)
+    everything = gpu_twins.TWINS + (gpu_twins.OVERRIDES,)   # the overrides come with the twins
+    assert gpu_twins.registered("CUDA") == frozenset(everything)
+    assert ggrad.ggml.build_info()["cuda_twins"] == sorted(everything)
     assert lowering.for_device(cuda) is lowering.CUDA_TWINS
 
 

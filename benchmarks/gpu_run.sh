@@ -14,7 +14,7 @@
 # named, its Vulkan backend (about 2.5 minutes), side by side; a later call on the same machine reuses them.
 # It points ggrad at one (GGRAD_GGML_LIB_DIR; `cuda` and `vulkan` switch, CUDA first unless the list begins
 # with `vulkan`) and runs the verbs in order on its first device (PyTorch, where a verb times it, on CUDA):
-#   tests     tests/gpu (the whole log in /tmp/gpu_tests.log)   amp200   tests/gpu's autocast GPT at 200 steps
+#   tests     tests/gpu (the whole log in $GPU_TESTS_LOG, default /tmp/gpu_tests.log)   amp200   tests/gpu's autocast GPT at 200 steps
 #   gpu       W2 and big f32 against PyTorch, TF32 off and on
 #   alone     the same, ggrad only          nographs  the same, GGML_CUDA_DISABLE_GRAPHS=1
 #   f16 bf16  the big GPT under autocast against PyTorch's, eager and with $TORCH_VARIANTS (default sdpa;
@@ -105,7 +105,7 @@ for verb in "$@"; do
         overrides-off) export GGRAD_CUDA_OVERRIDES=0 ;;
         overrides-on) unset GGRAD_CUDA_OVERRIDES ;;
         alone16|alonebf16) $bench --configs big --autocast $( [ $verb = alone16 ] && echo f16 || echo bf16) --no-torch ;;
-        tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee /tmp/gpu_tests.log | tail -15 ;;
+        tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee ${GPU_TESTS_LOG:-/tmp/gpu_tests.log} | tail -15 ;;
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;
         gpu) $bench --configs w2 big --tf32 ;;

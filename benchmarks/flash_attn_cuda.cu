@@ -26,10 +26,13 @@ static ggml_tensor mk(ggml_type type, long long n0, long long n1, long long n2, 
     ggml_tensor t; memset(&t, 0, sizeof t); t.type = type; t.ne[0]=n0; t.ne[1]=n1; t.ne[2]=n2; t.ne[3]=n3;
     size_t es = type == GGML_TYPE_F32 ? 4 : 2; t.nb[0]=es; t.nb[1]=es*(n0+pad); t.nb[2]=t.nb[1]*n1; t.nb[3]=t.nb[2]*n2; t.data=data; return t;
 }
-static void set_user(ggml_tensor &t, float scale, int causal, int offset) {
+// the node's userdata (kernels._attention_bits), kept in its op_params as GGML keeps a custom op's: the CUDA twins
+// read it there, the CPU kernels take it as their argument (GGML passes it so)
+static void *set_user(ggml_tensor &t, float scale, int causal, int offset) {
     uint32_t sb; memcpy(&sb, &scale, 4);
     uint64_t bits = sb | ((uint64_t)(causal?1:0) << 32) | ((uint64_t)(offset + (1<<29)) << 33);
     struct { void *fun; int n; void *ud; } p = {nullptr, -1, (void*)(uintptr_t)bits}; memcpy(t.op_params, &p, sizeof p);
+    return p.ud;
 }
 static std::vector<uint16_t> to_half(const std::vector<float> &x, ggml_type t) {
     std::vector<uint16_t> o(x.size());
@@ -60,12 +63,12 @@ static void run(const char *name, ggml_type type, int B, int H, int Hk, int T, i
     ggml_tensor q = mk(type, D, T, H, B, (void*)qd, pad), k = mk(type, D, S, Hk, Bk, (void*)kd), v = mk(type, Dv, S, Hk, Bk, (void*)vd);
     ggml_tensor m = mk(GGML_TYPE_F32, S, T, 1, B, maskf.data());
     ggml_tensor f = mk(GGML_TYPE_F32, nfwd, 1, 1, 1, fwd_c.data());
-    f.src[0]=&q; f.src[1]=&k; f.src[2]=&v; if (use_mask) f.src[3]=&m; set_user(f, scale, causal, 0);
-    ggrad_flash_attn(&f, 0, 1, nullptr);
+    f.src[0]=&q; f.src[1]=&k; f.src[2]=&v; if (use_mask) f.src[3]=&m;
+    ggrad_flash_attn(&f, 0, 1, set_user(f, scale, causal, 0));
     ggml_tensor o = mk(GGML_TYPE_F32, Dv, T, H, B, fwd_c.data()), l = mk(GGML_TYPE_F32, T, H, B, 1, fwd_c.data() + nO), g = mk(GGML_TYPE_F32, Dv, T, H, B, gf.data());
     ggml_tensor bk = mk(GGML_TYPE_F32, nbk, 1, 1, 1, bwd_c.data());
-    bk.src[0]=&q; bk.src[1]=&k; bk.src[2]=&v; bk.src[3]=&o; bk.src[4]=&g; bk.src[5]=&l; if (use_mask) bk.src[6]=&m; set_user(bk, scale, causal, 0);
-    ggrad_flash_attn_back(&bk, 0, 1, nullptr);
+    bk.src[0]=&q; bk.src[1]=&k; bk.src[2]=&v; bk.src[3]=&o; bk.src[4]=&g; bk.src[5]=&l; if (use_mask) bk.src[6]=&m;
+    ggrad_flash_attn_back(&bk, 0, 1, set_user(bk, scale, causal, 0));
     // GPU
     void *qg = dev(qd, qf.size()*es), *kg = dev(kd, kf.size()*es), *vg = dev(vd, vf.size()*es), *gg = dev(gf.data(), gf.size()*4);
     void *mg = use_mask ? dev(maskf.data(), maskf.size()*4) : nullptr;

@@ -14,17 +14,22 @@
 # named, its Vulkan backend (about 2.5 minutes), side by side; a later call on the same machine reuses them.
 # It points ggrad at one (GGRAD_GGML_LIB_DIR; `cuda` and `vulkan` switch, CUDA first unless the list begins
 # with `vulkan`) and runs the verbs in order on its first device (PyTorch, where a verb times it, on CUDA):
-#   tests     tests/gpu                      amp200   tests/gpu's autocast GPT at 200 steps
+#   tests     tests/gpu (the whole log in $GPU_TESTS_LOG, default /tmp/gpu_tests.log)   amp200   tests/gpu's autocast GPT at 200 steps
 #   gpu       W2 and big f32 against PyTorch, TF32 off and on
 #   alone     the same, ggrad only          nographs  the same, GGML_CUDA_DISABLE_GRAPHS=1
 #   f16 bf16  the big GPT under autocast against PyTorch's, eager and with $TORCH_VARIANTS (default sdpa;
 #             "sdpa compile" adds torch.compile)
-#   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16)
+#   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16), each node synchronised
+#   kernels kernels16 kernelsbf16   the big step's GPU time by kernel, not synchronised (CUPTI's records:
+#             benchmarks/kernel_trace.c, profile_kernels.py; f32, autocast f16, bf16)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
 #   flash     flash attention's CUDA twins against the CPU kernels on hand-made nodes, and their times
 #             (benchmarks/flash_attn_cuda.cu; needs no GGML build)
 #   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
 #             which carries ggrad's hook: scripts/patch_ggml_cuda.py, scripts/build_cuda_twins.sh)
+#   overrides-off overrides-on   the verbs after it leave GGML's copies, conversions and embedding gradients
+#             to GGML / to ggrad's kernels where they apply (cuda/overrides.cu)
+#   alone16 alonebf16   the big GPT under autocast, ggrad only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SDIST=libggml_python-0.20.2.post1
@@ -97,13 +102,23 @@ for verb in "$@"; do
         cuda|vulkan) use $verb ;;
         twins-off) export GGRAD_CUDA_TWINS=/nonexistent ;;   # the verbs after it run GGML's own ops
         twins-on) unset GGRAD_CUDA_TWINS ;;
-        tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 ;;
+        overrides-off) export GGRAD_CUDA_OVERRIDES=0 ;;
+        overrides-on) unset GGRAD_CUDA_OVERRIDES ;;
+        alone16|alonebf16) $bench --configs big --autocast $( [ $verb = alone16 ] && echo f16 || echo bf16) --no-torch ;;
+        tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee ${GPU_TESTS_LOG:-/tmp/gpu_tests.log} | tail -15 ;;
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;
         gpu) $bench --configs w2 big --tf32 ;;
         alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;
         f16|bf16) $bench --configs big --autocast "$verb" --torch-variants ${TORCH_VARIANTS-sdpa} ;;
+        kernels|kernels16|kernelsbf16) cuda=${CUDA_HOME:-/usr/local/cuda}
+            [ -f /tmp/kernel_trace.so ] || gcc -O2 -shared -fPIC -I $cuda/include -I $cuda/extras/CUPTI/include \
+                -o /tmp/kernel_trace.so benchmarks/kernel_trace.c -L $cuda/lib64 -L $cuda/extras/CUPTI/lib64 \
+                -Wl,-rpath,$cuda/lib64:$cuda/extras/CUPTI/lib64 -lcupti
+            precision=${verb#kernels}; precision=${precision:+--autocast $( [ $precision = 16 ] && echo f16 || echo bf16)}
+            python3 benchmarks/profile_kernels.py --trace /tmp/kernel_trace.so --device $device --config big \
+                --threads 16 --steps 5 $precision | (c++filt 2>/dev/null || cat) ;;
         profile) $profile ;;
         profile16) $profile --autocast f16 ;;
         flash) inc=/tmp/$SDIST/ggml/include

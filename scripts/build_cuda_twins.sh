@@ -20,5 +20,6 @@ for arch in ${CUDA_ARCHS:-90}; do
     last=${arch}
 done
 gencode+=(-gencode "arch=compute_${last},code=compute_${last}")
-nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC "${gencode[@]}" -I "${include}" -o "${output}" ggrad/ggml/cuda/twins.cu ggrad/ggml/cuda/flash_attn.cu
+nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC "${gencode[@]}" -I "${include}" -o "${output}" ggrad/ggml/cuda/twins.cu ggrad/ggml/cuda/flash_attn.cu \
+    ggrad/ggml/cuda/overrides.cu
 echo "build_cuda_twins.sh: ${output}"

@@ -8,6 +8,10 @@ address `ggrad_cuda_register_custom`): `supports_op` accepts a node that has one
 launches it on the backend's stream with GGML's cuBLAS handle, so CUDA graphs capture it with the rest.
 A second address, `ggrad_cuda_gemm_half`, gives the twins cuBLAS's half-precision product with float32
 accumulation (GGML's own half products accumulate in float16 or convert both operands to float32 first).
+A third, `ggrad_cuda_register_override`, lets ggrad compute any node itself before GGML does: its function
+is offered each node and says whether it launched it (ggrad takes the copies and conversions between float32
+and the half types, which GGML converts one element a thread, and embedding gradients: ggrad/ggml/cuda/
+overrides.cu); every other node stays GGML's.
 Each insertion is placed by an anchor line (none of GGML's lines is written here) in a file whose hash is
 checked first: another GGML is refused rather than patched blindly. Applying it twice is refused too.
 """
@@ -59,6 +63,15 @@ static int ggrad_cuda_register_custom(ggml_custom_op_t cpu, ggrad_cuda_custom_t 
     return 0;
 }}
 
+// A node ggrad computes itself: the registered function is offered every node first and returns nonzero when
+// it launched the node on the stream, 0 to leave it to GGML.
+typedef int (*ggrad_cuda_override_t)(struct ggml_tensor * node, void * stream);
+static std::atomic<ggrad_cuda_override_t> ggrad_cuda_override{{nullptr}};
+
+static void ggrad_cuda_register_override(ggrad_cuda_override_t override_fn) {{
+    ggrad_cuda_override.store(override_fn, std::memory_order_release);
+}}
+
 // C = op(A) op(B) for batches of float16 (or bfloat16) matrices, summed and written in float32 (cuBLAS,
 // column-major, as cublasGemmStridedBatchedEx takes them): the product ggrad's twins build on. 0 on success.
 static int ggrad_cuda_gemm_half(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n,
@@ -82,6 +95,12 @@ COMPUTE = """\
             ggrad_cuda_custom_of(dst)(dst, ctx.stream(), ctx.cublas_handle());
             break;
 """
+OVERRIDE = """\
+    if (ggrad_cuda_override.load(std::memory_order_acquire) != nullptr && // ggrad
+            ggrad_cuda_override.load(std::memory_order_acquire)(dst, ctx.stream())) {
+        return true;
+    }
+"""
 SUPPORTS = """\
         case GGML_OP_CUSTOM: // ggrad
             return ggrad_cuda_custom_of(op) != nullptr;
@@ -93,12 +112,16 @@ PROC = """\
     if (strcmp(name, "ggrad_cuda_gemm_half") == 0) { // ggrad
         return (void *)ggrad_cuda_gemm_half;
     }
+    if (strcmp(name, "ggrad_cuda_register_override") == 0) { // ggrad
+        return (void *)ggrad_cuda_register_override;
+    }
 """
 
 # (text, the line it goes before, the line after which that anchor is searched for)
 INSERTIONS = [
     (REGISTRY, "static bool ggml_cuda_compute_forward(", None),
     (COMPUTE, "case GGML_OP_OUT_PROD:", "static bool ggml_cuda_compute_forward("),
+    (OVERRIDE, "switch (dst->op) {", "static bool ggml_cuda_compute_forward("),
     (SUPPORTS, "case GGML_OP_OUT_PROD:", "static bool ggml_backend_cuda_device_supports_op("),
     (PROC, 'if (strcmp(name, "ggml_backend_get_features") == 0) {',
      "static void * ggml_backend_cuda_reg_get_proc_address("),

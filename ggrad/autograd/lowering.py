@@ -35,7 +35,7 @@ class Lowering:
         half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
             (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
             takes the weight gradients of autocast's products.
-        concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU only).
+        concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU, and CUDA's twin).
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
         adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU
@@ -84,7 +84,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
-                                 layer_norm="kernel", attention="half_kernel")
+                                 layer_norm="kernel", attention="half_kernel", concat="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)

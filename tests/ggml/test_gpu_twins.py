@@ -64,7 +64,7 @@ def test_the_twins_compile_with_nvcc(built_twins):
     out, done = built_twins
     assert done.returncode == 0, done.stderr
     symbols = subprocess.run(["nm", "-D", str(out)], capture_output=True, text=True).stdout
-    for name in gpu_twins.TWINS + ("twins_init",):
+    for name in gpu_twins.TWINS + (gpu_twins.OVERRIDES, "twins_init"):
         assert f" T ggrad_cuda_{name}" in symbols
     if not gg.has_backend("CUDA"):   # no GPU here: the kernels have no device to load on, and init says so
         assert ctypes.CDLL(str(out)).ggrad_cuda_twins_init(None) != 0
@@ -101,6 +101,10 @@ def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     assert text.index("ggrad_cuda_custom_of(dst)") < text.index("device_supports_op")
     assert text.index("ggrad_cuda_custom_of(op)") > text.index("device_supports_op")
     assert text.index('"ggrad_cuda_gemm_half"') > text.index("get_proc_address")
+    assert text.index('"ggrad_cuda_register_override"') > text.index("get_proc_address")
+    # every node the backend computes goes to ggrad's overrides first
+    assert text.index("ggml_cuda_compute_forward(x)") < text.index("ggrad_cuda_override.load") \
+        < text.index("switch (dst->op)")
 
 
 def _cublas_reference(calls):

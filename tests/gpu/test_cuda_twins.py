@@ -30,8 +30,9 @@ def _halves(shape, seed):
 
 
 def test_the_twins_are_registered_and_chosen(cuda):
-    assert gpu_twins.registered("CUDA") == frozenset(gpu_twins.TWINS)
-    assert ggrad.ggml.build_info()["cuda_twins"] == sorted(gpu_twins.TWINS)
+    everything = gpu_twins.TWINS + (gpu_twins.OVERRIDES,)   # the overrides come with the twins
+    assert gpu_twins.registered("CUDA") == frozenset(everything)
+    assert ggrad.ggml.build_info()["cuda_twins"] == sorted(everything)
     assert lowering.for_device(cuda) is lowering.CUDA_TWINS
 
 
@@ -145,3 +146,22 @@ def test_a_gpt_step_runs_the_twins_in_one_split(cuda, name):
     assert memory.runtime(cuda).scheduler.n_splits == 1
     assert "GELU_TANH_BACK_F32" in ran or name != "f32", ran
     assert ran.get("MATMUL_HALF", 0) >= (12 if name != "f32" else 0), ran
+
+
+@pytest.mark.parametrize("case", ["heads", "odd", "leading", "transposed"])
+def test_concat_twin_matches_the_cpu_kernel(cuda, case):
+    """Joins of f32 views by the twin (attention heads' gradients side by side: permuted views read 4 floats at a
+    time; odd sizes and transposed parts one at a time) give the CPU kernel's result exactly."""
+    rng = np.random.default_rng(4)
+    shapes, dim, view = {"heads": (((2, 8, 16, 64), (2, 8, 16, 64)), 1, lambda t: t.permute(0, 2, 1, 3)),
+                         "odd": (((3, 5, 7), (3, 4, 7)), 1, lambda t: t),
+                         "leading": (((2, 6, 8), (3, 6, 8)), 0, lambda t: t),
+                         "transposed": (((6, 4), (5, 4)), 1, lambda t: t.t())}[case]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def join(a, b):
+        out = ggrad.cat([view(a), view(b)], dim=dim)
+        assert "CONCAT_F32" in _ops(lambda: out.numpy()), case
+        return out.detach().numpy()
+    cpu, gpu = _on_both(join, arrays, cuda)
+    np.testing.assert_array_equal(gpu, cpu)

@@ -26,6 +26,7 @@ static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_ge
 // no twin, since a launch without code would fail inside GGML's compute, which aborts on it.
 static int kernels_load();
 int ggrad_flash_attn_load();   // flash_attn.cu's kernels
+int ggrad_overrides_load();    // overrides.cu's kernels
 
 extern "C" int ggrad_cuda_twins_init(void * gemm) {
     gemm_half = (gemm_half_t) gemm;
@@ -102,46 +103,85 @@ __device__ static float gelu_tanh_back(float g, float x) {
     return g * (s * (h * (1.0f - s) + 1.0f));
 }
 
-__global__ static void gelu_tanh_kernel(const float * x, float * y, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
+// Elementwise kernels read and write 4 floats at a time where the pointers allow (the tail, or every element of
+// unaligned data, one at a time): GELU's twins ran at about half the card's bandwidth one float a thread.
+__device__ static float4 gelu_tanh4(float4 x) {
+    return make_float4(gelu_tanh(x.x), gelu_tanh(x.y), gelu_tanh(x.z), gelu_tanh(x.w));
+}
+
+__device__ static float4 gelu_tanh_back4(float4 g, float4 x) {
+    return make_float4(gelu_tanh_back(g.x, x.x), gelu_tanh_back(g.y, x.y), gelu_tanh_back(g.z, x.z),
+                       gelu_tanh_back(g.w, x.w));
+}
+
+__global__ static void gelu_tanh_kernel(const float * x, float * y, int64_t n, int64_t vectors) {
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    const int64_t first = blockIdx.x * (int64_t) blockDim.x + threadIdx.x;
+    for (int64_t v = first; v < vectors; v += stride) {
+        reinterpret_cast<float4 *>(y)[v] = gelu_tanh4(reinterpret_cast<const float4 *>(x)[v]);
+    }
+    for (int64_t i = vectors * 4 + first; i < n; i += stride) {
         y[i] = gelu_tanh(x[i]);
     }
 }
 
-__global__ static void gelu_tanh_back_kernel(const float * g, const float * x, float * y, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += (int64_t) gridDim.x * blockDim.x) {
+__global__ static void gelu_tanh_back_kernel(const float * g, const float * x, float * y, int64_t n,
+                                             int64_t vectors) {
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    const int64_t first = blockIdx.x * (int64_t) blockDim.x + threadIdx.x;
+    for (int64_t v = first; v < vectors; v += stride) {
+        reinterpret_cast<float4 *>(y)[v] = gelu_tanh_back4(reinterpret_cast<const float4 *>(g)[v],
+                                                           reinterpret_cast<const float4 *>(x)[v]);
+    }
+    for (int64_t i = vectors * 4 + first; i < n; i += stride) {
         y[i] = gelu_tanh_back(g[i], x[i]);
     }
+}
+
+// runs of 4 floats for n elements at these addresses: n / 4 where all are 16-byte aligned, else none
+static int64_t vectors_of(int64_t n, const void * a, const void * b, const void * c = nullptr) {
+    const uintptr_t any = (uintptr_t) a | (uintptr_t) b | (uintptr_t) c;
+    return any % 16 == 0 ? n / 4 : 0;
 }
 
 static int64_t elements(const ggml_tensor * t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
-static unsigned int blocks_for(int64_t n) {
-    const int64_t most = 65535 * 8;
+static unsigned int blocks_for(int64_t n) {   // n: the work items of a kernel above
+    const int64_t most = 132 * 32;   // enough blocks to fill any card several times; the kernels' loops stride
     const int64_t blocks = (n + 255) / 256;
     return (unsigned int) (blocks < most ? (blocks > 0 ? blocks : 1) : most);
 }
 
 extern "C" void ggrad_cuda_gelu_tanh_f32(ggml_tensor * dst, void * stream, void *) {
     const int64_t n = elements(dst);
-    gelu_tanh_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>((const float *) dst->src[0]->data,
-                                                                       (float *) dst->data, n);
+    const float * x = (const float *) dst->src[0]->data;
+    const int64_t vectors = vectors_of(n, x, dst->data);
+    gelu_tanh_kernel<<<blocks_for(vectors ? vectors : n), 256, 0, (cudaStream_t) stream>>>(
+        x, (float *) dst->data, n, vectors);
 }
 
 extern "C" void ggrad_cuda_gelu_tanh_back_f32(ggml_tensor * dst, void * stream, void *) {
     const int64_t n = elements(dst);
-    gelu_tanh_back_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
-        (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (float *) dst->data, n);
+    const float * g = (const float *) dst->src[0]->data;
+    const float * x = (const float *) dst->src[1]->data;
+    const int64_t vectors = vectors_of(n, g, x, dst->data);
+    gelu_tanh_back_kernel<<<blocks_for(vectors ? vectors : n), 256, 0, (cudaStream_t) stream>>>(
+        g, x, (float *) dst->data, n, vectors);
 }
 
 // The userdata of a custom node (ggml_custom_4d keeps its function, task count and userdata in op_params,
-// in this layout in the pinned GGML): ggrad's kernels pass a float there as its bits (kernels._float_bits).
-static float float_of_userdata(const ggml_tensor * dst) {
+// in this layout in the pinned GGML): ggrad's kernels pass an integer there, or a float as its bits
+// (kernels._float_bits).
+static void * userdata_of(const ggml_tensor * dst) {
     struct { void * fun; int n_tasks; void * userdata; } params;
     memcpy(&params, dst->op_params, sizeof(params));
-    const uint32_t bits = (uint32_t) (uintptr_t) params.userdata;
+    return params.userdata;
+}
+
+static float float_of_userdata(const ggml_tensor * dst) {
+    const uint32_t bits = (uint32_t) (uintptr_t) userdata_of(dst);
     float value;
     memcpy(&value, &bits, sizeof(value));
     return value;
@@ -227,9 +267,79 @@ extern "C" void ggrad_cuda_layer_norm_back_f32(ggml_tensor * dst, void * stream,
         float_of_userdata(dst));
 }
 
+// Two f32 tensors of any strides joined along dimension `dim` into dst (contiguous), as ggrad's CPU kernel
+// (csrc/concat.c): each thread copies `width` (4 or 1) adjacent elements of a row of dst from the part they lie
+// in. GGML's CUDA concat of permuted views (the attention heads' gradients) ran at about 1 TB/s in one block a row.
+struct join_part {
+    const char * data;
+    int64_t nb[4];
+};
+
+template <int width>
+__global__ static void concat_kernel(join_part a, join_part b, float * dst, int64_t ne0, int64_t ne1, int64_t ne2,
+                                     int64_t groups, int dim, int64_t split) {
+    const int64_t row_groups = ne0 / width;
+    for (int64_t g = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; g < groups;
+         g += (int64_t) gridDim.x * blockDim.x) {
+        int64_t at[4];
+        at[0] = (g % row_groups) * width;
+        const int64_t row = g / row_groups;
+        at[1] = row % ne1;
+        at[2] = (row / ne1) % ne2;
+        at[3] = row / (ne1 * ne2);
+        const bool second = at[dim] >= split;
+        const join_part & part = second ? b : a;
+        at[dim] -= second ? split : 0;
+        const char * src = part.data + at[0] * part.nb[0] + at[1] * part.nb[1] + at[2] * part.nb[2]
+                           + at[3] * part.nb[3];
+        if (width == 4) {
+            reinterpret_cast<float4 *>(dst)[g] = *reinterpret_cast<const float4 *>(src);
+        } else {
+            dst[g] = *reinterpret_cast<const float *>(src);
+        }
+    }
+}
+
+static join_part join_part_of(const ggml_tensor * t) {
+    return {(const char *) t->data, {(int64_t) t->nb[0], (int64_t) t->nb[1], (int64_t) t->nb[2], (int64_t) t->nb[3]}};
+}
+
+// whether each run of 4 elements of t's rows from a multiple of 4 is 4 adjacent, 16-byte aligned floats (then
+// 4 adjacent elements of a row of dst come from one part: its rows, or along dimension 0 its share, hold
+// multiples of 4)
+static bool four_adjacent(const ggml_tensor * t) {
+    if (t->nb[0] != sizeof(float) || t->ne[0] % 4 != 0 || (uintptr_t) t->data % 16 != 0) {
+        return false;
+    }
+    return t->nb[1] % 16 == 0 && t->nb[2] % 16 == 0 && t->nb[3] % 16 == 0;
+}
+
+extern "C" void ggrad_cuda_concat_f32(ggml_tensor * dst, void * stream, void *) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    const int dim = (int) (intptr_t) userdata_of(dst);
+    const bool vector = (uintptr_t) dst->data % 16 == 0 && four_adjacent(a) && four_adjacent(b);
+    const int width = vector ? 4 : 1;
+    const int64_t groups = elements(dst) / width;
+    const unsigned int blocks = blocks_for(groups);
+    if (groups == 0) {
+        return;
+    }
+    if (vector) {
+        concat_kernel<4><<<blocks, 256, 0, (cudaStream_t) stream>>>(
+            join_part_of(a), join_part_of(b), (float *) dst->data, dst->ne[0], dst->ne[1], dst->ne[2], groups, dim,
+            a->ne[dim]);
+    } else {
+        concat_kernel<1><<<blocks, 256, 0, (cudaStream_t) stream>>>(
+            join_part_of(a), join_part_of(b), (float *) dst->data, dst->ne[0], dst->ne[1], dst->ne[2], groups, dim,
+            a->ne[dim]);
+    }
+}
+
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
-                              (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel};
+                              (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
+                              (const void *) concat_kernel<4>, (const void *) concat_kernel<1>};
     for (const void * kernel : kernels) {
         cudaFuncAttributes attributes;
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);
@@ -237,5 +347,6 @@ static int kernels_load() {
             return (int) err;
         }
     }
-    return ggrad_flash_attn_load();
+    const int err = ggrad_flash_attn_load();
+    return err ? err : ggrad_overrides_load();
 }

@@ -7,6 +7,7 @@ choice: benchmarks/README.md, "Per-backend lowering".
 """
 
 import dataclasses
+import functools
 
 from ..ggml import gpu_twins
 
@@ -98,6 +99,47 @@ def for_device(device):
     if device.backend_name == "CUDA" and gpu_twins.registered("CUDA"):
         return CUDA_TWINS
     return _BY_BACKEND.get(device.backend_name, RPC)
+
+
+class Choice:
+    """A GGML node builder whose build the graph's Lowering picks: the function decorated `@choice("field")`
+    builds for the field's default value; `@that.alternative("kernel", fits=...)` adds the build for another
+    value, used where the graph's Lowering names that value and `fits(*args)` holds for the builder's
+    arguments (after the graph), else the default build. Ops call the choice; none reads the Lowering."""
+
+    def __init__(self, field, default):
+        if field not in _FIELDS:
+            raise ValueError(f"choice: Lowering has no field {field!r}")
+        self.field, self.default, self.builds = field, default, {}
+        functools.update_wrapper(self, default)
+        CHOICES.append(self)
+
+    def alternative(self, value, fits=None):
+        """Decorator: the build for the Lowering value `value` (where `fits` holds, if given)."""
+        def register(build):
+            self.builds[value] = (build, fits)
+            return build
+        return register
+
+    def __call__(self, graph, *args):
+        chosen = self.builds.get(getattr(graph.lowering, self.field))
+        if chosen is not None and (chosen[1] is None or chosen[1](*args)):
+            return chosen[0](graph, *args)
+        return self.default(graph, *args)
+
+
+CHOICES = []   # every Choice made (tests/autograd/test_lowering.py checks them against the backends' Lowerings)
+_FIELDS = {f.name: f.default for f in dataclasses.fields(Lowering)}
+
+
+def choice(field):
+    """Decorator: the default build of a Choice on the Lowering field `field`."""
+    return lambda default: Choice(field, default)
+
+
+def default_value(field):
+    """What the Lowering field `field` says where a backend does not set it."""
+    return _FIELDS[field]
 
 
 def forced_choices(device):

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import ggml
 from ..autograd import device_locks, memory, update_guards
+from ..autograd.lowering import choice
 from ..autograd.memory import graph_of
 from ..autograd.tensor import Tensor
 from ..ggml import kernels, ops
@@ -105,9 +106,7 @@ def adamw_all(steps):
                 target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
                 items.append(((target, graph.contiguous(grad), graph.target(exp_avg), graph.target(exp_avg_sq),
                                _hparams_node(graph, hparams)), pick))
-            kernel = graph.lowering.adamw == "kernel"
-            _updates(graph, _ADAMW_KERNEL if kernel else _ADAMW, items,
-                     kernels.adamw_f32 if kernel else ops.opt_step_adamw)
+            _adamw_updates(graph, items)
 
 
 def sgd_(param, grad, hparams):
@@ -126,6 +125,17 @@ def sgd_(param, grad, hparams):
         target.set_param()
         _updates(graph, _SGD, [((target, graph.contiguous(grad), _hparams_node(graph, hparams)), pick)],
                  ops.opt_step_sgd)
+
+
+@choice("adamw")
+def _adamw_updates(graph, items):
+    """AdamW's updates of `items` by GGML's opt_step_adamw, or by ggrad's kernel where the lowering says so."""
+    _updates(graph, _ADAMW, items, ops.opt_step_adamw)
+
+
+@_adamw_updates.alternative("kernel")
+def _adamw_updates_by_kernel(graph, items):
+    _updates(graph, _ADAMW_KERNEL, items, kernels.adamw_f32)
 
 
 def _updates(graph, key, items, update):

@@ -669,3 +669,34 @@ def test_autocast_gelu_gradient_reads_the_product_and_a_fresh_cast_not_views(no_
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for a, b in zip(routed, _autocast_gelu_grads(dtype=None)):   # float32: within half precision's rounding
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2)
+
+
+BACKEND_LOWERINGS = {"CPU": lowering.CPU, "RPC": lowering.RPC, "CUDA": lowering.CUDA,
+                     "CUDA_TWINS": lowering.CUDA_TWINS, "VULKAN": lowering.VULKAN}
+
+
+def test_every_backends_choice_has_a_build():
+    """Each Choice (a build the Lowering picks) has a build for the value every backend names, and each of its
+    alternatives is some backend's: a misspelt value in a Lowering would otherwise fall to the default build."""
+    assert {c.field for c in lowering.CHOICES} >= {"relu", "gelu_tanh", "concat", "class_labels", "adamw"}
+    for c in lowering.CHOICES:
+        named = {getattr(lw, c.field) for lw in BACKEND_LOWERINGS.values()}
+        assert named <= set(c.builds) | {lowering.default_value(c.field)}, (c.__name__, named)
+        assert set(c.builds) <= named, (c.__name__, sorted(c.builds))
+
+
+def test_a_choice_takes_its_alternative_only_where_it_fits():
+    calls = []
+    pick = lowering.Choice("relu", lambda graph, x: calls.append(("default", x)))
+    pick.alternative("kernel", fits=lambda x: x > 0)(lambda graph, x: calls.append(("kernel", x)))
+    lowering.CHOICES.remove(pick)
+
+    class Graph:
+        def __init__(self, choices):
+            self.lowering = choices
+    pick(Graph(lowering.CPU), 1)
+    pick(Graph(lowering.CPU), -1)
+    pick(Graph(lowering.CUDA), 1)
+    assert calls == [("kernel", 1), ("default", -1), ("default", 1)]
+    with pytest.raises(ValueError, match="no field 'relux'"):
+        lowering.choice("relux")(lambda graph: None)

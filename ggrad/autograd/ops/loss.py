@@ -10,6 +10,7 @@ from ..autocast_hook import BANNED, FLOAT32, autocast_op
 from ..dtype_rules import require_float
 from ..function import Function
 from ..grad_api import composite_vjp
+from ..lowering import choice
 from ..memory import lowering_of
 from ..primitive import Primitive
 from ..factory import ones
@@ -50,6 +51,25 @@ def _rows(input, target, op):
     return input, target
 
 
+@choice("class_labels")
+def _class_label_nodes(graph, target, classes, ignore_index):
+    """(labels, valid) of ClassLabels from GGML's elementwise ops: 1 where |index - class| < 0.5, times valid."""
+    c = graph.ctx
+    rows = target.ne[0]
+    t = ops.reshape_2d(c, ops.cast(c, target, f32), 1, rows)
+    distance = ops.abs(c, ops.sub(c, ops.repeat_4d(c, t, classes, rows, 1, 1), ops.arange(c, 0, classes, 1)))
+    valid = ops.step(c, ops.scale_bias(c, ops.abs(c, ops.scale_bias(c, t, 1.0, -float(ignore_index))), 1.0, -0.5))
+    return ops.mul(c, ops.step(c, ops.scale_bias(c, distance, -1.0, 0.5)), valid), valid
+
+
+@_class_label_nodes.alternative("kernel")
+def _class_labels_by_kernel(graph, target, classes, ignore_index):
+    # an ignore_index beyond int32 (PyTorch takes any int64) matches no index: -1 matches none either
+    ignore = ignore_index if -2**31 <= ignore_index < 2**31 else -1
+    labels = kernels.class_labels_f32(graph.ctx, target, classes, ignore)
+    return labels, row_sums_node(graph, labels)
+
+
 class ClassLabels(Primitive):
     """The labels of integer class indices `target` (rows,): f32 (rows, classes), 1 at each row's index and 0
     elsewhere, all 0 on rows whose index is `ignore_index`; and `valid` (rows, 1), 1 where it is not.
@@ -59,17 +79,7 @@ class ClassLabels(Primitive):
 
     @staticmethod
     def build(ctx, graph, target, classes, ignore_index):
-        c = graph.ctx
-        if graph.lowering.class_labels == "kernel":
-            # an ignore_index beyond int32 (PyTorch takes any int64) matches no index: -1 matches none either
-            ignore = ignore_index if -2**31 <= ignore_index < 2**31 else -1
-            labels = kernels.class_labels_f32(c, target, classes, ignore)
-            return labels, row_sums_node(graph, labels)
-        rows = target.ne[0]
-        t = ops.reshape_2d(c, ops.cast(c, target, f32), 1, rows)
-        distance = ops.abs(c, ops.sub(c, ops.repeat_4d(c, t, classes, rows, 1, 1), ops.arange(c, 0, classes, 1)))
-        valid = ops.step(c, ops.scale_bias(c, ops.abs(c, ops.scale_bias(c, t, 1.0, -float(ignore_index))), 1.0, -0.5))
-        return ops.mul(c, ops.step(c, ops.scale_bias(c, distance, -1.0, 0.5)), valid), valid
+        return _class_label_nodes(graph, target, classes, ignore_index)
 
     @staticmethod
     def shape(target, classes, ignore_index):

@@ -10,6 +10,7 @@ import math
 from ...ggml import f32, kernels, ops
 from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
+from ..lowering import choice
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
@@ -91,6 +92,26 @@ class ScaleBias(Primitive):
         return ScaleBias.apply(g, ctx.scale, 0.0), None, None
 
 
+@choice("relu")
+def _relu_node(graph, x):
+    return _carry_nan(graph.ctx, ops.relu(graph.ctx, x), x)
+
+
+@_relu_node.alternative("kernel", fits=lambda x: x.dtype is f32)
+def _relu_by_kernel(graph, x):
+    return kernels.relu_f32(graph.ctx, x)
+
+
+@choice("relu")
+def _relu_back_node(graph, g, x):
+    return ops.mul(graph.ctx, g, _pos_or_nan(graph.ctx, x))
+
+
+@_relu_back_node.alternative("kernel", fits=lambda g, x: x.dtype is f32 and g.dtype is f32)
+def _relu_back_by_kernel(graph, g, x):
+    return kernels.relu_back_f32(graph.ctx, g, x)
+
+
 class Relu(Primitive):
     """y = max(x, 0), nan where x is nan, as PyTorch's relu (GGML's gives 0 at a nan): on the CPU ggrad's
     kernel, elsewhere GGML's relu with the nan carried (lowering.relu)."""
@@ -99,9 +120,7 @@ class Relu(Primitive):
 
     @staticmethod
     def build(ctx, graph, x):
-        if x.dtype is f32 and graph.lowering.relu == "kernel":
-            return kernels.relu_f32(graph.ctx, x)
-        return _carry_nan(graph.ctx, ops.relu(graph.ctx, x), x)
+        return _relu_node(graph, x)
 
     @staticmethod
     def backward(ctx, g):
@@ -117,9 +136,7 @@ class ReluBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x):
-        if x.dtype is f32 and g.dtype is f32 and graph.lowering.relu == "kernel":
-            return kernels.relu_back_f32(graph.ctx, g, x)
-        return ops.mul(graph.ctx, g, _pos_or_nan(graph.ctx, x))
+        return _relu_back_node(graph, g, x)
 
     @staticmethod
     def backward(ctx, gg):
@@ -239,6 +256,40 @@ def _gelu_tanh_by_silu(c, x):
     return ops.add(c, y, ops.mul(c, beyond, ops.step(c, beyond)))
 
 
+@choice("gelu_tanh")
+def _gelu_tanh_node(graph, x):
+    return ops.gelu(graph.ctx, x)
+
+
+@_gelu_tanh_node.alternative("kernel", fits=lambda x: x.dtype is f32)
+def _gelu_tanh_by_kernel(graph, x):
+    return kernels.gelu_tanh_f32(graph.ctx, x)
+
+
+@_gelu_tanh_node.alternative("silu", fits=lambda x: x.dtype is f32)
+def _gelu_tanh_by_silu_node(graph, x):
+    return _gelu_tanh_by_silu(graph.ctx, x)
+
+
+@choice("gelu_tanh")
+def _gelu_tanh_back_node(graph, g, x):
+    c = graph.ctx
+    nodes = (lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t), lambda a, b: ops.mul(c, a, b),
+             lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
+    unviewed = _unviewed(c, g, x)
+    if unviewed is not None:
+        return ops.reshape_4d(c, _gelu_tanh_grad_in_place(*unviewed, *nodes), *g.ne)
+    return _gelu_tanh_grad(g, x, *nodes)
+
+
+@_gelu_tanh_back_node.alternative("kernel")
+def _gelu_tanh_back_by_kernel(graph, g, x):
+    return kernels.gelu_tanh_back_f32(graph.ctx, g, x)
+
+
+_gelu_tanh_back_node.alternative("silu")(_gelu_tanh_back_node.default)   # the forward's composition: GGML's ops
+
+
 class GeluTanh(Primitive):
     """tanh approximation of x * Phi(x): GGML's gelu; or in f32 where the lowering says so (GGML's CPU gelu
     reads an f16 table: errors up to 4e-3) ggrad's CPU kernel ("kernel", one pass each way) or the
@@ -248,12 +299,7 @@ class GeluTanh(Primitive):
 
     @staticmethod
     def build(ctx, graph, x):
-        how = graph.lowering.gelu_tanh
-        if x.dtype is f32 and how == "kernel":
-            return kernels.gelu_tanh_f32(graph.ctx, x)
-        if x.dtype is f32 and how == "silu":
-            return _gelu_tanh_by_silu(graph.ctx, x)
-        return ops.gelu(graph.ctx, x)
+        return _gelu_tanh_node(graph, x)
 
     @staticmethod
     def backward(ctx, g):
@@ -271,15 +317,7 @@ class GeluTanhBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x):
-        c = graph.ctx
-        if graph.lowering.gelu_tanh == "kernel":
-            return kernels.gelu_tanh_back_f32(c, g, x)
-        nodes = (lambda t: ops.sqr(c, t), lambda t: ops.sigmoid(c, t), lambda a, b: ops.mul(c, a, b),
-                 lambda t, scale, bias: ops.scale_bias(c, t, scale, bias))
-        unviewed = _unviewed(c, g, x)
-        if unviewed is not None:
-            return ops.reshape_4d(c, _gelu_tanh_grad_in_place(*unviewed, *nodes), *g.ne)
-        return _gelu_tanh_grad(g, x, *nodes)
+        return _gelu_tanh_back_node(graph, g, x)
 
 
 Gelu = unary("Gelu", ops.gelu_erf, _gelu_erf_grad, "input+output", "y = x * Phi(x) (exact, erf)")

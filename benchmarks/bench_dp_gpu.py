@@ -3,10 +3,10 @@ DDP (NCCL) beside it when the host has the GPUs.
 
 At the same per-GPU batch (the config's, 32 sequences of 256 for `big`), it times (medians of --steps steps
 after warm-up): ggrad's plain step on the first device; `DataParallel` on the devices with a global batch of
-N times that, its phases (`DataParallel.timings`: record, compute, reduce = the copies between the devices
-and the clipping factor, update = the sums and the updates), the reduction's share of the step and its
-bandwidth (the bytes each device received over the reduce span); and GGML's copy of a gradient-sized
-float32 buffer between the first two devices, one way and both ways at once (what the link gives). The
+N times that, its phases (`DataParallel.timings`: record, compute, reduce = the copies left after the last
+backward and the clipping factor, update = the sums and the updates), the reduction's share of the step, its
+bandwidth (the bytes each device received over the time its thread spent copying); and GGML's copy of a
+gradient-sized float32 buffer between the first two devices, one way and both ways at once (the link). The
 scaling efficiency is (samples/s on N devices) / (N x samples/s on one) = plain step / DP step. PyTorch
 (TF32 on, as GGML's cuBLAS products) runs its step on one GPU and, with N GPUs, under DDP over NCCL, in a
 subprocess that loads no GGML.
@@ -45,7 +45,8 @@ PHASES = ("record", "compute", "reduce", "update")
 
 
 def dp_run(cfg, devices, steps):
-    """(median step ms, median ms of each phase, bytes copied a step) of DataParallel over `devices`."""
+    """(median step ms, median ms of each phase, bytes copied a step, median ms a replica's thread copied) of
+    DataParallel over `devices`."""
     ggrad.manual_seed(0)
     model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"])
     opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
@@ -59,11 +60,12 @@ def dp_run(cfg, devices, steps):
         for i in range(3 + steps):
             dp.step(x, y, loss_fn)
             if i >= 3:
-                spans.append(dict(dp.timings))
+                spans.append(dict(dp.timings, copy=dp.copy_seconds))
     finally:
         dp.close()
     phases = {k: 1e3 * statistics.median(s[k] for s in spans) for k in PHASES}
-    return 1e3 * statistics.median(s["step"] for s in spans), phases, dp.reduce_bytes
+    copy_ms = 1e3 * statistics.median(s["copy"] for s in spans)
+    return 1e3 * statistics.median(s["step"] for s in spans), phases, dp.reduce_bytes, copy_ms
 
 
 def copy_rates(n_floats, a, b, repeats=10):
@@ -120,8 +122,8 @@ def main():
     print(f"devices: {[f'{d.name} ({d.description})' for d in devices]}; GGML_CUDA_DEVICES="
           f"{os.environ.get('GGML_CUDA_DEVICES')}; per-device batch {cfg['batch']}", flush=True)
     single_ms = median_ms(bench_gpt.ggrad_step_fn(devices[0].name, cfg), warmup=3, repeats=args.steps)
-    one_ms, one_phases, _ = dp_run(cfg, devices[:1], args.steps)
-    dp_ms, phases, copied = dp_run(cfg, devices, args.steps)
+    one_ms, one_phases, _, _ = dp_run(cfg, devices[:1], args.steps)
+    dp_ms, phases, copied, copy_ms = dp_run(cfg, devices, args.steps)
     n_params = sum(p.numel() for p in CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"],
                                               cfg["context"]).parameters())
     one_way, both_ways = copy_rates(n_params, devices[0], devices[1])
@@ -145,8 +147,9 @@ def main():
     print(f"\nDataParallel on {n} devices, phases (ms): "
           + ", ".join(f"{k} {phases[k]:.1f}" for k in PHASES)
           + "; one device: " + ", ".join(f"{k} {one_phases[k]:.1f}" for k in PHASES))
-    print(f"reduction: {phases['reduce'] / dp_ms:.1%} of the step; {received / 1e6:.1f} MB received per device a "
-          f"step, {received / phases['reduce'] / 1e6:.1f} GB/s over the reduce span")
+    print(f"reduction: {phases['reduce'] / dp_ms:.1%} of the step after the last backward; {received / 1e6:.1f} MB "
+          f"received per device a step in {copy_ms:.2f} ms of copies (the slowest replica's thread): "
+          f"{received / copy_ms / 1e6:.1f} GB/s")
     print(f"GGML copy of {4 * n_params / 1e6:.1f} MB {devices[1].name} -> {devices[0].name}: {one_way:.1f} GB/s one "
           f"way, {both_ways:.1f} GB/s both ways at once")
 

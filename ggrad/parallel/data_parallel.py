@@ -18,7 +18,9 @@ float64 (in device order), passed to `reduce`, and the sum uploaded to every rep
 first devices compute meanwhile), compute (until every replica has computed), reduce (until every
 copy between devices is done, and the clipping factor computed; on the host path: the host sum,
 `reduce` and clipping), update (the sums and the updates' computes); `step` is their sum.
-`reduce_bytes` holds the bytes the last step copied between devices, all replicas together.
+`reduce_bytes` holds the bytes the last step copied between devices, all replicas together, and
+`copy_seconds` the longest time one replica's thread spent copying them (copies that overlap a
+slower peer's compute are inside the compute span).
 """
 
 import contextvars
@@ -117,6 +119,7 @@ class DataParallel:
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
         self.timings = {}   # seconds of the last step: record, compute, reduce, update and their sum, step
         self.reduce_bytes = 0   # bytes the last step copied between devices
+        self.copy_seconds = 0.0   # the longest time a replica's thread spent copying in the last step
 
     @property
     def module(self):
@@ -224,13 +227,14 @@ class DataParallel:
                 norm = summed(squares).sqrt()
                 scale = (float(max_grad_norm) / (norm + 1e-6)).clamp(max=1.0)   # as clip_grad_norm_
             execution.realize(self.devices[0])
-            pulled_parts[0] = ([[t] for t in totals], pulled_parts[0][1])
+            pulled_parts[0] = ([[t] for t in totals],) + pulled_parts[0][1:]
         reduced = time.perf_counter()
         self._results([self._submit(self._sum_update, replica, opt, dev, layout, ranges, parts, scale)
-                       for replica, opt, dev, (parts, _) in zip(self.replicas, self.optimizers, self.devices,
-                                                                pulled_parts)])
+                       for replica, opt, dev, (parts, *_) in zip(self.replicas, self.optimizers, self.devices,
+                                                                 pulled_parts)])
         done = time.perf_counter()
-        self.reduce_bytes = sum(copied for _, copied in pulled_parts)
+        self.reduce_bytes = sum(copied for _, copied, _ in pulled_parts)
+        self.copy_seconds = max(seconds for *_, seconds in pulled_parts)
         self.timings = {"step": done - started, "record": recorded - started, "compute": computed - recorded,
                         "reduce": reduced - computed, "update": done - reduced}
         return sum(loss for _, loss in results) / n_global
@@ -244,15 +248,19 @@ class DataParallel:
     @staticmethod
     def _pull(jobs, device):
         """(In a replica's thread.) Every computing replica's buckets on `device`, each pulled as soon as its
-        replica has computed: a list per bucket of the parts in device order, and the bytes copied."""
-        parts, copied = None, 0
+        replica has computed: a list per bucket of the parts in device order, the bytes copied, and the
+        seconds spent copying."""
+        parts, copied, seconds = None, 0, 0.0
         for job in jobs:
-            buckets, copied_here = pulled(job.result()[0], device)
+            buckets = job.result()[0]
+            started = time.perf_counter()
+            buckets, copied_here = pulled(buckets, device)
+            seconds += time.perf_counter() - started
             parts = [[] for _ in buckets] if parts is None else parts
             for bucket_parts, bucket in zip(parts, buckets):
                 bucket_parts.append(bucket)
             copied += copied_here
-        return parts, copied
+        return parts, copied, seconds
 
     def _sum_update(self, replica, optimizer, device, layout, ranges, parts, scale):
         """(In a replica's thread.) Sum the pulled buckets, scale them by the clipping factor (computed on

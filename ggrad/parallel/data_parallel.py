@@ -197,7 +197,7 @@ class DataParallel:
             return self._reduce_on_devices(jobs, layout, ranges, max_grad_norm, n_global, started, recorded)
         results = self._results(jobs)
         computed = time.perf_counter()
-        total = sum(np.concatenate([b.numpy() for b in buckets]).astype(np.float64) for buckets, _ in results)
+        total = sum(bucket.astype(np.float64) for bucket, _ in results)
         loss_sum = sum(loss for _, loss in results) / n_global
         total, loss_sum = self.reduce(total, loss_sum)
         if max_grad_norm is not None:
@@ -218,7 +218,8 @@ class DataParallel:
         pulls = [self._submit(self._pull, jobs, dev) for dev in self.devices]
         wait(jobs)
         computed = time.perf_counter()
-        results, pulled_parts = self._results(jobs + pulls)[:len(jobs)], [job.result() for job in pulls]
+        finished = self._results(jobs + pulls)
+        results, pulled_parts = finished[:len(jobs)], finished[len(jobs):]
         scale = None
         if max_grad_norm is not None:   # one factor, computed on replica 0 and copied: identical everywhere
             with no_grad():
@@ -239,10 +240,12 @@ class DataParallel:
                         "reduce": reduced - computed, "update": done - reduced}
         return sum(loss for _, loss in results) / n_global
 
-    @staticmethod
-    def _compute(device, buckets, loss, size):
-        """(In a replica's thread.) Compute the device's graph; its buckets and its loss times its shard size."""
+    def _compute(self, device, buckets, loss, size):
+        """(In a replica's thread.) Compute the device's graph; its buckets (read into one numpy array, here
+        in the replica's thread, when they are summed on the host) and its loss times its shard size."""
         execution.realize(device)
+        if not self.reduce_on_devices:
+            buckets = np.concatenate([bucket.numpy() for bucket in buckets])
         return buckets, loss.item() * size
 
     @staticmethod

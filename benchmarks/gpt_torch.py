@@ -22,11 +22,12 @@ def batch_data(cfg=W2, seed=0):
 VARIANTS = ("eager", "sdpa", "compile")
 
 
-def torch_step_fn(cfg=W2, device="cpu", autocast=None, variant="eager"):
+def torch_step_fn(cfg=W2, device="cpu", autocast=None, variant="eager", wrap=None):
     """The same step in PyTorch; `autocast` "f16"/"bf16": the forward under torch.autocast (f16 with
     torch.amp.GradScaler). `variant`: "eager" (nn.MultiheadAttention with the causal mask, as ggrad's model),
     "sdpa" (the same parameters, attention by F.scaled_dot_product_attention with is_causal: flash attention
-    on CUDA), "compile" (sdpa's model under torch.compile)."""
+    on CUDA), "compile" (sdpa's model under torch.compile). `wrap(model)`, when given, is what the step
+    calls (DistributedDataParallel)."""
     import torch
     from torch import nn
 
@@ -80,6 +81,7 @@ def torch_step_fn(cfg=W2, device="cpu", autocast=None, variant="eager"):
     model = GPT().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
     forward = torch.compile(model) if variant == "compile" else model
+    forward = wrap(forward) if wrap is not None else forward
     x_np, y_np = batch_data(cfg)
     x = torch.from_numpy(x_np).long().to(device)
     y = torch.from_numpy(y_np.reshape(-1)).long().to(device)

@@ -30,6 +30,9 @@
 #   overrides-off overrides-on   the verbs after it leave GGML's copies, conversions and embedding gradients
 #             to GGML / to ggrad's kernels where they apply (cuda/overrides.cu)
 #   alone16 alonebf16   the big GPT under autocast, ggrad only
+#   dp        data parallel with the all-reduce on the devices: tests/gpu/test_dp_peer_gpu.py and
+#             bench_dp_gpu.py (big GPT; PyTorch DDP beside it) on every GPU, or on one GPU shown as two
+#             (GGML_CUDA_DEVICES=2) where the machine has one
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SDIST=libggml_python-0.20.2.post1
@@ -127,6 +130,10 @@ for verb in "$@"; do
                 && nvcc -O3 -std=c++17 -arch=sm_90 -I $inc -o /tmp/flash_attn_cuda benchmarks/flash_attn_cuda.cu \
                        ggrad/ggml/cuda/flash_attn.cu /tmp/fa_cpu.o /tmp/fa_isa.o \
                 && /tmp/flash_attn_cuda timing ;;
+        dp) gpus=$(nvidia-smi -L | wc -l)
+            dp_env=$([ "$gpus" -lt 2 ] && echo GGML_CUDA_DEVICES=2)
+            python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_dp_peer_gpu.py 2>&1 | tail -4
+            env $dp_env python3 benchmarks/bench_dp_gpu.py --config big --threads 16 --steps ${DP_STEPS:-10} ;;
         ab) for tree in .gpu/trees/*; do cp ggrad/ggml/_ffi.abi3.so "$tree/ggrad/ggml/"; done
             $ab && $ab --autocast f16 ;;
         *) echo "unknown verb: $verb"; exit 2 ;;

@@ -51,6 +51,8 @@ class DistributedDataParallel(DataParallel):
     it False takes the host path (compute, read the bucket, all-reduce, upload, update) instead.
     """
 
+    reduce_on_devices = False   # MPI reads the buckets in host memory (or, on the CPU, in the graph)
+
     def __init__(self, model, devices, optimizer, shard_weights=None, comm=None, timeout=300.0, bucket_mb=25.0):
         if not timeout > 0 or not bucket_mb > 0:
             raise ValueError(f"DistributedDataParallel: timeout and bucket_mb must be > 0, got {timeout}, {bucket_mb}")

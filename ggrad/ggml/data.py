@@ -169,12 +169,16 @@ def host_bytes(t):
 
 def copy_tensor(src, dst):
     """Copy tensor `src`'s bytes into `dst` (same type and dimensions, packed), whichever backends' memory
-    each is in (a device-side copy where both are on one device)."""
+    each is in: a device-side copy where both are on one device, a peer copy between two CUDA devices, the
+    backends' own get/set otherwise. DeviceLostError where either side is a lost RPC server's (whose
+    relay answers zeros)."""
     _check_allocated(src, "copy_tensor")
     _check_allocated(dst, "copy_tensor")
     if src.dtype is not dst.dtype or src.ne != dst.ne or not (src.is_packed and dst.is_packed):
         raise ShapeError(f"copy_tensor: {src.dtype.name} ne={list(src.ne)} into {dst.dtype.name} ne={list(dst.ne)}")
     lib.ggml_backend_tensor_copy(src.ptr, dst.ptr)
+    check_buffer(src.ptr.buffer, "copy_tensor")
+    check_buffer(dst.ptr.buffer, "copy_tensor")
 
 
 def get_raw(t):

@@ -2,15 +2,25 @@
 
 Each step records every replica's forward and backward in Python, in device order, and hands each
 device's graph to a thread of its own as soon as it is recorded: that device computes (GGML runs
-without the GIL) while the next replica records, and its thread reads the replica's gradient bucket
-and loss. The buckets are summed on the host in float64 (in device order), clipped when asked, and
-each thread uploads the sum and applies the same optimizer update on its replica: every replica
-receives the same bytes, so the replicas stay bitwise identical. Devices can be local (CPU, CUDA,
-Vulkan) or other hosts' devices joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`).
+without the GIL) while the next replica records. Each replica's gradients, scaled by its share of
+the batch, are joined into flat float32 buckets of whole parameters (`bucket_mb` each at most).
+The buckets are all-reduced on the devices (device_reduce.py): each replica's thread pulls its
+peers' buckets onto its device with GGML's copies (peer copies between GPUs, no host round trip) as
+soon as each peer has computed, sums them in device order inside its update graph, clips when asked,
+and applies the optimizer update. Every replica adds the same values in the same order, so the
+replicas stay bitwise identical. Devices can be local (CPU, CUDA, Vulkan) or other hosts' devices
+joined through GGML's RPC backend (`ggrad.ggml.rpc_add_server`), which GGML copies through the host.
+A subclass whose reduction needs the buckets in host memory (MPI across processes:
+ggrad.distributed) sets `reduce_on_devices = False`: the buckets are then read, summed on the host in
+float64 (in device order), passed to `reduce`, and the sum uploaded to every replica.
 
 `timings` holds the last step's consecutive spans: record (until the last replica is recorded; the
-first devices compute meanwhile), compute (until every bucket is read), reduce (host sum, `reduce`,
-clipping), update (uploads and the updates' computes); `step` is their sum.
+first devices compute meanwhile), compute (until every replica has computed), reduce (until every
+copy between devices is done, and the clipping factor computed; on the host path: the host sum,
+`reduce` and clipping), update (the sums and the updates' computes); `step` is their sum.
+`reduce_bytes` holds the bytes the last step copied between devices, all replicas together, and
+`copy_seconds` the longest time one replica's thread spent copying them (copies that overlap a
+slower peer's compute are inside the compute span).
 """
 
 import contextvars
@@ -22,9 +32,11 @@ import numpy as np
 
 from .. import ggml, nn
 from ..autograd import execution, no_grad
+from ..autograd.device_copy import copy_to_device
 from ..autograd.factory import tensor
 from ..autograd.ops import cat, reshape, split
 from ..optim import Optimizer
+from .device_reduce import bucket_ranges, pulled, summed
 from .replicas import check_optimizer_covers, replicate_module, replicate_optimizer, sync_hyperparameters
 
 
@@ -73,15 +85,22 @@ class DataParallel:
         optimizer (Optimizer): over model's parameters; each other replica gets a copy (same class,
             groups, state). The older form, `optimizer_fn(parameters) -> Optimizer`, is accepted too.
         shard_weights (list of float, optional): each device's share of every batch (default: even).
+        bucket_mb (float): the largest gradient bucket, in MiB of float32 (one larger parameter makes a
+            bucket of its own). Default: 25, as PyTorch's DDP.
     """
 
-    def __init__(self, model, devices, optimizer, shard_weights=None):
+    reduce_on_devices = True   # False: the buckets are summed on the host (and passed to `reduce`)
+
+    def __init__(self, model, devices, optimizer, shard_weights=None, bucket_mb=25.0):
         self.devices = [ggml.device(d) for d in devices]
         if len({d.name for d in self.devices}) != len(self.devices):
             raise ValueError(f"DataParallel: devices must be distinct, got {[d.name for d in self.devices]}")
         if not self.devices:
             raise ValueError("DataParallel: at least one device is needed")
         self.shard_weights = _check_weights(shard_weights, len(self.devices))
+        if not (isinstance(bucket_mb, (int, float)) and math.isfinite(bucket_mb) and bucket_mb > 0):
+            raise ValueError(f"DataParallel: bucket_mb must be a positive number, got {bucket_mb!r}")
+        self.bucket_elems = max(1, int(bucket_mb * 2**20) // 4)
         if not isinstance(model, nn.Module):
             if not callable(model) or not callable(optimizer):
                 raise TypeError(f"DataParallel: model must be a Module (or a function building one), got "
@@ -99,6 +118,8 @@ class DataParallel:
         self.optimizers = [optimizer] + [replicate_optimizer(optimizer, model, r) for r in self.replicas[1:]]
         self._pool = ThreadPoolExecutor(max_workers=len(self.devices))
         self.timings = {}   # seconds of the last step: record, compute, reduce, update and their sum, step
+        self.reduce_bytes = 0   # bytes the last step copied between devices
+        self.copy_seconds = 0.0   # the longest time a replica's thread spent copying in the last step
 
     @property
     def module(self):
@@ -141,7 +162,8 @@ class DataParallel:
         """The step of this process's part (x, y) of a global batch of `n_global` samples.
 
         Each shard's gradients are weighted by its share of the global batch, so that the sum over
-        every shard (here on the host, then `reduce` across processes) is the global mean gradient.
+        every shard (on the devices, or on the host and then `reduce` across processes) is the global
+        mean gradient.
         """
         if any(r.training != self.module.training for r in self.replicas):
             self.train(self.module.training)
@@ -149,7 +171,7 @@ class DataParallel:
         sizes = shard_sizes(len(x), self.shard_weights)
         bounds = np.cumsum([0] + sizes)
         started = time.perf_counter()
-        jobs, layout = [], None
+        jobs, layout, ranges = [], None, None
         try:
             for i, (replica, opt, dev) in enumerate(zip(self.replicas, self.optimizers, self.devices)):
                 opt.zero_grad()
@@ -158,17 +180,21 @@ class DataParallel:
                 xs, ys = x[bounds[i]:bounds[i + 1]], y[bounds[i]:bounds[i + 1]]
                 loss = loss_fn(replica(tensor(xs, device=dev)), tensor(ys, device=dev))
                 loss.backward()
-                with_grad = [j for j, p in enumerate(replica.parameters()) if p.grad is not None]
+                params = list(replica.parameters())
+                with_grad = [j for j, p in enumerate(params) if p.grad is not None]
                 if layout is not None and with_grad != layout:
                     raise RuntimeError("DataParallel.step: the replicas' backward passes reached different "
                                        "parameters")
                 layout = with_grad
-                bucket = self._bucket(replica, layout, sizes[i] / n_global)
-                jobs.append(self._submit(self._compute, dev, bucket, loss, sizes[i]))
+                ranges = bucket_ranges([params[j].numel() for j in layout], self.bucket_elems)
+                buckets = self._bucket(replica, layout, ranges, sizes[i] / n_global)
+                jobs.append(self._submit(self._compute, dev, buckets, loss, sizes[i]))
         except BaseException:
             wait(jobs)
             raise
         recorded = time.perf_counter()
+        if self.reduce_on_devices:
+            return self._reduce_on_devices(jobs, layout, ranges, max_grad_norm, n_global, started, recorded)
         results = self._results(jobs)
         computed = time.perf_counter()
         total = sum(bucket.astype(np.float64) for bucket, _ in results)
@@ -179,45 +205,110 @@ class DataParallel:
             total = total * min(1.0, float(max_grad_norm) / (norm + 1e-6))   # as clip_grad_norm_
         total = total.astype(np.float32)
         reduced = time.perf_counter()
-        self._results([self._submit(self._update, replica, opt, dev, layout, total)
+        self._results([self._submit(self._upload_update, replica, opt, dev, layout, total)
                        for replica, opt, dev in zip(self.replicas, self.optimizers, self.devices)])
         done = time.perf_counter()
         self.timings = {"step": done - started, "record": recorded - started, "compute": computed - recorded,
                         "reduce": reduced - computed, "update": done - reduced}
         return float(loss_sum)
 
-    @staticmethod
-    def _compute(device, bucket, loss, size):
-        """(In a replica's thread.) Compute the device's graph; its bucket and its loss times its shard size."""
-        execution.realize(device)
-        return bucket.numpy(), loss.item() * size
+    def _reduce_on_devices(self, jobs, layout, ranges, max_grad_norm, n_global, started, recorded):
+        """The rest of a step whose replicas' computes are `jobs`: pull the buckets between the devices,
+        then each replica sums them, clips and updates (device_reduce.py)."""
+        pulls = [self._submit(self._pull, jobs, dev) for dev in self.devices]
+        wait(jobs)
+        computed = time.perf_counter()
+        finished = self._results(jobs + pulls)
+        results, pulled_parts = finished[:len(jobs)], finished[len(jobs):]
+        scale = None
+        if max_grad_norm is not None:   # one factor, computed on replica 0 and copied: identical everywhere
+            with no_grad():
+                totals = [summed(parts) for parts in pulled_parts[0][0]]
+                squares = [(t * t).sum() for t in totals]
+                norm = summed(squares).sqrt()
+                scale = (float(max_grad_norm) / (norm + 1e-6)).clamp(max=1.0)   # as clip_grad_norm_
+            execution.realize(self.devices[0])
+            pulled_parts[0] = ([[t] for t in totals],) + pulled_parts[0][1:]
+        reduced = time.perf_counter()
+        self._results([self._submit(self._sum_update, replica, opt, dev, layout, ranges, parts, scale)
+                       for replica, opt, dev, (parts, *_) in zip(self.replicas, self.optimizers, self.devices,
+                                                                 pulled_parts)])
+        done = time.perf_counter()
+        self.reduce_bytes = sum(copied for _, copied, _ in pulled_parts)
+        self.copy_seconds = max(seconds for *_, seconds in pulled_parts)
+        self.timings = {"step": done - started, "record": recorded - started, "compute": computed - recorded,
+                        "reduce": reduced - computed, "update": done - reduced}
+        return sum(loss for _, loss in results) / n_global
 
-    def _update(self, replica, optimizer, device, layout, total):
-        """(In a replica's thread.) Upload the reduced gradient and apply the update."""
-        self._unbucket(replica, layout, tensor(total, device=device))
+    def _compute(self, device, buckets, loss, size):
+        """(In a replica's thread.) Compute the device's graph; its buckets (read into one numpy array, here
+        in the replica's thread, when they are summed on the host) and its loss times its shard size."""
+        execution.realize(device)
+        if not self.reduce_on_devices:
+            buckets = np.concatenate([bucket.numpy() for bucket in buckets])
+        return buckets, loss.item() * size
+
+    @staticmethod
+    def _pull(jobs, device):
+        """(In a replica's thread.) Every computing replica's buckets on `device`, each pulled as soon as its
+        replica has computed: a list per bucket of the parts in device order, the bytes copied, and the
+        seconds spent copying."""
+        parts, copied, seconds = None, 0, 0.0
+        for job in jobs:
+            buckets = job.result()[0]
+            started = time.perf_counter()
+            buckets, copied_here = pulled(buckets, device)
+            seconds += time.perf_counter() - started
+            parts = [[] for _ in buckets] if parts is None else parts
+            for bucket_parts, bucket in zip(parts, buckets):
+                bucket_parts.append(bucket)
+            copied += copied_here
+        return parts, copied, seconds
+
+    def _sum_update(self, replica, optimizer, device, layout, ranges, parts, scale):
+        """(In a replica's thread.) Sum the pulled buckets, scale them by the clipping factor (computed on
+        replica 0), give each parameter its slice and apply the update: one graph."""
+        with no_grad():
+            totals = [summed(bucket_parts) for bucket_parts in parts]
+            if scale is not None:
+                factor = scale if scale.device == device else copy_to_device(scale, device)
+                totals = [t * factor for t in totals]
+        self._unbucket(replica, layout, ranges, totals)
+        optimizer.step()
+
+    def _upload_update(self, replica, optimizer, device, layout, total):
+        """(In a replica's thread.) Upload the host-reduced gradient and apply the update."""
+        self._unbucket(replica, layout, [(0, len(layout))], [tensor(total, device=device)])
         optimizer.step()
 
     def reduce(self, gradients, loss):
-        """Combine this process's weighted gradient sum and loss with other processes' (none here)."""
+        """Combine this process's weighted gradient sum and loss with other processes' (none here; called
+        only when `reduce_on_devices` is False)."""
         return gradients, loss
 
     @staticmethod
-    def _bucket(replica, layout, weight):
-        """The gradients of the parameters in `layout`, scaled by the replica's share, as one flat pending
-        tensor (scaled once, as a whole: the same products as per gradient, in one op)."""
+    def _bucket(replica, layout, ranges, weight):
+        """The gradients of the parameters in `layout`, scaled by the replica's share, as flat pending float32
+        tensors, one per range of `ranges` (indices into `layout`; scaled once per bucket, as a whole: the
+        same products as per gradient, in one op)."""
         params = list(replica.parameters())
+        buckets = []
         with no_grad():
-            flat = cat([reshape(params[j].grad.float(), params[j].numel()) for j in layout], 0)
-            return flat if weight == 1.0 else flat * weight
+            for lo, hi in ranges:
+                flat = cat([reshape(params[j].grad.float(), params[j].numel()) for j in layout[lo:hi]], 0)
+                buckets.append(flat if weight == 1.0 else flat * weight)
+        return buckets
 
     @staticmethod
-    def _unbucket(replica, layout, total):
-        """Give each parameter in `layout` its slice of the averaged bucket as its gradient."""
+    def _unbucket(replica, layout, ranges, totals):
+        """Give each parameter in `layout` its slice of its range's averaged bucket as its gradient."""
         chosen = set(layout)   # indices in parameter order, as `_bucket` joined them
         params = [p for j, p in enumerate(replica.parameters()) if j in chosen]
         with no_grad():
-            for p, g in zip(params, split(total, [p.numel() for p in params])):   # one op for all the views
-                p.grad = reshape(g, p.shape).to(p.dtype)
+            for (lo, hi), total in zip(ranges, totals):
+                group = params[lo:hi]
+                for p, g in zip(group, split(total, [p.numel() for p in group])):   # one op for all the views
+                    p.grad = reshape(g, p.shape).to(p.dtype)
 
     def close(self):
         self._pool.shutdown(wait=True)

@@ -36,7 +36,7 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
 
     dp_train(model, optimizer, loss_fn, data, devices=None, epochs=1, max_steps=None, shard_weights=None,
              max_grad_norm=None, callbacks=(), checkpoint=None, checkpoint_every=None, resume=None,
-             verbose=1) -> History
+             verbose=1, bucket_mb=25.0) -> History
 
     Args:
         model (Module): trained in place (it is replica 0, on devices[0]; the others are copies).
@@ -58,6 +58,10 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
             run reaches, bitwise, given the same data, devices and arguments (`epochs` and `max_steps`
             count from the run's start). On other devices (a lost server left out) it continues too.
         verbose (int): 0 silent, 1 a progress bar per epoch, 2 one line per epoch. Default: 1.
+        bucket_mb (float): the largest gradient bucket all-reduced between the devices, in MiB. Default: 25.
+
+    The gradients are all-reduced on the devices, with GGML's copies between them (peer copies between
+    GPUs) and adds in each replica's update graph: no host round trip (`ggrad.parallel.data_parallel`).
 
     Returns:
         History, as `fit` returns it ("loss" per epoch).
@@ -75,11 +79,12 @@ def dp_train(model, optimizer, loss_fn, data, *args, **kwargs):
 
 
 def _dp_train(model, optimizer, loss_fn, data, devices=None, epochs=1, max_steps=None, shard_weights=None,
-              max_grad_norm=None, callbacks=(), checkpoint=None, checkpoint_every=None, resume=None, verbose=1):
+              max_grad_norm=None, callbacks=(), checkpoint=None, checkpoint_every=None, resume=None, verbose=1,
+              bucket_mb=25.0):
     start = read_checkpoint(resume) if resume is not None else None
     if start is not None:
         restore(model, optimizer, start)    # before the replicas copy them
-    dp = DataParallel(model, default_devices() if devices is None else devices, optimizer, shard_weights)
+    dp = DataParallel(model, default_devices() if devices is None else devices, optimizer, shard_weights, bucket_mb)
     try:
         trainer = DataParallelTrainer(dp)
         trainer.compile(optimizer=optimizer, loss=loss_fn, clipnorm=max_grad_norm)

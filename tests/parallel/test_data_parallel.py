@@ -130,7 +130,8 @@ def test_shard_sizes_even_weighted_and_short_batches():
 
 
 def test_dp_train_signature_is_the_issues():
-    """dp_train shows (help, IDEs, inspect) the signature it runs; ggrad.distributed's adds its MPI options."""
+    """dp_train shows (help, IDEs, inspect) the signature it runs (bucket_mb: the on-device all-reduce's buckets);
+    ggrad.distributed's adds its MPI options (its bucket_mb: MPI's messages)."""
     import inspect
     from ggrad import distributed
     expected = [("model", inspect.Parameter.empty), ("optimizer", inspect.Parameter.empty),
@@ -139,7 +140,7 @@ def test_dp_train_signature_is_the_issues():
                 ("callbacks", ()), ("checkpoint", None), ("checkpoint_every", None), ("resume", None), ("verbose", 1)]
     local = [(p.name, p.default) for p in inspect.signature(dp_train).parameters.values()]
     mpi = [(p.name, p.default) for p in inspect.signature(distributed.dp_train).parameters.values()]
-    assert local == expected
+    assert local == expected + [("bucket_mb", 25.0)]
     assert mpi == expected + [("comm", None), ("timeout", 300.0), ("bucket_mb", 25.0)]
 
 

@@ -147,8 +147,7 @@ class PendingGraph:
         g = self.node(t)
         if g.is_packed:
             return g
-        by_concat = self.lowering.transpose_copy == "concat"
-        return self.event(_CONTIGUOUS, (g,), lambda: contiguous_node(self.ctx, g, by_concat))
+        return self.event(_CONTIGUOUS, (g,), lambda: copy_node(self, g))
 
     def ones(self, n):
         """An f32 [n] node of ones, made once per length while this graph is built, for the builders that sum
@@ -291,6 +290,18 @@ def contiguous_node(ctx, g, transpose_by_concat=False):
     if transpose_by_concat and _transposed(g):
         return transposed_copy(ctx, g)
     return ggml.ops.cont(ctx, g)
+
+
+@lowering.choice("transpose_copy")
+def copy_node(graph, g):
+    """`g` with canonical strides (contiguous_node), a transposed view copied by GGML's cont or, where the
+    lowering says so, by `transposed_copy`."""
+    return contiguous_node(graph.ctx, g)
+
+
+@copy_node.alternative("concat")
+def _copy_node_by_concat(graph, g):
+    return contiguous_node(graph.ctx, g, transpose_by_concat=True)
 
 
 _TYPED_CONCAT = (ggml.f32, ggml.f16)   # the types GGML's CPU concat copies as typed elements

@@ -3,7 +3,8 @@
 from ...ggml import f32, ops
 from ...ggml.errors import ShapeError
 from ..dtype_rules import NUMERIC
-from ..pending import contiguous_node, ne_of
+from ..lowering import choice
+from ..pending import copy_node, ne_of
 from ..memory import lowering_of
 from ..primitive import Primitive
 from ..declaration import declare
@@ -132,28 +133,40 @@ def leading_sums_node(graph, x, shape, how):
     if how == "out_prod":
         out = ops.out_prod(c, x, ops.reshape_2d(c, graph.ones(rows), 1, rows))   # [cols, 1, 1, 1]
         return out if ne == [cols, 1, 1, 1] else ops.reshape_4d(c, out, *ne)
-    transposed = contiguous_node(c, ops.transpose(c, x), graph.lowering.transpose_copy == "concat")
+    transposed = copy_node(graph, ops.transpose(c, x))
     return ops.reshape_4d(c, ops.sum_rows(c, transposed), *ne)   # sum_rows gives [1, cols]
 
 
+@choice("row_sum")
 def row_sums_node(graph, x):
     """GGML node of the sums of x's rows, [1, ne1, ne2, ne3]: sum_rows, or where the backend's lowering says
-    so and x is contiguous f32, mul_mat of x's rows with a column of ones (lowering.py)."""
-    if x.dtype is f32 and x.is_contiguous and graph.lowering.row_sum == "mul_mat":
-        ne0, ne1, ne2, ne3 = x.ne
-        rows = ops.reshape_2d(graph.ctx, x, ne0, ne1 * ne2 * ne3)
-        return ops.reshape_4d(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.ones(ne0)), 1, ne1, ne2, ne3)
+    so and x is contiguous f32, mul_mat of x's rows with a column of ones."""
     return ops.sum_rows(graph.ctx, x)
 
 
+@row_sums_node.alternative("mul_mat", fits=lambda x: x.dtype is f32 and x.is_contiguous)
+def _row_sums_by_mul_mat(graph, x):
+    ne0, ne1, ne2, ne3 = x.ne
+    rows = ops.reshape_2d(graph.ctx, x, ne0, ne1 * ne2 * ne3)
+    return ops.reshape_4d(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.ones(ne0)), 1, ne1, ne2, ne3)
+
+
+@choice("column_broadcast")
 def full_operand(graph, a, b):
     """`b` as a GGML binary op with `a` reads it: b itself, or where b is f32 with one value per row of a and
     the backend's lowering says so, b written out to a's shape by out_prod with a column of ones."""
-    if (b.ne[0] == 1 < a.ne[0] and list(b.ne[1:]) == list(a.ne[1:]) and b.dtype is f32 and b.is_contiguous
-            and graph.lowering.column_broadcast == "out_prod"):
-        rows = ops.reshape_2d(graph.ctx, b, b.ne[1] * b.ne[2] * b.ne[3], 1)
-        return ops.reshape_4d(graph.ctx, ops.out_prod(graph.ctx, graph.ones(a.ne[0]), rows), *a.ne)
     return b
+
+
+def _one_value_a_row(a, b):
+    return (b.ne[0] == 1 < a.ne[0] and list(b.ne[1:]) == list(a.ne[1:]) and b.dtype is f32
+            and b.is_contiguous)
+
+
+@full_operand.alternative("out_prod", fits=_one_value_a_row)
+def _column_written_out(graph, a, b):
+    rows = ops.reshape_2d(graph.ctx, b, b.ne[1] * b.ne[2] * b.ne[3], 1)
+    return ops.reshape_4d(graph.ctx, ops.out_prod(graph.ctx, graph.ones(a.ne[0]), rows), *a.ne)
 
 
 def expand_to(x, shape):

@@ -102,10 +102,11 @@ def for_device(device):
 
 
 class Choice:
-    """A GGML node builder whose build the graph's Lowering picks: the function decorated `@choice("field")`
-    builds for the field's default value; `@that.alternative("kernel", fits=...)` adds the build for another
-    value, used where the graph's Lowering names that value and `fits(*args)` holds for the builder's
-    arguments (after the graph), else the default build. Ops call the choice; none reads the Lowering."""
+    """A function of a graph whose body the graph's Lowering picks: a GGML node builder, or a test that
+    decides which path an op takes. The function decorated `@choice("field")` serves the field's default
+    value; `@that.alternative("kernel", fits=...)` adds the body for another value, used where the graph's
+    Lowering names that value and `fits(*args)` holds for the arguments after the graph, else the default.
+    Ops call the choice; none reads the Lowering."""
 
     def __init__(self, field, default):
         if field not in _FIELDS:

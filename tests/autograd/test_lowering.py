@@ -676,13 +676,14 @@ BACKEND_LOWERINGS = {"CPU": lowering.CPU, "RPC": lowering.RPC, "CUDA": lowering.
 
 
 def test_every_backends_choice_has_a_build():
-    """Each Choice (a build the Lowering picks) has a build for the value every backend names, and each of its
-    alternatives is some backend's: a misspelt value in a Lowering would otherwise fall to the default build."""
-    assert {c.field for c in lowering.CHOICES} >= {"relu", "gelu_tanh", "concat", "class_labels", "adamw"}
+    """Each Choice (a body the Lowering picks) has one for the value every backend names: a misspelt value in
+    a Lowering would otherwise fall to the default silently. (An alternative may serve a forced Lowering only:
+    attention="kernel", the CPU's flash kernels under test.)"""
+    assert {c.field for c in lowering.CHOICES} >= {"relu", "gelu_tanh", "concat", "class_labels", "adamw",
+                                                   "transpose_copy", "row_sum", "column_broadcast", "attention"}
     for c in lowering.CHOICES:
         named = {getattr(lw, c.field) for lw in BACKEND_LOWERINGS.values()}
         assert named <= set(c.builds) | {lowering.default_value(c.field)}, (c.__name__, named)
-        assert set(c.builds) <= named, (c.__name__, sorted(c.builds))
 
 
 def test_a_choice_takes_its_alternative_only_where_it_fits():

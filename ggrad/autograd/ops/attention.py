@@ -15,6 +15,7 @@ Shapes are numpy's: qkv (B, T, 3E) holds q, k and v side by side, each of H head
 from ...ggml import f32, kernels, ops
 from .. import grad_mode
 from . import flash_attention
+from ..lowering import choice
 from ..primitive import Primitive
 from .concat import join_nodes
 from .joins import cat
@@ -45,7 +46,7 @@ def _backward(g, qkv, mask, scale, heads, op, dtype=None):
 def _by_kernel(graph, qkv, mask, heads, causal):
     """Whether the heads of qkv attend by ggrad's flash attention kernels (Lowering.attention): the scores are
     then never materialised, the causal mask (`causal`) becomes the kernels' own rule."""
-    return (flash_attention.by_kernel(graph.lowering, qkv.dtype)
+    return (flash_attention.by_kernel(graph, qkv.dtype)
             and (causal or mask is None or (mask.ne[2] in (1, heads) and mask.ne[3] in (1, qkv.ne[2]))))
 
 
@@ -69,6 +70,42 @@ def _kernel_backward(graph, g, qkv, mask, scale, heads, causal, dtype):
     return op.merge_heads(*grads, dtype=dtype)
 
 
+@choice("weight_grad")
+def _operand_node(graph, qkv):
+    """qkv as the products read it: itself, or a half qkv in float32 where the backend takes the products of v
+    and k themselves by out_prod (CUDA: float32 only, see `_heads_product`), one cast instead of transposed
+    half copies of v, k, P and dS."""
+    return qkv
+
+
+@_operand_node.alternative("out_prod", fits=lambda qkv: qkv.dtype is not f32)
+def _operand_in_f32(graph, qkv):
+    return ops.cast(graph.ctx, qkv, f32)
+
+
+@choice("weight_grad")
+def _heads_product(graph, a, b, ta, tb):
+    """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). A product of b itself (tb), whose
+    mul_mat would copy b transposed (its rows are the contraction's columns), is out_prod where the backend
+    reads both operands in place that way (CUDA, f32; as products.weight_grad): a^T b as out_prod(b, a), and
+    a b as out_prod(b, a^T)."""
+    return MatMulNT.build(None, graph, a, b, ta, tb)
+
+
+@_heads_product.alternative("out_prod", fits=lambda a, b, ta, tb: tb and a.dtype is f32 and b.dtype is f32)
+def _heads_product_by_out_prod(graph, a, b, ta, tb):
+    return _out_prod(graph.ctx, b, a if ta else ops.transpose(graph.ctx, a))
+
+
+def _out_prod(c, a, b):
+    """out_prod(a, b) of heads [., ., H, B]. GGML's CUDA out_prod runs one batched GEMM per index of dim 3,
+    so the larger of the two batch dims is put in dim 2 (views), and swapped back in the result."""
+    if a.ne[3] <= a.ne[2]:
+        return ops.out_prod(c, a, b)
+    a, b = (ops.permute(c, x, 0, 1, 3, 2) for x in (a, b))
+    return ops.permute(c, ops.out_prod(c, a, b), 0, 1, 3, 2)
+
+
 class _Nodes:
     """The formulas' operations as GGML nodes of `graph` (dimensions in GGML's order, innermost first)."""
 
@@ -76,12 +113,7 @@ class _Nodes:
         self.graph = graph
 
     def operand(self, qkv):
-        """qkv as the products read it: a half qkv in float32 where the backend takes the products of v and k
-        themselves by out_prod (CUDA: float32 only, see `product`), one cast instead of transposed half copies
-        of v, k, P and dS."""
-        if qkv.dtype is not f32 and self.graph.lowering.weight_grad == "out_prod":
-            return ops.cast(self.graph.ctx, qkv, f32)
-        return qkv
+        return _operand_node(self.graph, qkv)
 
     def heads(self, x, heads, parts, part):
         """Part `part` of the `parts` side by side in x [parts * E, T, B], as the heads [Dh, T, H, B] (a view)."""
@@ -92,23 +124,7 @@ class _Nodes:
         return ops.permute(c, split, 0, 2, 1, 3)
 
     def product(self, a, b, ta=False, tb=False):
-        """A @ B^T, A = a^T where ta, B = b^T where tb (MatMulNT's flags). A product of b itself (tb), whose
-        mul_mat would copy b transposed (its rows are the contraction's columns), is out_prod where the backend
-        reads both operands in place that way (CUDA, f32; as products.weight_grad): a^T b as out_prod(b, a), and
-        a b as out_prod(b, a^T)."""
-        graph = self.graph
-        if tb and graph.lowering.weight_grad == "out_prod" and a.dtype is f32 and b.dtype is f32:
-            return self._out_prod(b, a if ta else ops.transpose(graph.ctx, a))
-        return MatMulNT.build(None, graph, a, b, ta, tb)
-
-    def _out_prod(self, a, b):
-        """out_prod(a, b) of heads [., ., H, B]. GGML's CUDA out_prod runs one batched GEMM per index of dim 3,
-        so the larger of the two batch dims is put in dim 2 (views), and swapped back in the result."""
-        c = self.graph.ctx
-        if a.ne[3] <= a.ne[2]:
-            return ops.out_prod(c, a, b)
-        a, b = (ops.permute(c, x, 0, 1, 3, 2) for x in (a, b))
-        return ops.permute(c, ops.out_prod(c, a, b), 0, 1, 3, 2)
+        return _heads_product(self.graph, a, b, ta, tb)
 
     def softmax(self, x, mask, scale):
         return softmax_node(self.graph, x, mask, scale)

@@ -14,22 +14,34 @@ from .. import grad_mode
 from ..factory import tensor
 from ..function import Function
 from ..grad_api import composite_vjp
-from ..memory import lowering_of
+from ..lowering import choice
+from ..memory import pending_graph
 from ..pending import contiguous_node
 from ..primitive import Primitive
 from .products import MatMulNT
 from .neural import SoftmaxExt
 
 
-def by_kernel(lowering, dtype):
-    """Whether attention on operands of `dtype` runs on ggrad's kernels under `lowering`."""
-    choice = lowering.attention
-    return choice == "kernel" or (choice == "half_kernel" and (dtype is f16 or dtype is bf16))
+@choice("attention")
+def by_kernel(graph, dtype):
+    """Whether attention on operands of `dtype` runs on ggrad's kernels where `graph` builds (else GGML's
+    ops, the scores materialised)."""
+    return False
+
+
+@by_kernel.alternative("kernel")
+def _every_dtype(graph, dtype):
+    return True
+
+
+@by_kernel.alternative("half_kernel")
+def _half_dtypes(graph, dtype):
+    return dtype is f16 or dtype is bf16
 
 
 def takes(device, dtype):
-    """by_kernel for the lowering of `device`."""
-    return by_kernel(lowering_of(device), dtype)
+    """by_kernel for the graph `device`'s ops build in now."""
+    return by_kernel(pending_graph(device), dtype)
 
 
 def rows_node(graph, g):

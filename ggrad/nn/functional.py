@@ -34,7 +34,7 @@ from .inplace import (relu, relu6, leaky_relu, elu, selu, celu, silu, mish, hard
 from . import inplace as _inplace
 from ..autograd.ops import embedding as _embedding, rms_norm as _rms_norm, isneginf as _isneginf
 from ..autograd.ops import flash_attention as _flash
-from ..autograd.memory import lowering_of as _lowering_of
+from ..autograd.memory import pending_graph as _pending_graph
 from ..ggml import f32, i32
 from ..ggml.kernels import ATTENTION_HEAD_MAX
 from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live beside it)
@@ -314,7 +314,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if grouped:
         batch = query.shape[:-2]
     scores_shape = batch + (query.shape[-2], key.shape[-2])
-    if dropout_p == 0.0 and _lowering_of(query.device).attention != "ggml":
+    if dropout_p == 0.0 and _flash.may_take(_pending_graph(query.device)):
         out = _sdpa_by_kernel(query, key, value, attn_mask, scale, is_causal, scores_shape)
         if out is not None:
             return out

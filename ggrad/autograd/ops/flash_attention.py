@@ -39,6 +39,18 @@ def _half_dtypes(graph, dtype):
     return dtype is f16 or dtype is bf16
 
 
+@choice("attention")
+def may_take(graph):
+    """Whether the kernels take attention of some dtype where `graph` builds (before autocast picks it)."""
+    return False
+
+
+@may_take.alternative("kernel")
+@may_take.alternative("half_kernel")
+def _some_dtype(graph):
+    return True
+
+
 def takes(device, dtype):
     """by_kernel for the graph `device`'s ops build in now."""
     return by_kernel(pending_graph(device), dtype)

@@ -11,7 +11,7 @@ from ..dtype_rules import require_float
 from ..function import Function
 from ..grad_api import composite_vjp
 from ..lowering import choice
-from ..memory import lowering_of
+from ..memory import pending_graph
 from ..primitive import Primitive
 from ..factory import ones
 from .selection import where
@@ -49,6 +49,17 @@ def _rows(input, target, op):
         logits = mv.reshape(moved, -1, input.shape[1])
         return logits, mv.reshape(target, -1)
     return input, target
+
+
+@choice("fused_cross_entropy")
+def _fused_gradient(graph):
+    """Whether cross-entropy's gradient is GGML's fused cross_entropy_loss_back (not every backend has it)."""
+    return True
+
+
+@_fused_gradient.alternative(False)
+def _composed_gradient(graph):
+    return False
 
 
 @choice("class_labels")
@@ -197,7 +208,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             spread = spread if weight is None else mv.reshape(weight, 1, -1) * spread
             probs = picked * (1.0 - label_smoothing) + spread
         count = rd.sum(valid if weight is None else rd.SumRows.apply(picked))
-        if weight is None and reduction != "none" and lowering_of(input.device).fused_cross_entropy:
+        if weight is None and reduction != "none" and _fused_gradient(pending_graph(input.device)):
             # every row of probs sums to 1, or is zero where ignored: GGML's fused gradient
             rows = logits.shape[0]
             labels = probs * valid if label_smoothing else probs

@@ -20,6 +20,11 @@ CASES = {
     "llama-mha": dict(kv_heads=4),
     "llama3-rope-scaling": dict(llama3_scaling=True, rope_theta=500000.0),
     "linear-rope-scaling": dict(linear_scaling=4.0),
+    "llama-yarn": dict(yarn={"factor": 4.0, "original_max_position_embeddings": 32}),
+    "qwen2-yarn-betas-attention-factor": dict(arch="qwen2", yarn={"factor": 2.0, "original_max_position_embeddings": 64,
+                                                                   "beta_fast": 16.0, "beta_slow": 2.0,
+                                                                   "attention_factor": 1.3}),
+    "mistral-sliding-window": dict(arch="mistral", sliding_window=7),
     "qwen2": dict(arch="qwen2"),
     "qwen2-tied-mqa": dict(arch="qwen2", tied=True, kv_heads=1),
 }
@@ -134,7 +139,7 @@ def test_half_weights(dtype, tmp_path):
     assert _relative(_logits(model, ids), ref) < (2e-3 if dtype == "f16" else 1e-4)
 
 
-@pytest.mark.parametrize("case", ["llama-gqa", "qwen2-tied-mqa"])
+@pytest.mark.parametrize("case", ["llama-gqa", "qwen2-tied-mqa", "mistral-sliding-window", "llama-yarn"])
 def test_greedy_generation_equals_transformers(case, tmp_path):
     hf = tiny_model(**CASES[case])
     model = gm.from_gguf(write_gguf(hf, tmp_path / "m.gguf"))
@@ -186,3 +191,34 @@ def test_kv_cache_overflow_and_context(tmp_path):
         with pytest.raises(ValueError, match="exceed the KV cache's 16"):
             model(ggrad.tensor(_ids((1, 5))), kv_cache=cache)
         assert model(ggrad.tensor(_ids((1, 40)))).shape == (1, 40, 96)   # without a cache: any length
+
+
+def test_sliding_window_and_yarn_metadata(tmp_path):
+    """The keys are read and written back; a window masks the cached steps as a whole forward does."""
+    hf = tiny_model(arch="mistral", sliding_window=5, yarn={"factor": 2.0, "original_max_position_embeddings": 64,
+                                                            "beta_fast": 8.0})
+    model = gm.from_gguf(write_gguf(hf, tmp_path / "m.gguf"))
+    c = model.config
+    assert (c.sliding_window, c.rope_scaling, c.rope_factor, c.rope_original_context, c.yarn_beta_fast,
+            c.yarn_beta_slow) == (5, "yarn", 2.0, 64, 8.0, 1.0)
+    model.save_gguf(tmp_path / "again.gguf")
+    again = gm.from_gguf(tmp_path / "again.gguf").config
+    assert (again.sliding_window, again.yarn_beta_fast, again.rope_original_context) == (5, 8.0, 64)
+    ids = _ids((1, 14))
+    full = _logits(model, ids)
+    cache = model.new_kv_cache(1)
+    with ggrad.no_grad():
+        parts = [model(ggrad.tensor(ids[:, a:b]), kv_cache=cache).numpy() for a, b in ((0, 6), (6, 11), (11, 14))]
+    np.testing.assert_allclose(np.concatenate(parts, 1), full, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(full, _hf_logits(hf, ids), rtol=1e-4, atol=1e-4 * np.abs(full).max())
+
+
+def test_bad_sliding_window_refused(tmp_path):
+    path = write_gguf(tiny_model(), tmp_path / "m.gguf")
+    from ggrad.ggml import gguf as gguf_io
+    file = gguf_io.read(path)
+    assert file.metadata.get("llama.attention.sliding_window") is None
+    meta = dict(file.metadata)
+    meta["llama.attention.sliding_window"] = np.int32(-3)
+    with pytest.raises(ggrad.ggml.FormatError, match="sliding_window=-3"):
+        gm.ModelConfig.from_metadata(meta, "m.gguf")

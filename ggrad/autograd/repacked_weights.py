@@ -58,7 +58,3 @@ def _make_twin(w):
     # a computed leaf of its own memory (Block without a pool: `made` frees it when the Tensor goes)
     return Tensor._make(made.tensor, w.shape, w.dtype, w.device, None, Block(made, None))
 
-
-def repacked_count():
-    """How many weights are multiplied through a repacked copy now (for tests and benchmarks)."""
-    return sum(1 for entry in _marked.values() if entry[0]() is not None)

@@ -4,7 +4,8 @@ Its modules carry llama.cpp's GGUF tensor names, so `state_dict()` keys are the 
 `blk.0.attn_q.weight`, ...) and every weight keeps the GGML type it was stored in: a quantized one is a frozen
 `QuantizedParameter` that the Linear layers multiply on its blocks (GGML's mul_mat) and the embedding reads
 by rows (get_rows). Each block: x + attn(RMSNorm(x)), then h + FFN(RMSNorm(h)), FFN = down(silu(gate) * up);
-attention with RoPE as llama.cpp computes it (`ModelConfig.rope_mode`), grouped-query heads and a causal mask.
+attention with RoPE as llama.cpp computes it (`ModelConfig.rope_mode`, `rope_settings`), grouped-query heads and a
+causal mask (narrowed to Mistral's sliding window where the config has one).
 The model serves `ggrad.nn.generation.generate` with a KV cache (see `generate`).
 """
 

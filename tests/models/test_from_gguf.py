@@ -9,6 +9,7 @@ gguf = pytest.importorskip("gguf")
 
 import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
+from ggrad.ggml import gguf as gguf_io  # noqa: E402
 from ggrad.nn.quantized import QuantizedParameter  # noqa: E402
 
 from hf_gguf import tiny_model, write_gguf  # noqa: E402
@@ -214,11 +215,8 @@ def test_sliding_window_and_yarn_metadata(tmp_path):
 
 
 def test_bad_sliding_window_refused(tmp_path):
-    path = write_gguf(tiny_model(), tmp_path / "m.gguf")
-    from ggrad.ggml import gguf as gguf_io
-    file = gguf_io.read(path)
-    assert file.metadata.get("llama.attention.sliding_window") is None
-    meta = dict(file.metadata)
+    meta = dict(gguf_io.read(write_gguf(tiny_model(), tmp_path / "m.gguf")).metadata)
+    assert "llama.attention.sliding_window" not in meta
     meta["llama.attention.sliding_window"] = np.int32(-3)
     with pytest.raises(ggrad.ggml.FormatError, match="sliding_window=-3"):
         gm.ModelConfig.from_metadata(meta, "m.gguf")

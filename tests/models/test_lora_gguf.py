@@ -13,6 +13,7 @@ import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
 from ggrad import nn, optim  # noqa: E402
 from ggrad.autograd.raw import to_raw  # noqa: E402
+from ggrad.ggml import gguf as gguf_io  # noqa: E402
 
 from hf_gguf import permute, tiny_model, write_gguf  # noqa: E402
 
@@ -222,12 +223,12 @@ def test_load_lora_gguf_gives_the_adapted_logits(tmp_path):
 
 
 def _adapter(tmp_path, tensors, **meta):
-    from ggrad.ggml import gguf as gguf_io
     metadata = {"general.architecture": "llama", "general.type": "adapter", "adapter.type": "lora",
                 "adapter.lora.alpha": np.float32(4.0), **meta}
     path = tmp_path / "bad_adapter.gguf"
-    gguf_io.write(path, metadata, [(name, ggrad.ggml.f32, [shape[1], shape[0]], np.zeros(shape, np.float32).view(np.uint8))
-                                   for name, shape in tensors])
+    zeros = [(name, ggrad.ggml.f32, [shape[1], shape[0]], np.zeros(shape, np.float32).view(np.uint8))
+             for name, shape in tensors]
+    gguf_io.write(path, metadata, zeros)
     return path
 
 

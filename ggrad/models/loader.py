@@ -11,6 +11,7 @@ present. Tensors llama.cpp's loader would not know are refused, as llama.cpp ref
 import os
 
 from ..autograd.raw import from_raw
+from ..autograd.repacked_weights import keep_repacked
 from ..ggml import gguf
 from ..ggml.errors import FormatError
 from ..nn.quantized import repack_
@@ -83,4 +84,6 @@ def from_gguf(path, device=None, context=None, repack=True):
         raise FormatError(f"{where}: {e}") from None
     if repack:
         repack_(model)
+        if config.tie_word_embeddings:   # the output layer's product reads token_embd
+            keep_repacked(model.token_embd.weight)
     return model

@@ -105,20 +105,24 @@ def _retie(model, done):
                 module._parameters[attr] = done[id(param)][1]
 
 
-def repack_(model, enabled=True):
-    """Multiply `model`'s quantized CPU weights through copies in GGML's CPU_REPACK layout (its interleaved
-    kernels: q4_0 decoding ~1.7x faster, benchmarks/README.md), or (`enabled=False`) stop doing so.
+def repack_(model, enabled=True, modules=None):
+    """Multiply the quantized weights of `model`'s Linear and MultiHeadAttention layers on the CPU through
+    copies in GGML's CPU_REPACK layout (its interleaved kernels: q4_0 decoding 1.3-1.4x faster,
+    benchmarks/README.md), or (`enabled=False`) stop doing so.
 
-    Each such weight costs its bytes twice: its own stay for reads, exports, embeddings and gradients.
-    Types and shapes GGML has no layout for (q8_0 on x86, rows not a multiple of 8) are left as they are.
-    Returns the names of the weights repacked.
+    Each such weight costs its bytes twice: its own stay for reads, exports and gradients. Embedding tables
+    are left alone (GGML reads them by rows, never through the repacked layout), as are types and shapes
+    GGML has no layout for (q8_0 on x86, fewer rows than a multiple of 8). `modules` chooses the layers as
+    `quantize_`'s does. Returns the dotted names of the weights repacked.
     """
-    done = []
-    for name, param in model.named_parameters():
-        if not isinstance(param, QuantizedParameter):
-            continue
-        if not enabled:
-            forget_repacked(param)
-        elif keep_repacked(param):
-            done.append(name)
+    done, seen = [], set()
+    for name, module, _ in select_modules(model, modules, (Linear, MultiHeadAttention), "repack_"):
+        for attr, param in module._parameters.items():
+            if not isinstance(param, QuantizedParameter) or id(param) in seen:
+                continue
+            seen.add(id(param))
+            if not enabled:
+                forget_repacked(param)
+            elif keep_repacked(param):
+                done.append(f"{name}.{attr}" if name else attr)
     return done

@@ -9,7 +9,9 @@ gguf = pytest.importorskip("gguf")
 
 import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
+from ggrad.autograd.repacked_weights import twin_of  # noqa: E402
 from ggrad.ggml import gguf as gguf_io  # noqa: E402
+from ggrad.ggml.repack import repack_buffer_type  # noqa: E402
 from ggrad.nn.quantized import QuantizedParameter  # noqa: E402
 
 from hf_gguf import tiny_model, write_gguf  # noqa: E402
@@ -220,3 +222,22 @@ def test_bad_sliding_window_refused(tmp_path):
     meta["llama.attention.sliding_window"] = np.int32(-3)
     with pytest.raises(ggrad.ggml.FormatError, match="sliding_window=-3"):
         gm.ModelConfig.from_metadata(meta, "m.gguf")
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_repacked_q4_0_weights_on_the_cpu(tied, tmp_path):
+    """from_gguf multiplies q4_0 weights through GGML's CPU_REPACK copies (token_embd only when the output
+    layer reads it): the logits and greedy tokens of the file's own layout."""
+    if repack_buffer_type() is None:
+        pytest.skip("this GGML build has no CPU_REPACK buffer type")
+    path = write_gguf(tiny_model(tied=tied), tmp_path / "m.gguf", "q4_0")
+    model, plain = gm.from_gguf(path), gm.from_gguf(path, repack=False)
+    assert twin_of(plain.blk[0].attn_q.weight) is None
+    if twin_of(model.blk[0].attn_q.weight) is None:
+        pytest.skip("GGML's CPU has no repacked q4_0 layout here (no AVX2 / NEON dot products)")
+    assert (twin_of(model.token_embd.weight) is not None) == tied
+    ids = _ids((2, 12))
+    ours, ref = _logits(model, ids), _logits(plain, ids)
+    np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    np.testing.assert_array_equal(model.generate(ggrad.tensor(ids), 8, temperature=0).numpy(),
+                                  plain.generate(ggrad.tensor(ids), 8, temperature=0).numpy())

@@ -51,6 +51,7 @@ def test_types_and_shapes_without_a_layout_stay():
     rows = nn.quantize_(nn.ModuleList([nn.Linear(256, 12), nn.Linear(256, 16)]), "q4_0")
     assert nn.repack_(rows) == ["1.weight"]                          # 12 rows: not a multiple of 8
     assert nn.repack_(nn.Linear(256, 16)) == []                      # float weights
+    assert nn.repack_(nn.quantize_(nn.Embedding(64, 256), "q4_0")) == []   # read by rows only
 
 
 @pytest.mark.skipif(not AVX2, reason="x86 without AVX2")

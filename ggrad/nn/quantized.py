@@ -107,7 +107,7 @@ def _retie(model, done):
 
 def repack_(model, enabled=True, modules=None):
     """Multiply the quantized weights of `model`'s Linear and MultiHeadAttention layers on the CPU through
-    copies in GGML's CPU_REPACK layout (its interleaved kernels: q4_0 decoding 1.3-1.4x faster,
+    copies in GGML's CPU_REPACK layout (its interleaved kernels: q4_0 decoding 1.2-1.7x faster,
     benchmarks/README.md), or (`enabled=False`) stop doing so.
 
     Each such weight costs its bytes twice: its own stay for reads, exports and gradients. Embedding tables

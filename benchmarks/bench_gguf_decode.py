@@ -7,9 +7,11 @@ with a GPT-2 style vocabulary of placeholder tokens so that llama.cpp loads it; 
 Per type: prompt processing (tokens/s of one forward over a --prompt-token prompt) and greedy decoding
 (tokens/s of --new tokens after it: ggrad's `generate`, the decode step replayed per token, its KV cache
 of --context positions; llama.cpp's `eval` one token at a time, in a child process, the argmax of its one row
-of logits taken on the host). The fastest of --repeats runs (after a warm-up run) counts. Without llama-cpp-python ggrad is reported alone, and the table says so.
+of logits taken on the host). The fastest of --repeats runs (after a warm-up run) counts. Without llama-cpp-python ggrad is reported alone, and the table says so. ggrad loads with `repack=True` (its default:
+weights GGML's CPU has an interleaved layout for are multiplied through CPU_REPACK copies, as llama.cpp
+does); `--one-copy` adds ggrad's figures with `repack=False` (the file's layout only).
 
-    python benchmarks/bench_gguf_decode.py [--types q8_0 q4_0] [--threads 2] [--repeats 3]
+    python benchmarks/bench_gguf_decode.py [--types q8_0 q4_0] [--threads 2] [--repeats 3] [--one-copy]
 """
 
 import argparse
@@ -60,8 +62,8 @@ def best(xs):
     return float(np.min(xs))
 
 
-def ggrad_run(path, prompt, new, repeats, context):
-    model = models.from_gguf(path, context=context)
+def ggrad_run(path, prompt, new, repeats, context, repack=True):
+    model = models.from_gguf(path, context=context, repack=repack)
     ids = ggrad.tensor(prompt[None])
     with ggrad.no_grad():
         model(ids, last_only=True).numpy()   # warm-up
@@ -129,6 +131,7 @@ def main():
     p.add_argument("--new", type=int, default=64)
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--one-copy", action="store_true", help="also time ggrad with repack=False")
     args = p.parse_args()
     set_threads(args.threads)
     prompt = np.random.default_rng(0).integers(3, CONFIG["vocab_size"], args.prompt_tokens).astype(np.int32)
@@ -139,6 +142,9 @@ def main():
             pp, tg, ours = ggrad_run(path, prompt, args.new, args.repeats, args.context)
             row = {"type": dtype, "params": f"{n / 1e6:.0f}M", "ggrad pp tok/s": f"{pp:.0f}",
                    "ggrad decode tok/s": f"{tg:.1f}"}
+            if args.one_copy:
+                pp1, tg1, _ = ggrad_run(path, prompt, args.new, args.repeats, args.context, repack=False)
+                row.update({"one-copy pp tok/s": f"{pp1:.0f}", "one-copy decode tok/s": f"{tg1:.1f}"})
             if HAVE_LLAMA_CPP:
                 lpp, ltg, theirs = llama_cpp_run(path, prompt, args.new, args.repeats, args.context, args.threads)
                 same = int(np.argmax(ours != theirs)) if (ours != theirs).any() else len(ours)

@@ -11,11 +11,14 @@ from ._lib import ffi, lib
 from . import dtypes
 from .backend import check_buffer
 from .errors import ArgumentError, DTypeError, GGMLError, ShapeError
+from .repack import is_repacked
 
 
 def _check_allocated(t, what):
     if t.ptr.data == ffi.NULL or t.ptr.buffer == ffi.NULL:
         raise GGMLError(f"{what}: tensor {t.name!r} has no backend memory yet (allocate or compute it first)")
+    if is_repacked(t.ptr.buffer):   # GGML has no reader for the layout (a null get_tensor: a crash)
+        raise GGMLError(f"{what}: tensor {t.name!r} is in GGML's CPU_REPACK layout, which only mul_mat reads")
 
 
 def _numpy_shape(t):

@@ -55,9 +55,11 @@ def follow_sources(views):
 
 
 def bind(ptr, src):
-    """Point tensor `ptr` at the memory of `src` (a packed tensor of the same type and dimensions)."""
+    """Point tensor `ptr` at the memory of `src` (a packed tensor of the same type and dimensions), with
+    what its buffer noted of that memory (`extra`: the CPU_REPACK layout, repack.py)."""
     ptr.data = src.data
     ptr.buffer = src.buffer
+    ptr.extra = src.extra
 
 
 def views_of_chain(contexts, sources):

@@ -3,9 +3,14 @@
 llama.cpp names each hyperparameter `<architecture>.<key>` (`llama.embedding_length`,
 `qwen2.attention.head_count_kv`, ...). The keys a model cannot be built without are required: a file that
 lacks one raises FormatError naming it. The others take llama.cpp's defaults (key/value heads = heads,
-head size = width / heads, RoPE base 10000 over the whole head, no RoPE scaling).
+head size = width / heads, RoPE base 10000 over the whole head, no RoPE scaling, no sliding window).
+RoPE scaling is linear or YaRN (`rope.scaling.*`: type, factor, original context, YaRN's extrapolation
+factor, attention factor and betas as convert_hf_to_gguf.py writes them from transformers' `rope_parameters`;
+`rope.scaling.attn_factor` scales every rotation, as llama.cpp). A sliding window
+(`attention.sliding_window`, Mistral's) lets each query see the keys of the last that many positions.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +40,12 @@ class ModelConfig:
     rope_scaling: str = "none"        # "none", "linear" or "yarn"
     rope_factor: float = 1.0           # the scaling's factor (positions divided by it)
     rope_original_context: int = 0     # YaRN's original context
+    rope_attn_factor: float = 1.0      # rope.scaling.attn_factor: every rotation scaled by it
+    yarn_ext_factor: float = 1.0       # YaRN's extrapolation mix (GGML's ext_factor)
+    yarn_attn_factor: float = 0.0      # YaRN's attention factor (transformers'; 0: 1 + 0.1 ln factor)
+    yarn_beta_fast: float = 32.0       # YaRN's correction range, in rotations
+    yarn_beta_slow: float = 1.0
+    sliding_window: int = 0            # keys of the last this many positions per query (0: all)
     attention_bias: bool = False       # q/k/v biases (Qwen2)
     tie_word_embeddings: bool = False  # no output.weight: the output layer is token_embd
     extra: dict = field(default_factory=dict, repr=False)   # the file's other metadata, kept for export
@@ -77,6 +88,10 @@ class ModelConfig:
         if scaling not in ("none", "linear", "yarn"):
             raise FormatError(f"{where} has {arch}.rope.scaling.type={scaling!r}; ggrad.models knows none, linear "
                               "and yarn")
+        window = int(get("attention.sliding_window", 0) or 0)
+        if window < 0:
+            raise FormatError(f"{where} has {arch}.attention.sliding_window={window}: it must be positive (or 0 "
+                              "for none)")
         return cls(
             architecture=arch,
             vocab_size=int(get("vocab_size", 0) or 0),
@@ -93,6 +108,12 @@ class ModelConfig:
             rope_scaling=scaling,
             rope_factor=factor if scaling != "none" and factor > 0 else 1.0,
             rope_original_context=int(get("rope.scaling.original_context_length", 0)),
+            rope_attn_factor=float(get("rope.scaling.attn_factor", 1.0)),
+            yarn_ext_factor=float(get("rope.scaling.yarn_ext_factor", 1.0)),
+            yarn_attn_factor=float(get("rope.scaling.yarn_attn_factor", 0.0)),
+            yarn_beta_fast=float(get("rope.scaling.yarn_beta_fast", 32.0)),
+            yarn_beta_slow=float(get("rope.scaling.yarn_beta_slow", 1.0)),
+            sliding_window=window,
             attention_bias=arch == "qwen2",
             extra=dict(metadata),
         )
@@ -121,4 +142,30 @@ class ModelConfig:
             keys[f"{a}.rope.scaling.factor"] = np.float32(self.rope_factor)
             if self.rope_original_context:
                 keys[f"{a}.rope.scaling.original_context_length"] = np.uint32(self.rope_original_context)
+        if self.rope_scaling == "yarn":
+            for key, value, default in (("yarn_ext_factor", self.yarn_ext_factor, 1.0),
+                                        ("yarn_attn_factor", self.yarn_attn_factor, 0.0),
+                                        ("yarn_beta_fast", self.yarn_beta_fast, 32.0),
+                                        ("yarn_beta_slow", self.yarn_beta_slow, 1.0)):
+                if value != default:
+                    keys[f"{a}.rope.scaling.{key}"] = np.float32(value)
+        if self.rope_attn_factor != 1.0:
+            keys[f"{a}.rope.scaling.attn_factor"] = np.float32(self.rope_attn_factor)
+        if self.sliding_window:
+            keys[f"{a}.attention.sliding_window"] = np.uint32(self.sliding_window)
         return keys
+
+    def rope_settings(self):
+        """GGML rope_ext's keyword settings (`ops.rope`'s **yarn) of this config's RoPE scaling."""
+        settings = {"attn_factor": self.rope_attn_factor}
+        if self.rope_scaling != "none":
+            settings["freq_scale"] = 1.0 / self.rope_factor
+        if self.rope_scaling == "yarn":
+            # GGML scales by attn_factor * (1 + 0.1 ln factor); a given YaRN attention factor replaces the second
+            mscale = 1.0 + 0.1 * math.log(self.rope_factor) if self.rope_factor > 0 else 1.0
+            if self.yarn_attn_factor:
+                settings["attn_factor"] *= self.yarn_attn_factor / mscale
+            settings.update(ext_factor=self.yarn_ext_factor, beta_fast=self.yarn_beta_fast,
+                            beta_slow=self.yarn_beta_slow,
+                            n_ctx_orig=self.rope_original_context or self.context_length)
+        return settings

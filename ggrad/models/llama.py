@@ -4,7 +4,8 @@ Its modules carry llama.cpp's GGUF tensor names, so `state_dict()` keys are the 
 `blk.0.attn_q.weight`, ...) and every weight keeps the GGML type it was stored in: a quantized one is a frozen
 `QuantizedParameter` that the Linear layers multiply on its blocks (GGML's mul_mat) and the embedding reads
 by rows (get_rows). Each block: x + attn(RMSNorm(x)), then h + FFN(RMSNorm(h)), FFN = down(silu(gate) * up);
-attention with RoPE as llama.cpp computes it (`ModelConfig.rope_mode`), grouped-query heads and a causal mask.
+attention with RoPE as llama.cpp computes it (`ModelConfig.rope_mode`, `rope_settings`), grouped-query heads and a
+causal mask (narrowed to Mistral's sliding window where the config has one).
 The model serves `ggrad.nn.generation.generate` with a KV cache (see `generate`).
 """
 
@@ -19,6 +20,7 @@ from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
 from ..nn import Embedding, KVCache, Linear, Module, ModuleList, RMSNorm, generation, init
 from ..nn import functional as F
+from ..nn.functional import MASKED
 from ..nn.quantized import QuantizedParameter
 from ..utils.checkpoint import checkpoint
 from .export import save_gguf
@@ -119,12 +121,7 @@ class Block(Module):
         c = self.config
         x = x.reshape(b * t, heads, c.head_dim)
         x = x if x.dtype is f32 else x.float()
-        yarn = {}
-        if c.rope_scaling != "none":
-            yarn["freq_scale"] = 1.0 / c.rope_factor
-        if c.rope_scaling == "yarn":
-            yarn.update(ext_factor=1.0, n_ctx_orig=c.rope_original_context or c.context_length)
-        y = rope(x, positions, c.rotary_dims, c.rope_mode, c.rope_theta, freq_factors, **yarn)
+        y = rope(x, positions, c.rotary_dims, c.rope_mode, c.rope_theta, freq_factors, **c.rope_settings())
         return y.reshape(b, t, heads, c.head_dim).permute(0, 2, 1, 3)   # (B, heads, T, D)
 
     def attention(self, x, positions, mask, kv_cache, freq_factors):
@@ -208,10 +205,18 @@ class LlamaModel(Module):
         return logits if logits.dtype is f32 else logits.float()
 
     def _positions_and_mask(self, b, t, kv_cache, device):
-        """Position ids (B*T,) int32 and the additive mask (B or 1, 1, T, S) of this forward."""
+        """Position ids (B*T,) int32 and the additive mask (B or 1, 1, T, S) of this forward (with a sliding
+        window: keys W or more cache slots before the query blocked too, as transformers' Mistral)."""
+        window = self.config.sliding_window
         if kv_cache is not None and kv_cache.inputs is not None:
             inputs = kv_cache.inputs
-            return inputs.positions.reshape(b * t), inputs.mask
+            mask = inputs.mask
+            if window:   # from the fed write slots, in the graph: a replayed step gets each token's own
+                s = mask.shape[-1]
+                keys_end = tensor(np.arange(window, window + s, dtype=np.float32).reshape(1, s), device=device)
+                too_old = inputs.slots.reshape(t, 1).float() >= keys_end     # slot - key >= window
+                mask = mask + too_old.float().reshape(1, 1, t, s) * MASKED
+            return inputs.positions.reshape(b * t), mask
         start = 0 if kv_cache is None else kv_cache.length
         if kv_cache is not None and start + t > kv_cache.max_len:
             raise ValueError(f"LlamaModel: {start + t} positions ({start} cached) exceed the KV cache's "
@@ -220,7 +225,10 @@ class LlamaModel(Module):
         if key not in self._positions:
             pos = np.tile(np.arange(start, start + t, dtype=np.int32), b)
             s = start + t if kv_cache is None else kv_cache.max_len
-            mask = F.causal_mask_host(t, s, start).reshape(1, 1, t, s)
+            mask = F.causal_mask_host(t, s, start)
+            if window:
+                mask = mask + np.tril(np.full((t, s), MASKED, dtype=np.float32), k=start - window)
+            mask = mask.reshape(1, 1, t, s)
             self._positions.clear()   # one entry: the arrays of the last shape
             self._positions[key] = (pos, mask)
         pos, mask = self._positions[key]

@@ -11,8 +11,10 @@ present. Tensors llama.cpp's loader would not know are refused, as llama.cpp ref
 import os
 
 from ..autograd.raw import from_raw
+from ..autograd.repacked_weights import keep_repacked
 from ..ggml import gguf
 from ..ggml.errors import FormatError
+from ..nn.quantized import repack_
 from .config import ModelConfig
 from .llama import LlamaModel, Weights
 
@@ -32,7 +34,7 @@ def expected_tensors(config):
     return names
 
 
-def from_gguf(path, device=None, context=None):
+def from_gguf(path, device=None, context=None, repack=True):
     """The model of llama.cpp GGUF file `path` (architectures llama and qwen2).
 
     Args:
@@ -40,6 +42,9 @@ def from_gguf(path, device=None, context=None):
         device (optional): where the weights live (default CPU).
         context (int, optional): the longest sequence generate keeps, the KV cache's size (default the
             file's context length, at most 2048).
+        repack (bool): on the CPU, multiply the quantized weights that GGML's CPU kernels have an
+            interleaved layout for (q4_0, q4_K, iq4_nl, ...) through such copies, as llama.cpp does
+            (`nn.repack_`: faster, those weights' bytes held twice). False keeps one copy.
 
     Raises:
         FormatError: not a GGUF file, truncated or damaged, an architecture other than llama and qwen2, a
@@ -74,6 +79,11 @@ def from_gguf(path, device=None, context=None):
                               "quantized")
         loaded[info.name] = from_raw(file.read_data(info), info.dtype, info.shape, device)
     try:
-        return LlamaModel(config, Weights(loaded, device), context)
+        model = LlamaModel(config, Weights(loaded, device), context)
     except ValueError as e:   # ShapeError: a tensor's shape disagrees with the metadata
         raise FormatError(f"{where}: {e}") from None
+    if repack:
+        repack_(model)
+        if config.tie_word_embeddings:   # the output layer's product reads token_embd
+            keep_repacked(model.token_embd.weight)
+    return model

@@ -25,7 +25,7 @@ from .rnn_cells import RNNCell, LSTMCell, GRUCell
 from .kv_cache import KVCache, LayerKVCache
 from . import generation
 from .generation import GenerationMixin
-from .quantized import quantize_, QuantizedParameter
+from .quantized import quantize_, repack_, QuantizedParameter
 from .lora import LoRALinear, lora_
 from .loss import (MSELoss, L1Loss, HuberLoss, SmoothL1Loss, CrossEntropyLoss, NLLLoss, BCEWithLogitsLoss,
                    BCELoss, KLDivLoss)

@@ -24,18 +24,25 @@ _FILE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "
 
 
 def tiny_config(arch="llama", vocab=96, hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, tied=False,
-                rope_theta=10000.0, llama3_scaling=False, linear_scaling=None, context=128):
-    """A transformers config of a tiny model (float32)."""
+                rope_theta=10000.0, llama3_scaling=False, linear_scaling=None, yarn=None, sliding_window=None,
+                context=128):
+    """A transformers config of a tiny model (float32). `arch` "mistral" is transformers' MistralForCausalLM
+    (llama.cpp's llama architecture), with `sliding_window`; `yarn`: YaRN's rope_parameters beside its type."""
     rope = {"rope_theta": rope_theta, "rope_type": "default"}
     if linear_scaling:
         rope = {"rope_theta": rope_theta, "rope_type": "linear", "factor": float(linear_scaling)}
+    if yarn:
+        rope = {"rope_theta": rope_theta, "rope_type": "yarn", **yarn}
     if llama3_scaling:
         rope = {"rope_theta": rope_theta, "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
     kwargs = dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                   num_key_value_heads=kv_heads, intermediate_size=intermediate, max_position_embeddings=context,
                   rms_norm_eps=1e-5, tie_word_embeddings=tied, rope_parameters=rope, torch_dtype=torch.float32)
-    cls = transformers.LlamaConfig if arch == "llama" else transformers.Qwen2Config
+    if arch == "mistral":
+        kwargs["sliding_window"] = sliding_window
+    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+           "mistral": transformers.MistralConfig}[arch]
     config = cls(**kwargs)
     config._attn_implementation = "eager"
     return config
@@ -46,7 +53,8 @@ def tiny_model(seed=0, **kwargs):
     and biases too, so that every tensor matters)."""
     torch.manual_seed(seed)
     config = tiny_config(**kwargs)
-    cls = transformers.LlamaForCausalLM if kwargs.get("arch", "llama") == "llama" else transformers.Qwen2ForCausalLM
+    cls = {"llama": transformers.LlamaForCausalLM, "qwen2": transformers.Qwen2ForCausalLM,
+           "mistral": transformers.MistralForCausalLM}[kwargs.get("arch", "llama")]
     model = cls(config).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -86,7 +94,7 @@ def llama3_rope_factors(config):
 def gguf_tensors(hf_model):
     """{llama.cpp name: float32 numpy array} of a transformers model, q/k permuted for llama."""
     config = hf_model.config
-    arch = config.model_type
+    arch = _gguf_arch(config)
     state = {k: v.detach().float().numpy() for k, v in hf_model.state_dict().items()}
     out = {"token_embd.weight": state["model.embed_tokens.weight"], "output_norm.weight": state["model.norm.weight"]}
     if not config.tie_word_embeddings:
@@ -121,10 +129,16 @@ def encode(values, dtype):
         return gg.encode(values, dtype).view(np.uint8).reshape(values.shape[0], -1), qtype
 
 
+def _gguf_arch(config):
+    """llama.cpp's architecture of a transformers config: Mistral's is llama's."""
+    return "llama" if config.model_type == "mistral" else config.model_type
+
+
 def write_gguf(hf_model, path, dtype="f32", vocab=True):
-    """Write `hf_model` to `path` as llama.cpp's converter would, the 2-D weights in GGML type `dtype`."""
+    """Write `hf_model` to `path` as llama.cpp's converter would, the 2-D weights in GGML type `dtype`
+    (and, as the converter does not, a Mistral's sliding window as `llama.attention.sliding_window`)."""
     config = hf_model.config
-    arch = config.model_type
+    arch = _gguf_arch(config)
     writer = GGUFWriter(str(path), arch)
     writer.add_name("tiny-test")
     writer.add_context_length(config.max_position_embeddings)
@@ -141,6 +155,19 @@ def write_gguf(hf_model, path, dtype="f32", vocab=True):
     if config.rope_parameters.get("rope_type") == "linear":
         writer.add_rope_scaling_type(RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(config.rope_parameters["factor"])
+    if config.rope_parameters.get("rope_type") == "yarn":   # as convert_hf_to_gguf.py writes YaRN
+        rope = config.rope_parameters
+        writer.add_rope_scaling_type(RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        if rope.get("attention_factor") is not None:
+            writer.add_rope_scaling_yarn_attn_factor(rope["attention_factor"])
+        if rope.get("beta_fast") is not None:
+            writer.add_rope_scaling_yarn_beta_fast(rope["beta_fast"])
+        if rope.get("beta_slow") is not None:
+            writer.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
+    if getattr(config, "sliding_window", None):
+        writer.add_sliding_window(config.sliding_window)
     if vocab:
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre("default")

@@ -9,6 +9,9 @@ gguf = pytest.importorskip("gguf")
 
 import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
+from ggrad.autograd.repacked_weights import twin_of  # noqa: E402
+from ggrad.ggml import gguf as gguf_io  # noqa: E402
+from ggrad.ggml.repack import repack_buffer_type  # noqa: E402
 from ggrad.nn.quantized import QuantizedParameter  # noqa: E402
 
 from hf_gguf import tiny_model, write_gguf  # noqa: E402
@@ -20,6 +23,11 @@ CASES = {
     "llama-mha": dict(kv_heads=4),
     "llama3-rope-scaling": dict(llama3_scaling=True, rope_theta=500000.0),
     "linear-rope-scaling": dict(linear_scaling=4.0),
+    "llama-yarn": dict(yarn={"factor": 4.0, "original_max_position_embeddings": 32}),
+    "qwen2-yarn-betas-attention-factor": dict(arch="qwen2", yarn={"factor": 2.0, "original_max_position_embeddings": 64,
+                                                                   "beta_fast": 16.0, "beta_slow": 2.0,
+                                                                   "attention_factor": 1.3}),
+    "mistral-sliding-window": dict(arch="mistral", sliding_window=7),
     "qwen2": dict(arch="qwen2"),
     "qwen2-tied-mqa": dict(arch="qwen2", tied=True, kv_heads=1),
 }
@@ -134,7 +142,7 @@ def test_half_weights(dtype, tmp_path):
     assert _relative(_logits(model, ids), ref) < (2e-3 if dtype == "f16" else 1e-4)
 
 
-@pytest.mark.parametrize("case", ["llama-gqa", "qwen2-tied-mqa"])
+@pytest.mark.parametrize("case", ["llama-gqa", "qwen2-tied-mqa", "mistral-sliding-window", "llama-yarn"])
 def test_greedy_generation_equals_transformers(case, tmp_path):
     hf = tiny_model(**CASES[case])
     model = gm.from_gguf(write_gguf(hf, tmp_path / "m.gguf"))
@@ -186,3 +194,50 @@ def test_kv_cache_overflow_and_context(tmp_path):
         with pytest.raises(ValueError, match="exceed the KV cache's 16"):
             model(ggrad.tensor(_ids((1, 5))), kv_cache=cache)
         assert model(ggrad.tensor(_ids((1, 40)))).shape == (1, 40, 96)   # without a cache: any length
+
+
+def test_sliding_window_and_yarn_metadata(tmp_path):
+    """The keys are read and written back; a window masks the cached steps as a whole forward does."""
+    hf = tiny_model(arch="mistral", sliding_window=5, yarn={"factor": 2.0, "original_max_position_embeddings": 64,
+                                                            "beta_fast": 8.0})
+    model = gm.from_gguf(write_gguf(hf, tmp_path / "m.gguf"))
+    c = model.config
+    assert (c.sliding_window, c.rope_scaling, c.rope_factor, c.rope_original_context, c.yarn_beta_fast,
+            c.yarn_beta_slow) == (5, "yarn", 2.0, 64, 8.0, 1.0)
+    model.save_gguf(tmp_path / "again.gguf")
+    again = gm.from_gguf(tmp_path / "again.gguf").config
+    assert (again.sliding_window, again.yarn_beta_fast, again.rope_original_context) == (5, 8.0, 64)
+    ids = _ids((1, 14))
+    full = _logits(model, ids)
+    cache = model.new_kv_cache(1)
+    with ggrad.no_grad():
+        parts = [model(ggrad.tensor(ids[:, a:b]), kv_cache=cache).numpy() for a, b in ((0, 6), (6, 11), (11, 14))]
+    np.testing.assert_allclose(np.concatenate(parts, 1), full, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(full, _hf_logits(hf, ids), rtol=1e-4, atol=1e-4 * np.abs(full).max())
+
+
+def test_bad_sliding_window_refused(tmp_path):
+    meta = dict(gguf_io.read(write_gguf(tiny_model(), tmp_path / "m.gguf")).metadata)
+    assert "llama.attention.sliding_window" not in meta
+    meta["llama.attention.sliding_window"] = np.int32(-3)
+    with pytest.raises(ggrad.ggml.FormatError, match="sliding_window=-3"):
+        gm.ModelConfig.from_metadata(meta, "m.gguf")
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_repacked_q4_0_weights_on_the_cpu(tied, tmp_path):
+    """from_gguf multiplies q4_0 weights through GGML's CPU_REPACK copies (token_embd only when the output
+    layer reads it): the logits and greedy tokens of the file's own layout."""
+    if repack_buffer_type() is None:
+        pytest.skip("this GGML build has no CPU_REPACK buffer type")
+    path = write_gguf(tiny_model(tied=tied), tmp_path / "m.gguf", "q4_0")
+    model, plain = gm.from_gguf(path), gm.from_gguf(path, repack=False)
+    assert twin_of(plain.blk[0].attn_q.weight) is None
+    if twin_of(model.blk[0].attn_q.weight) is None:
+        pytest.skip("GGML's CPU has no repacked q4_0 layout here (no AVX2 / NEON dot products)")
+    assert (twin_of(model.token_embd.weight) is not None) == tied
+    ids = _ids((2, 12))
+    ours, ref = _logits(model, ids), _logits(plain, ids)
+    np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    np.testing.assert_array_equal(model.generate(ggrad.tensor(ids), 8, temperature=0).numpy(),
+                                  plain.generate(ggrad.tensor(ids), 8, temperature=0).numpy())

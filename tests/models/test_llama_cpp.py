@@ -52,9 +52,20 @@ def _relative(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
-@pytest.mark.parametrize("arch, dtype", [("llama", "f32"), ("qwen2", "f32"), ("llama", "q8_0"), ("qwen2", "q4_0")])
+@pytest.mark.parametrize("arch, dtype", [("llama", "f32"), ("qwen2", "f32"), ("llama", "q8_0"), ("qwen2", "q4_0"),
+                                         ("llama", "q4_K")])
 def test_logits_equal_llama_cpp(tmp_path, arch, dtype):
-    path = write_gguf(tiny_model(arch=arch), tmp_path / "m.gguf", dtype)
+    sizes = {"hidden": 256, "intermediate": 512} if dtype.endswith("K") else {}   # K-quant rows of 256
+    path = write_gguf(tiny_model(arch=arch, **sizes), tmp_path / "m.gguf", dtype)
+    ids = np.random.default_rng(0).integers(0, 96, 24)
+    assert _relative(_ours(gm.from_gguf(path), ids), _llama_cpp_logits(path, ids, tmp_path)) < 1e-4
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_yarn_logits_equal_llama_cpp(tmp_path, arch):
+    """YaRN with its default betas (llama.cpp reads no yarn_beta_* keys for these architectures)."""
+    hf = tiny_model(arch=arch, yarn={"factor": 4.0, "original_max_position_embeddings": 32})
+    path = write_gguf(hf, tmp_path / "m.gguf")
     ids = np.random.default_rng(0).integers(0, 96, 24)
     assert _relative(_ours(gm.from_gguf(path), ids), _llama_cpp_logits(path, ids, tmp_path)) < 1e-4
 
@@ -71,3 +82,6 @@ def test_adapter_and_merged_model_run_in_llama_cpp(tmp_path):
     assert _relative(ours, _llama_cpp_logits(path, ids, tmp_path)) > 1e-2   # the adapter matters
     assert _relative(ours, _llama_cpp_logits(path, ids, tmp_path, lora=tmp_path / "adapter.gguf")) < 1e-4
     assert _relative(ours, _llama_cpp_logits(tmp_path / "merged.gguf", ids, tmp_path)) < 1e-4
+    fresh = gm.from_gguf(path)   # the adapter read back gives llama.cpp's --lora logits too
+    gm.load_lora_gguf(fresh, tmp_path / "adapter.gguf")
+    assert _relative(_ours(fresh, ids), _llama_cpp_logits(path, ids, tmp_path, lora=tmp_path / "adapter.gguf")) < 1e-4

@@ -13,6 +13,7 @@ import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
 from ggrad import nn, optim  # noqa: E402
 from ggrad.autograd.raw import to_raw  # noqa: E402
+from ggrad.ggml import gguf as gguf_io  # noqa: E402
 
 from hf_gguf import permute, tiny_model, write_gguf  # noqa: E402
 
@@ -199,3 +200,57 @@ def test_save_gguf_in_another_type(tmp_path, dtype):
         out = gm.from_gguf(tmp_path / "out.gguf")(ggrad.tensor(ids)).numpy()
         ref = gm.from_gguf(converted)(ggrad.tensor(ids)).numpy()
     np.testing.assert_array_equal(out, ref)
+
+
+def test_load_lora_gguf_gives_the_adapted_logits(tmp_path):
+    """An adapter written by save_lora_gguf, loaded onto a fresh model, gives the adapted model's logits (and
+    peft's); its layers, ranks and alpha are the file's."""
+    peft_model, model = _pair(tmp_path, r=4, alpha=8.0)
+    gm.save_lora_gguf(model, tmp_path / "adapter.gguf")
+    fresh = gm.from_gguf(tmp_path / "m.gguf")
+    fresh.requires_grad_(False)
+    params = gm.load_lora_gguf(fresh, tmp_path / "adapter.gguf")
+    assert len(params) == 2 * 2 * len(TARGETS) and all(p.requires_grad for p in params)
+    layer = fresh.get_submodule("blk.1.attn_k")
+    assert isinstance(layer, nn.LoRALinear) and (layer.r, layer.alpha) == (4, 8.0)
+    ids = np.random.default_rng(0).integers(0, 96, (1, 10))
+    with ggrad.no_grad():
+        ours = fresh(ggrad.tensor(ids)).numpy()
+        np.testing.assert_allclose(ours, model(ggrad.tensor(ids)).numpy(), rtol=1e-6, atol=1e-6)
+    with torch.no_grad():
+        ref = peft_model(torch.tensor(ids)).logits.numpy()
+    assert float(np.abs(ours - ref).max() / np.abs(ref).max()) < 1e-4
+
+
+def _adapter(tmp_path, tensors, **meta):
+    metadata = {"general.architecture": "llama", "general.type": "adapter", "adapter.type": "lora",
+                "adapter.lora.alpha": np.float32(4.0), **meta}
+    path = tmp_path / "bad_adapter.gguf"
+    zeros = [(name, ggrad.ggml.f32, [shape[1], shape[0]], np.zeros(shape, np.float32).view(np.uint8))
+             for name, shape in tensors]
+    gguf_io.write(path, metadata, zeros)
+    return path
+
+
+@pytest.mark.parametrize("tensors, meta, message", [
+    ([("blk.0.attn_q.weight.lora_a", (2, 64)), ("blk.0.attn_q.weight.lora_b", (64, 2))], {"adapter.type": "x"},
+     "not a LoRA adapter"),
+    ([("blk.0.attn_q.weight.lora_a", (2, 64)), ("blk.0.attn_q.weight.lora_b", (64, 2))],
+     {"general.architecture": "qwen2"}, "adapts a 'qwen2' model"),
+    ([("blk.0.attn_q.weight.lora_a", (2, 64))], {}, "lacks blk.0.attn_q.weight.lora_b"),
+    ([("blk.9.attn_q.weight.lora_a", (2, 64)), ("blk.9.attn_q.weight.lora_b", (64, 2))], {}, "has no such layer"),
+    ([("blk.0.attn_norm.weight.lora_a", (2, 64)), ("blk.0.attn_norm.weight.lora_b", (64, 2))], {}, "not a Linear"),
+    ([("blk.0.attn_q.weight.lora_a", (2, 64)), ("blk.0.attn_q.weight.lora_b", (32, 2))], {}, "do not fit"),
+    ([("blk.0.attn_q.weight.lora_a", (2, 64)), ("blk.0.attn_q.weight.lora_b", (64, 2)), ("extra", (1, 4))], {},
+     "not half of a LoRA pair"),
+])
+def test_load_lora_gguf_refuses_bad_adapters(tmp_path, tensors, meta, message):
+    model = gm.from_gguf(write_gguf(tiny_model(), tmp_path / "m.gguf"))
+    before = sorted(n for n, _ in model.named_modules())
+    with pytest.raises(ggrad.ggml.FormatError, match=message):
+        gm.load_lora_gguf(model, _adapter(tmp_path, tensors, **meta))
+    assert sorted(n for n, _ in model.named_modules()) == before   # checked before anything changed
+    path = _adapter(tmp_path, [("blk.0.attn_q.weight.lora_a", (2, 64)), ("blk.0.attn_q.weight.lora_b", (64, 2))])
+    gm.load_lora_gguf(model, path)
+    with pytest.raises(ggrad.ggml.FormatError, match="already has a LoRA adapter"):
+        gm.load_lora_gguf(model, path)

@@ -3,8 +3,9 @@
 A quantized Tensor holds GGML's blocks (`dtype` is the GGML type, `shape` the logical one); its rows
 (the last dimension) are a whole number of blocks. Quantizing runs on the host through GGML's
 `ggml_quantize_chunk` (`ggml.encode`); dequantizing is GGML's cast to f32 in the graph. A matmul with
-a quantized weight runs GGML's `mul_mat` on the blocks themselves; its input gradient is GGML's
-`out_prod` with the quantized weight. Quantized tensors are not differentiable (as in PyTorch).
+a quantized weight runs GGML's `mul_mat` on the blocks themselves (or on a copy repacked for the
+CPU's kernels, `repacked_weights`); its input gradient is GGML's `out_prod` with the quantized weight.
+Quantized tensors are not differentiable (as in PyTorch).
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ from ...ggml import f32, ops
 from ...ggml.errors import DTypeError, ShapeError
 from .. import view_tracking
 from ..primitive import Primitive
+from ..repacked_weights import twin_of
 from ..raw import from_raw
 from . import views as mv
 from ..declaration import declare
@@ -98,6 +100,27 @@ class QuantizedMatMulNT(Primitive):
         return QuantizedOutProd.apply(w, mv.transpose(g, 0, 1)), None
 
 
+class RepackedMatMulNT(QuantizedMatMulNT):
+    """QuantizedMatMulNT whose product reads `packed`, w's copy in GGML's CPU_REPACK layout (the same
+    values, faster kernels); the gradient to x still reads w."""
+
+    @staticmethod
+    def build(ctx, graph, x, w, packed):
+        return ops.mul_mat(graph.ctx, packed, x)
+
+    @staticmethod
+    def shape(x, w, packed):
+        return (x.shape[0], w.shape[0])
+
+    @staticmethod
+    def result_dtype(x, w, packed):
+        return f32
+
+    @staticmethod
+    def backward(ctx, g):
+        return QuantizedMatMulNT.backward(ctx, g) + (None,)
+
+
 class QuantizedOutProd(Primitive):
     """g @ w as GGML's out_prod(w, g^T) for a quantized w (N, K) and g^T (N, M); its own gradient
     (create_graph) for g^T is (gg @ w^T)^T."""
@@ -132,6 +155,7 @@ def matmul_nt_quantized(x, w):
     lead = x.shape[:-1]
     flat = x.to(f32) if x.dtype is not f32 else x
     flat = mv.reshape(flat, -1, x.shape[-1]) if x.ndim != 2 else flat
-    out = QuantizedMatMulNT.apply(flat, w)
+    packed = twin_of(w)   # a weight kept repacked for the CPU's kernels (repacked_weights.py)
+    out = QuantizedMatMulNT.apply(flat, w) if packed is None else RepackedMatMulNT.apply(flat, w, packed)
     return out if x.ndim == 2 else mv.reshape(out, lead + (w.shape[0],))
 

@@ -38,6 +38,8 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 from .autograd.type_info import finfo, iinfo
+from .autograd.complex_tensor import (ComplexTensor, COMPLEX64 as complex64, view_as_real, view_as_complex, polar,
+                                      complex, real, imag, angle, conj, is_complex)  # noqa: A001
 from .autograd.legacy import (FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor,
                               ShortTensor, CharTensor, ByteTensor, BoolTensor)
 
@@ -64,6 +66,7 @@ from .settings import *  # noqa: E402,F401,F403  (default dtype, deterministic a
 
 float = float32  # noqa: A001  (torch.float)
 half = float16
+cfloat = complex64
 int = int32  # noqa: A001
 long = int64
 short = int16
@@ -88,8 +91,8 @@ def reset_stats() -> None:
 
 
 def is_tensor(obj: object) -> _builtins.bool:
-    """Whether `obj` is a ggrad Tensor (PyTorch's torch.is_tensor)."""
-    return isinstance(obj, Tensor)
+    """Whether `obj` is a ggrad Tensor or complex tensor (PyTorch's torch.is_tensor)."""
+    return isinstance(obj, (Tensor, ComplexTensor))
 
 
 def numel(input: Tensor) -> _builtins.int:  # noqa: A002 (PyTorch's name)

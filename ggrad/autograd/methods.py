@@ -3,8 +3,13 @@
 Kept apart from tensor.py so the Tensor class holds state and reads, and this file reads as a table.
 """
 
+import functools
+
+import numpy as np
+
 from .. import ggml
-from . import engine, factory, grad_api, grad_mode, inplace_views, legacy, ops, random_fill, torch_dtypes, view_tracking
+from . import (complex_tensor, engine, factory, grad_api, grad_mode, inplace_views, legacy, ops, random_fill,
+               torch_dtypes, view_tracking)
 from .boundary import typed
 from .factory import tensor
 from .function import Function
@@ -31,6 +36,24 @@ def _reduce(self):
 
 def _flip(fn):
     return lambda self, other: fn(other, self)
+
+
+def _or_complex(fn, combine, flipped=False):
+    """An arithmetic operator that hands a complex operand (a ComplexTensor, a Python complex) to the
+    complex op `combine` (complex_tensor.py); the real path pays nothing but this call."""
+    @functools.wraps(fn)
+    def operator(self, other, *args, **kwargs):
+        try:
+            return fn(self, other, *args, **kwargs)
+        except TypeError:
+            if not isinstance(other, (complex_tensor.ComplexTensor, complex, np.complexfloating)):
+                raise
+        return combine(other, self) if flipped else combine(self, other)
+    return operator
+
+
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
 def _compare(fn):
@@ -259,10 +282,8 @@ def _copy_(self, src):
 
 
 _METHODS = {
-    "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
-    "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
-    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul), "__getitem__": _getitem,
+    "__getitem__": _getitem,
     "index_put_": _index_put_, "index_put": mask_index.index_put,
     "masked_select": lambda self, mask: mask_index.masked_select(self, mask),
     "__setitem__": _setitem,
@@ -338,6 +359,15 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_eq
     _METHODS[_name] = getattr(logical, _name)
 
 _METHODS["backward"] = _backward
+for _name, _op, _complex_op in (("add", ops.add, complex_tensor.add), ("sub", ops.sub, complex_tensor.sub),
+                                ("mul", ops.mul, complex_tensor.mul), ("truediv", ops.div, complex_tensor.div),
+                                ("matmul", ops.matmul, complex_tensor.matmul)):
+    _METHODS[f"__{_name}__"] = _or_complex(_op, _complex_op)
+    _METHODS[f"__r{_name}__"] = _or_complex(_flip(_op), _complex_op, flipped=True)
+# a real tensor's complex-number views, as PyTorch's: its own real part and conjugate, no imaginary part
+_METHODS.update({"real": property(lambda self: self), "imag": property(_imag), "conj": lambda self: self,
+                 "resolve_conj": lambda self: self, "is_conj": lambda self: False, "conj_physical": lambda self: self,
+                 "angle": complex_tensor.angle})
 _METHODS["sum_to_size"] = broadcast.sum_to_size
 _UNWRAPPED = {"backward"}   # errors of a backward pass are its own: not renamed as an op's (boundary.py)
 

@@ -59,6 +59,7 @@ from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 from . import cuda, backends, compiler, distributions  # noqa: E402  (torch.cuda, .backends, .compiler, .distributions)
 from . import distributed  # noqa: E402  (torch.distributed; mpi4py is imported on first use)
+from . import multiprocessing  # noqa: E402  (torch.multiprocessing: spawn)
 from . import models  # noqa: E402  (llama.cpp's GGUF models: ggrad.models.from_gguf)
 from .compiler import compile  # noqa: E402,A001  (torch.compile: returns the model, ggrad compiles each step)
 from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402

@@ -11,6 +11,6 @@ from .operations import (ReduceOp, Work, all_gather, all_gather_into_tensor, all
 
 # torch.distributed's names (ggrad.distributed re-exports them)
 __all__ = ["Backend", "DistError", "DistStoreError", "ProcessGroup", "ReduceOp", "TCPStore", "Work", "all_gather",
-           "all_gather_into_tensor", "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_backend", "get_rank", "get_world_size", "group",
-           "init_process_group", "is_available", "is_gloo_available", "is_initialized", "is_mpi_available",
-           "is_nccl_available", "reduce_scatter", "reduce_scatter_tensor"]
+           "all_gather_into_tensor", "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_backend",
+           "get_rank", "get_world_size", "group", "init_process_group", "is_available", "is_gloo_available",
+           "is_initialized", "is_mpi_available", "is_nccl_available", "reduce_scatter", "reduce_scatter_tensor"]

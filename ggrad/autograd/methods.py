@@ -329,7 +329,7 @@ for _op, _fn in (("__iadd__", ops.add), ("__isub__", ops.sub), ("__imul__", ops.
 for _name in ("floor", "ceil", "trunc", "fix", "round", "frac", "expm1", "log1p", "log2", "log10", "exp2", "tan",
               "sinh", "cosh", "atan", "asin", "acos", "asinh", "acosh", "atanh", "arctan", "arcsin", "arccos",
               "arcsinh", "arccosh", "arctanh", "erf", "erfc", "erfinv", "isnan", "isinf", "isposinf", "isneginf",
-              "isfinite", "lgamma", "digamma", "igamma", "igammac",
+              "isfinite", "lgamma", "digamma", "igamma", "igammac", "logit", "xlogy", "sinc",
               "nan_to_num", "cumsum", "cumprod", "sort", "argsort", "msort", "topk",
               "fliplr", "flipud", "roll", "repeat", "tril", "triu", "scatter", "scatter_add",
               "index_add", "bernoulli", "multinomial", "floor_divide", "remainder", "fmod", "norm", "maximum",

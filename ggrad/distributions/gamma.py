@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.factory import generator as _host_generator, tensor
-from ..autograd.ops import digamma, igamma, lgamma, where
+from ..autograd.ops import digamma, igamma, lgamma, xlogy
 from ..autograd.ops.incomplete_gamma import lower_regularized_gamma
 from .continuous import _params
 from .distribution import Distribution
@@ -57,12 +57,6 @@ def standard_gamma_grad(a, x):
     dp = (lower_regularized_gamma(a + step, x) - lower_regularized_gamma(a - step, x)) / (2 * step)
     density = np.exp((a - 1) * np.log(x) - x - _lgamma64(a))
     return -dp / density
-
-
-def xlogy(x: Tensor, y: Tensor) -> Tensor:
-    """x log y, 0 where x and y are 0 (a density's 0 ** 0 counts as 1), with PyTorch's xlogy gradients:
-    log y in x (0 where both are 0), x / y in y."""
-    return x * where((x == 0) & (y == 0), 0.0, y.log())
 
 
 class _StandardGamma(Function):

@@ -22,7 +22,7 @@ from ..autograd.ops.incomplete_gamma import lower_regularized_gamma
 from .continuous import _params
 from .distribution import Distribution
 
-__all__ = ["Gamma", "standard_gamma"]
+__all__ = ["Chi2", "Gamma", "standard_gamma"]
 
 _TINY = float(np.finfo(np.float32).tiny)
 _lgamma64 = np.vectorize(math.lgamma, otypes=[np.float64])
@@ -137,3 +137,22 @@ class Gamma(Distribution):
 
 def _shown(t: Tensor) -> Any:
     return tuple(t.shape) if t.ndim else t.item()
+
+
+class Chi2(Gamma):
+    """The chi-squared distribution with `df` degrees of freedom: Gamma(df / 2, 1 / 2).
+
+    Args:
+        df (float or Tensor): > 0.
+    """
+
+    def __init__(self, df: Any, validate_args: bool | None = None) -> None:
+        (df,), _ = _params(df)
+        super().__init__(0.5 * df, 0.5, validate_args)
+
+    @property
+    def df(self) -> Tensor:
+        return self.concentration * 2
+
+    def __repr__(self) -> str:
+        return f"Chi2(df: {_shown(self.df)})"

@@ -79,7 +79,7 @@ newaxis = None
 
 
 def is_floating_point(t: Tensor) -> _builtins.bool:
-    return t.dtype.is_float
+    return not isinstance(t, ComplexTensor) and t.dtype.is_float
 __version__ = "0.1.0"
 
 

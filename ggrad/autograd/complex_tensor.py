@@ -36,8 +36,15 @@ class ComplexDType:
     __slots__ = ()
     name, torch_name, itemsize = "c64", "complex64", 8
     numpy = np.dtype(np.complex64)
-    is_float = is_floating_point = False
+    is_floating_point, is_quantized = False, False
     is_complex = is_signed = True
+
+    @property
+    def is_float(self):
+        """Asked by ggrad's real ops of their inputs' dtypes: a complex tensor stops them here, before they
+        could compute on it as on a real one."""
+        raise TypeError("a complex64 tensor (ggrad.ComplexTensor) is not an input of this real op: use the complex "
+                        "tensor's methods and operators, or view_as_real")
 
     def to_real(self):
         return ggml.f32
@@ -231,6 +238,22 @@ def angle(input):  # noqa: A002
 def conj(input):  # noqa: A002
     """The complex conjugate; a real tensor is its own."""
     return input.conj() if isinstance(input, ComplexTensor) else input
+
+
+def _lifted(t):
+    """A complex operand as a ComplexTensor (a real tensor gets imaginary part 0)."""
+    return t if isinstance(t, ComplexTensor) else _join(t, None)
+
+
+def cat(tensors, dim=0):
+    """torch.cat of complex tensors (real ones among them are made complex, as PyTorch promotes them)."""
+    parts = [_lifted(t) for t in tensors]
+    return ComplexTensor(ops.cat([p._pairs for p in parts], _dim(dim, parts[0].ndim)))
+
+
+def stack(tensors, dim=0):
+    parts = [_lifted(t) for t in tensors]
+    return ComplexTensor(ops.stack([p._pairs for p in parts], _dim(dim, parts[0].ndim + 1)))
 
 
 def _dim(d, ndim):
@@ -461,6 +484,12 @@ class ComplexTensor:
     def clone(self):
         return ComplexTensor(self._pairs.clone())
 
+    def copy_(self, src):
+        """Write `src`'s values (complex, real or a number) into this tensor, in place."""
+        values = _lifted(src) if isinstance(src, (Tensor, ComplexTensor)) else _join(full_like(self.real, 0.0), None) + src
+        self._pairs.copy_(values._pairs.expand(self._pairs.shape))
+        return self
+
     def detach(self):
         return ComplexTensor(self._pairs.detach())
 
@@ -498,3 +527,16 @@ class ComplexTensor:
     def float(self):
         return self.to(ggml.f32)
 
+
+
+# ggrad's functions that take complex tensors: the boundary (boundary.py) hands a call with one to these
+FUNCTIONS = {
+    "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div, "divide": div,
+    "true_divide": div, "matmul": matmul, "cat": cat, "concat": cat, "concatenate": cat, "stack": stack,
+    "abs": ComplexTensor.abs, "angle": angle, "exp": ComplexTensor.exp, "neg": ComplexTensor.neg,
+    "negative": ComplexTensor.neg, "conj": conj, "conj_physical": conj, "resolve_conj": ComplexTensor.resolve_conj,
+    "sum": ComplexTensor.sum, "mean": ComplexTensor.mean, "reshape": ComplexTensor.reshape,
+    "flatten": ComplexTensor.flatten, "squeeze": ComplexTensor.squeeze, "unsqueeze": ComplexTensor.unsqueeze,
+    "permute": ComplexTensor.permute, "transpose": ComplexTensor.transpose, "clone": ComplexTensor.clone,
+    "detach": ComplexTensor.detach, "real": real, "imag": imag, "is_complex": is_complex,
+}

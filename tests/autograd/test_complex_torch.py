@@ -204,6 +204,45 @@ def test_errors_as_pytorchs(make):
 def test_real_ops_refuse_a_complex_tensor_with_a_type_error():
     z = ggrad.view_as_complex(ggrad.ones(3, 2))
     with pytest.raises(TypeError):
-        ggrad.exp(z)
+        ggrad.tanh(z)
     with pytest.raises(TypeError):
         ggrad.ones(3) ** z
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, a, b: lib.matmul(a, b.transpose(0, 1)), lambda lib, a, b: lib.mul(a, b) + lib.add(a, 2.0),
+    lambda lib, a, b: lib.cat([a, b], 1), lambda lib, a, b: lib.stack([a, b], -1).sum(0),
+    lambda lib, a, b: lib.exp(a) - lib.reshape(b, (-1,)).reshape(3, 4), lambda lib, a, b: lib.abs(a) * 1.0 + lib.angle(b),
+    lambda lib, a, b: lib.cat([a, b.real], 0), lambda lib, a, b: lib.flatten(lib.transpose(a, 0, 1)) + lib.flatten(b.t())])
+def test_ggrad_functions_take_complex_tensors(fn):
+    """torch.matmul(z, w), torch.cat([z, w]), torch.exp(z), ...: the functions hand a complex call to the
+    complex op of their name."""
+    _check(fn, (3, 4), (3, 4))
+
+
+def test_real_ops_without_a_complex_form_refuse_before_computing():
+    z = ggrad.view_as_complex(ggrad.tensor([[1.5, 2.0], [0.5, -1.0]]))
+    for call in (lambda: ggrad.round(z), lambda: ggrad.isnan(z), lambda: ggrad.sigmoid(z), lambda: ggrad.floor(z)):
+        with pytest.raises(TypeError):
+            call()
+    assert not ggrad.is_floating_point(z) and ggrad.is_floating_point(ggrad.ones(1))
+
+
+def test_complex_buffer_of_a_module():
+    """A complex buffer (torchtitan registers freqs_cis as one): registered, moved by .to(), copied by
+    load_state_dict, left alone by .float()/.half()."""
+    class Rotary(ggrad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("freqs_cis", ggrad.polar(ggrad.ones(4, 2), ggrad.arange(8.).reshape(4, 2)))
+
+    model = Rotary()
+    assert model.to("cpu").freqs_cis.dtype is ggrad.complex64
+    model.half()
+    assert model.freqs_cis.dtype is ggrad.complex64
+    state = model.state_dict()
+    other = Rotary()
+    other.freqs_cis.copy_(ggrad.view_as_complex(ggrad.zeros(4, 2, 2)))
+    assert np.abs(other.freqs_cis.numpy()).max() == 0
+    other.load_state_dict(state)
+    np.testing.assert_allclose(other.freqs_cis.numpy(), model.freqs_cis.numpy(), rtol=1e-6)

@@ -7,6 +7,7 @@ unselected branch cannot turn a gradient into nan.
 """
 
 import math
+import numbers
 
 from ..dtype_rules import promote
 from ..function import Function
@@ -30,6 +31,8 @@ def _float(x, name):
 def logit(input, eps=None):  # noqa: A002 (PyTorch's names)
     """log(p / (1 - p)); with `eps`, p is first clamped to [eps, 1 - eps] (gradient 0 outside)."""
     p = _float(input, "logit")
+    if eps is not None and not isinstance(eps, numbers.Real):
+        raise TypeError(f"logit(): argument 'eps' must be float, not {type(eps).__name__}")
     if eps is not None:
         p = p.clamp(eps, 1.0 - eps)
     return un.Log.apply(p) - log1p(-p)

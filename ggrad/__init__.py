@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import warnings as _warnings
 from typing import Any as _Any
 
 from . import ggml
@@ -76,6 +77,17 @@ short = int16
 float64 = double = ggml.dtypes.from_name("f64")   # named so PyTorch code reads; creating one raises (no f64 compute)
 pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan   # torch.pi, torch.e, torch.inf, torch.nan
 newaxis = None
+
+
+def cross(input: Tensor, other: Tensor, dim: _builtins.int | None = None) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along `dim` (PyTorch's torch.cross; linalg.cross's default is -1). Without
+    `dim`, the first dimension of size 3, with PyTorch's deprecation warning."""
+    if dim is None:
+        _warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                       "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dim = next((i for i, n in enumerate(input.shape) if n == 3), -1)
+    return linalg.cross(input, other, dim=dim)
 
 
 def is_floating_point(t: Tensor) -> _builtins.bool:

@@ -347,8 +347,8 @@ _METHODS["repeat_interleave"] = _repeat_interleave
 _METHODS.update(inplace_views.METHODS)
 for _name in ops._COMPOSITE_METHODS:
     _METHODS[_name] = getattr(ops, _name)
-for _name in ("median", "nanmedian", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount", "unique",
-              "unique_consecutive", "kron", "rot90", "copysign", "frexp", "scatter_reduce"):
+for _name in ("median", "nanmedian", "kthvalue", "quantile", "nanquantile", "cummax", "cummin", "histc", "bincount",
+              "unique", "unique_consecutive", "kron", "rot90", "copysign", "frexp", "scatter_reduce"):
     _METHODS[_name] = getattr(ops, _name)
 _METHODS["unfold"] = sliding_windows.unfold   # sliding windows (F.unfold is im2col, in nn.functional)
 for _name in ("new_full", "new_zeros", "new_ones", "new_empty", "new_tensor"):

@@ -115,3 +115,9 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch normalisation of (N, C, H, W) inputs over N, H and W, per channel C (arguments as BatchNorm1d)."""
     _ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) inputs over N, D, H and W, per channel C (arguments as
+    BatchNorm1d)."""
+    _ranks = (5,)

@@ -41,8 +41,8 @@ from .inverse_erf import erfinv
 from .gamma_functions import lgamma, digamma
 from .incomplete_gamma import igamma, igammac
 from .special_functions import logit, xlogy, xlog1py, sinc, entr, ndtr, log_ndtr, multigammaln
-from .statistics import (var_mean, std_mean, median, nanmedian, quantile, nanquantile, cummax, cummin, histc,
-                         bincount)
+from .statistics import (var_mean, std_mean, median, nanmedian, kthvalue, quantile, nanquantile, cummax, cummin,
+                         histc, bincount)
 from .search import bucketize, searchsorted, unique, unique_consecutive
 from .tensor_products import tensordot, kron, cdist
 from .calculus import trapezoid, trapz, cumulative_trapezoid

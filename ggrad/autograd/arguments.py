@@ -110,7 +110,7 @@ KINDS = {
     "size": SHAPE, "shape": SHAPE, "sizes": SHAPE, "normalized_shape": SHAPE, "shifts": SHAPE, "pad": SHAPE,
     "kernel_size": SHAPE, "stride": SHAPE, "padding": SHAPE, "dilation": SHAPE, "output_padding": SHAPE,
     "repeats": OPERAND, "split_size_or_sections": SHAPE,
-    "dtype": DTYPE,
+    "dtype": DTYPE, "window_length": INT, "periodic": BOOL, "row": INT, "col": INT,
     "reduction": STR, "mode": STR, "approximate": STR, "equation": STR, "rounding_mode": STR,
 }
 # Where an op's parameter takes another kind than its name says elsewhere.
@@ -134,6 +134,10 @@ OP_KINDS = {
     ("view", "shape"): Kind("tuple of ints or dtype", lambda v: _is_int(v) or _is_ints(v) or _is_dtype(v)),
     ("searchsorted", "input"): None,   # a scalar value is taken (torch: RuntimeError for >1-D boundaries)
     ("tensordot", "b"): TENSOR, ("upsample", "size"): None, ("unfold", "kernel_size"): None,
+    ("cartesian_prod", "tensors"): TENSOR, ("block_diag", "tensors"): TENSOR, ("chain_matmul", "matrices"): TENSOR,
+    ("hypot", "other"): TENSOR, ("logaddexp2", "other"): TENSOR, ("heaviside", "values"): TENSOR,
+    ("hsplit", "indices_or_sections"): SHAPE, ("vsplit", "indices_or_sections"): SHAPE,
+    ("dsplit", "indices_or_sections"): SHAPE,
 }
 OP_KINDS[("min", "dim")] = OP_KINDS[("max", "dim")]   # max(input, other): the elementwise maximum
 # The parameter names PyTorch's messages use where ggrad's differ.

@@ -40,6 +40,11 @@ from .membership import isin
 from .inverse_erf import erfinv
 from .gamma_functions import lgamma, digamma
 from .incomplete_gamma import igamma, igammac
+from .array_builders import (atleast_1d, atleast_2d, atleast_3d, column_stack, dstack, hsplit, vsplit, dsplit,
+                             cartesian_prod, block_diag, diag_embed, tril_indices, triu_indices, hann_window,
+                             hamming_window, blackman_window, bartlett_window, kaiser_window)
+from .numeric_extras import (clone, hypot, logaddexp2, rad2deg, deg2rad, signbit, heaviside, aminmax, trace, cov,
+                             corrcoef, addmv, addr, chain_matmul)
 from .special_functions import logit, xlogy, xlog1py, sinc, entr, ndtr, log_ndtr, multigammaln
 from .statistics import (var_mean, std_mean, median, nanmedian, kthvalue, quantile, nanquantile, cummax, cummin,
                          histc, bincount)
@@ -63,7 +68,7 @@ __all__ = [name for name in dir() if not name.startswith("_") and name not in
            ("unary", "binary", "broadcast", "reduce", "views", "joins", "indexing", "products", "neural", "loss", "math",
             "activations", "arith", "scan", "sorting", "shape_ops", "scatter_ops", "sampling", "vector_norms",
             "extrema", "einsum_lowering", "resample", "quant", "conv", "torch_composites", "mask_index", "membership",
-            "inverse_erf", "gamma_functions", "incomplete_gamma", "special_functions", "statistics", "search", "tensor_products", "windows", "reduce_into",
+            "inverse_erf", "gamma_functions", "incomplete_gamma", "special_functions", "array_builders", "numeric_extras", "statistics", "search", "tensor_products", "windows", "reduce_into",
             "calculus",
             "float_parts", "rotation",
             "indexing", "logical", "mask_positions", "advanced_index", "host_index", "convert")]

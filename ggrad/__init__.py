@@ -23,7 +23,8 @@ from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled,
 from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
-                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
+                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, randint_like,
+                               manual_seed,
                                initial_seed, default_generator,
                                linspace, logspace, randperm, as_tensor, seed, get_rng_state, set_rng_state)
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
@@ -39,6 +40,7 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 from .autograd.type_info import finfo, iinfo
+from .autograd.printing import set_printoptions
 from .autograd.complex_tensor import (ComplexTensor, COMPLEX64 as complex64, view_as_real, view_as_complex, polar,
                                       complex, real, imag, angle, conj, is_complex)  # noqa: A001
 from .autograd.legacy import (FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor,

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from .. import ggml
-from . import ops
+from . import ops, printing
 from .factory import full_like
 from .ops.broadcast import broadcast_shapes
 from .tensor import Tensor
@@ -346,7 +346,7 @@ class ComplexTensor:
         return self.numpy().tolist()
 
     def __repr__(self):
-        values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
+        values = printing.values_text(self.numpy(), "tensor(")
         extra = []
         if self.device.torch_name != "cpu":
             extra.append(f"device='{self.device.torch_name}'")

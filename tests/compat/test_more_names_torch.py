@@ -96,3 +96,16 @@ def test_lp_pool(p, kernel, stride):
         assert repr(ggrad.nn.LPPool1d(p, kernel, stride)) == repr(torch.nn.LPPool1d(p, kernel, stride))
     _run(lambda lib, t: lib.nn.functional.lp_pool2d(t, p, kernel, stride), x)
     _run(lambda lib, t: lib.nn.LPPool2d(p, kernel, stride, ceil_mode=True)(t), x)
+
+
+def test_softmax2d_poisson_randint_like_multi_dot():
+    _run(lambda lib, x: lib.nn.Softmax2d()(x), X[0, :, :, :, 0])
+    ggrad.manual_seed(4)
+    rates = ggrad.tensor([[0.5, 4.0], [10.0, 0.0]])
+    draws = np.stack([ggrad.poisson(rates).numpy() for _ in range(3000)])
+    np.testing.assert_allclose(draws.mean(0), rates.numpy(), rtol=0.06, atol=0.01)
+    assert draws.dtype == np.float32 and np.all(draws == np.floor(draws)) and np.all(draws[:, 1, 1] == 0)
+    like = ggrad.randint_like(ggrad.zeros(50, 2, dtype=ggrad.int64), 3, 7)
+    assert like.dtype == ggrad.int64 and like.shape == (50, 2) and 3 <= like.numpy().min() <= like.numpy().max() < 7
+    assert ggrad.randint_like(ggrad.zeros(4), 5).dtype == ggrad.float32
+    _run(lambda lib, a, b, c: lib.linalg.multi_dot([a, b, c]), X[0, 0, :3, :4, 0], X[0, 0, :4, :5, 1], X[0, 1, 0, :5, 2])

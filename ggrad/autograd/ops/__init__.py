@@ -35,7 +35,7 @@ from .scan import cumsum, cumprod
 from .sorting import sort, argsort, msort, topk
 from .shape_ops import flip, fliplr, flipud, roll, repeat, repeat_interleave, tril, triu, pad, one_hot
 from .scatter_ops import scatter, scatter_add, index_add
-from .sampling import bernoulli, multinomial, normal
+from .sampling import bernoulli, multinomial, normal, poisson
 from .membership import isin
 from .inverse_erf import erfinv
 from .gamma_functions import lgamma, digamma

@@ -4,7 +4,8 @@ Each submodule re-exports, under PyTorch's module name, the classes ggrad define
 
 from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hardsigmoid, Tanh, SiLU, Mish, Hardswish,
                          ELU, CELU, SELU, GLU, GELU, Hardshrink, LeakyReLU, LogSigmoid, Softplus, Softshrink,
-                         MultiheadAttention, PReLU, Softsign, Tanhshrink, Softmin, Softmax, LogSoftmax)
+                         MultiheadAttention, PReLU, Softsign, Tanhshrink, Softmin, Softmax, LogSoftmax,
+                         Softmax2d)
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .channelshuffle import ChannelShuffle
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
@@ -37,7 +38,7 @@ from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 __all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid",
            "Softplus", "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax",
-           "LogSoftmax", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict",
+           "LogSoftmax", "Softmax2d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ChannelShuffle", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "PairwiseDistance", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout", "Flatten", "Unflatten", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Bilinear", "Identity",

@@ -14,8 +14,9 @@ real and number operands, @ between complex tensors, reshape/view/flatten/unsque
 transpose/expand, indexing, `.real` / `.imag` (views), `abs`, `angle`, `conj`, `exp`, `sum` / `mean`,
 dtype, device, printing, `numpy()`. `conj()` computes the conjugate (PyTorch's is a lazy view:
 `is_conj()` is False here and `view_as_real` of a conjugate works). Factories (`zeros(..., dtype=
-complex64)`) and `tensor(complex data)` are not emulated: `view_as_complex`, `complex` and `polar` (and
-arithmetic with Python complex numbers) make complex tensors.
+complex64)`) and `tensor(complex data)` are not emulated: `view_as_complex`, `complex`, `polar`,
+`x.to(complex64)` and arithmetic with Python complex numbers make complex tensors. Module buffers may be
+complex, and ggrad.save / load keep them.
 """
 
 import builtins

@@ -123,11 +123,15 @@ def to(self, *args, **kwargs):
     for a in args:
         if isinstance(a, Tensor):   # .to(other): other's dtype and device
             dtype, device = a.dtype, a.device
-        elif isinstance(a, ggml.DType) or ggml.dtypes.is_name(a) or torch_dtypes.is_name(a):
+        elif isinstance(a, (ggml.DType, complex_tensor.ComplexDType)) or ggml.dtypes.is_name(a) or \
+                torch_dtypes.is_name(a):
             dtype = a
         else:
             device = a
     out = self
+    if dtype is complex_tensor.COMPLEX64:   # a real tensor as complex64: imaginary part 0
+        out = complex_tensor.complex(out.float(), out.float() * 0.0)
+        return out.to(device) if device is not None else out
     if dtype is not None:
         out = convert(out, dtype)
     if device is not None:

@@ -246,3 +246,21 @@ def test_complex_buffer_of_a_module():
     assert np.abs(other.freqs_cis.numpy()).max() == 0
     other.load_state_dict(state)
     np.testing.assert_allclose(other.freqs_cis.numpy(), model.freqs_cis.numpy(), rtol=1e-6)
+
+
+def test_a_real_tensor_to_complex64_and_complex_checkpoints(tmp_path):
+    x = ggrad.tensor([1.5, -2.0], requires_grad=True)
+    z = x.to(ggrad.complex64)
+    assert z.dtype is ggrad.complex64 and z.tolist() == torch.tensor([1.5, -2.0]).to(torch.complex64).tolist()
+    (z * 1j).imag.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+    buffers = {"freqs_cis": ggrad.polar(ggrad.ones(3), ggrad.arange(3.)), "plain": ggrad.ones(2)}
+    ggrad.save(buffers, tmp_path / "c.pt")
+    loaded = ggrad.load(tmp_path / "c.pt")
+    assert loaded["freqs_cis"].dtype is ggrad.complex64
+    np.testing.assert_array_equal(loaded["freqs_cis"].numpy(), buffers["freqs_cis"].numpy())
+    module = ggrad.nn.Module()
+    module.register_buffer("freqs_cis", buffers["freqs_cis"])
+    ggrad.save(module, tmp_path / "m.pt")
+    again = ggrad.load(tmp_path / "m.pt", weights_only=False)
+    np.testing.assert_array_equal(again.freqs_cis.numpy(), buffers["freqs_cis"].numpy())

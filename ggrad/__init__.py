@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import sys as _sys
 import warnings as _warnings
 from typing import Any as _Any
 
@@ -54,6 +55,10 @@ from . import nn, optim  # noqa: E402  (they build on everything above)
 from .nn.functional import conv3d, conv_transpose3d  # noqa: E402  (torch.conv3d, torch.conv_transpose3d)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
+from .train import swa_utils as _swa_utils  # noqa: E402
+# torch.optim.swa_utils's path: the module lives in train (AveragedModel is a Module; optim does not import nn)
+optim.swa_utils = _swa_utils
+_sys.modules["ggrad.optim.swa_utils"] = _swa_utils
 from . import amp  # noqa: E402
 from . import utils  # noqa: E402  (ggrad.utils.data: Dataset, DataLoader)
 from . import linalg  # noqa: E402  (torch.linalg's norms and products)

@@ -488,7 +488,7 @@ class ComplexTensor:
     def copy_(self, src):
         """Write `src`'s values (complex, real or a number) into this tensor, in place."""
         values = _lifted(src) if isinstance(src, (Tensor, ComplexTensor)) else _join(full_like(self.real, 0.0), None) + src
-        self._pairs.copy_(values._pairs.expand(self._pairs.shape))
+        self._pairs.copy_(values._pairs.expand(self._pairs.shape).clone())   # its own memory, not src's
         return self
 
     def detach(self):

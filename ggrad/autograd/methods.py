@@ -280,6 +280,10 @@ def _copy_(self, src):
     if not isinstance(src, Tensor):
         src = tensor(src, dtype=self.dtype, device=self.device)
     value = src.to(self.dtype).to(self.device)
+    if value is src and src._pinned:
+        # a Parameter's memory is written in place by the fused optimizer steps: taking it over would make
+        # this tensor follow the parameter's later values (PyTorch's copy_ keeps the values of now)
+        value = clone(src)
     if value.shape != self.shape:
         value = ops.expand(value, self.shape)
     return _overwrite(self, value, "copy_")

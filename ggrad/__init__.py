@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import sys as _sys
+import warnings as _warnings
 from typing import Any as _Any
 
 from . import ggml
@@ -22,7 +24,8 @@ from .autograd import (Tensor, Function, no_grad, enable_grad, set_grad_enabled,
 from .autograd.ops import *  # noqa: F401,F403  (the functional API: ggrad.exp, ggrad.matmul, ...)
 from .autograd.ops import sum, max, min, abs, pow  # noqa: F401  (shadow the builtins on purpose)
 from .autograd.factory import (tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, randint,
-                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, manual_seed,
+                               zeros_like, ones_like, full_like, empty_like, rand_like, randn_like, randint_like,
+                               manual_seed,
                                initial_seed, default_generator,
                                linspace, logspace, randperm, as_tensor, seed, get_rng_state, set_rng_state)
 from .autograd.torch_dtypes import BOOL as bool, INT64 as int64  # noqa: A001  (torch.bool, torch.int64)
@@ -34,6 +37,9 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from .autograd.profiler import profile
 from .autograd.generator import Generator
 from .autograd.type_info import finfo, iinfo
+from .autograd.printing import set_printoptions
+from .autograd.complex_tensor import (ComplexTensor, COMPLEX64 as complex64, view_as_real, view_as_complex, polar,
+                                      complex, real, imag, angle, conj, is_complex)  # noqa: A001
 from .autograd.legacy import (FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor,
                               ShortTensor, CharTensor, ByteTensor, BoolTensor)
 
@@ -45,14 +51,21 @@ from . import nn, optim  # noqa: E402  (they build on everything above)
 from .nn.functional import conv3d, conv_transpose3d  # noqa: E402  (torch.conv3d, torch.conv_transpose3d)
 from .serialization import save, load  # noqa: E402
 from . import train  # noqa: E402  (the Keras-like loop, above nn and optim)
+from .train import swa_utils as _swa_utils  # noqa: E402
+# torch.optim.swa_utils's path: the module lives in train (AveragedModel is a Module; optim does not import nn)
+optim.swa_utils = _swa_utils
+_sys.modules["ggrad.optim.swa_utils"] = _swa_utils
 from . import amp  # noqa: E402
 from . import utils  # noqa: E402  (ggrad.utils.data: Dataset, DataLoader)
 from . import linalg  # noqa: E402  (torch.linalg's norms and products)
+from . import special  # noqa: E402  (torch.special)
+from . import jit, random, testing  # noqa: E402  (torch.jit's names, torch.random, torch.testing.assert_close)
 from . import func  # noqa: E402  (torch.func's transforms: jvp)
 from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)
 from .train import Sequential  # noqa: E402  (the Keras-style model; nn.Sequential is PyTorch's container)
 from . import cuda, backends, compiler, distributions  # noqa: E402  (torch.cuda, .backends, .compiler, .distributions)
 from . import distributed  # noqa: E402  (torch.distributed; mpi4py is imported on first use)
+from . import multiprocessing  # noqa: E402  (torch.multiprocessing: spawn)
 from . import models  # noqa: E402  (llama.cpp's GGUF models: ggrad.models.from_gguf)
 from .compiler import compile  # noqa: E402,A001  (torch.compile: returns the model, ggrad compiles each step)
 from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
@@ -60,6 +73,7 @@ from .settings import *  # noqa: E402,F401,F403  (default dtype, deterministic a
 
 float = float32  # noqa: A001  (torch.float)
 half = float16
+cfloat = complex64
 int = int32  # noqa: A001
 long = int64
 short = int16
@@ -68,8 +82,19 @@ pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan   # torch.pi, torch.e,
 newaxis = None
 
 
+def cross(input: Tensor, other: Tensor, dim: _builtins.int | None = None) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along `dim` (PyTorch's torch.cross; linalg.cross's default is -1). Without
+    `dim`, the first dimension of size 3, with PyTorch's deprecation warning."""
+    if dim is None:
+        _warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                       "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dim = next((i for i, n in enumerate(input.shape) if n == 3), -1)
+    return linalg.cross(input, other, dim=dim)
+
+
 def is_floating_point(t: Tensor) -> _builtins.bool:
-    return t.dtype.is_float
+    return not isinstance(t, ComplexTensor) and t.dtype.is_float
 __version__ = "0.1.0"
 
 
@@ -84,8 +109,8 @@ def reset_stats() -> None:
 
 
 def is_tensor(obj: object) -> _builtins.bool:
-    """Whether `obj` is a ggrad Tensor (PyTorch's torch.is_tensor)."""
-    return isinstance(obj, Tensor)
+    """Whether `obj` is a ggrad Tensor or complex tensor (PyTorch's torch.is_tensor)."""
+    return isinstance(obj, (Tensor, ComplexTensor))
 
 
 def numel(input: Tensor) -> _builtins.int:  # noqa: A002 (PyTorch's name)

@@ -12,8 +12,8 @@ from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
 from .triangular import LinAlgError, cholesky, solve_triangular
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "vecdot", "cross", "cholesky", "solve_triangular",
-           "LinAlgError"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
+           "solve_triangular", "LinAlgError"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)
@@ -92,3 +92,16 @@ def cross(input, other, *, dim=-1):  # noqa: A002
 def _check_tensor(x, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of the matrices in order (the first may be a vector, as the last), as linalg.multi_dot."""
+    if not isinstance(tensors, (list, tuple)) or len(tensors) < 2:
+        raise RuntimeError("multi_dot(): expected at least 2 tensors but got "
+                           f"{len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__}")
+    for t in tensors:
+        _check_tensor(t, "multi_dot")
+    result = tensors[0]
+    for t in tensors[1:]:
+        result = matmul(result, t)
+    return result

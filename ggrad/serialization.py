@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .autograd import Parameter, Tensor
+from .autograd.complex_tensor import ComplexTensor, view_as_complex
 from .autograd.factory import tensor
 from .autograd.raw import from_raw, to_raw
 from .autograd.typing_aliases import DeviceLike
@@ -84,6 +85,11 @@ class _Encoder:
             if isinstance(obj, Parameter):
                 node["parameter"] = True
             return node
+        if isinstance(obj, ComplexTensor):   # complex64 values, one member
+            node = {"complex": self._array(obj.detach().numpy())}
+            if obj.requires_grad:
+                node["requires_grad"] = True
+            return node
         if isinstance(obj, np.ndarray):
             if obj.dtype.kind not in "biufc":
                 raise TypeError(f"ggrad.save: cannot save a numpy array of dtype {obj.dtype} at {where} "
@@ -114,7 +120,7 @@ class _Pickler(pickle.Pickler):
         self.encoder, self.nodes = encoder, {}
 
     def persistent_id(self, obj):
-        if not isinstance(obj, (Tensor, np.ndarray, np.generic)):
+        if not isinstance(obj, (Tensor, ComplexTensor, np.ndarray, np.generic)):
             return None
         if id(obj) not in self.nodes:
             # obj is kept alive with its node, so no later object gets its id
@@ -148,6 +154,10 @@ def _decode(node, arrays, device, path):
         if node.get("parameter"):
             return Parameter(t, requires_grad=bool(node.get("requires_grad")))
         return t.requires_grad_(True) if node.get("requires_grad") else t
+    if "complex" in node:
+        values = _member(arrays, node["complex"], path, "c").astype(np.complex64)
+        z = view_as_complex(tensor(np.stack([values.real, values.imag], -1), device=device)).detach()
+        return z.requires_grad_(True) if node.get("requires_grad") else z
     if "ndarray" in node:
         return _member(arrays, node["ndarray"], path, _ARRAYS)
     if "npscalar" in node:

@@ -1,6 +1,7 @@
 """ggrad.autograd: Tensor, Function, the backward engine and deferred execution."""
 
 from .tensor import Tensor
+from .legacy import Variable
 from . import methods  # noqa: F401  (installs Tensor's operators)
 from .function import Function, FunctionCtx, Node
 from .gradcheck import gradcheck, GradcheckError

@@ -110,7 +110,7 @@ KINDS = {
     "size": SHAPE, "shape": SHAPE, "sizes": SHAPE, "normalized_shape": SHAPE, "shifts": SHAPE, "pad": SHAPE,
     "kernel_size": SHAPE, "stride": SHAPE, "padding": SHAPE, "dilation": SHAPE, "output_padding": SHAPE,
     "repeats": OPERAND, "split_size_or_sections": SHAPE,
-    "dtype": DTYPE,
+    "dtype": DTYPE, "window_length": INT, "periodic": BOOL, "row": INT, "col": INT,
     "reduction": STR, "mode": STR, "approximate": STR, "equation": STR, "rounding_mode": STR,
 }
 NUMBER_OR_STR = Kind("Number or str", lambda v: isinstance(v, str) or _is_number(v))

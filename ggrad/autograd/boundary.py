@@ -6,7 +6,8 @@ first, so such an argument surfaces somewhere inside (an AttributeError, `int("a
 `typed` wraps the public functions and Tensor methods: when a call fails, the argument-kind table
 (arguments.py) replays PyTorch's parse and gives its error; an AttributeError raised on an object that is
 not a Tensor becomes NotATensorError. The checks run on the failure path only, so a good call pays one
-extra Python call. A builtin error whose message does not name the op (raised by a shared helper or by
+extra Python call. A call that failed on a complex tensor (complex_tensor.py) goes to the complex op of
+its name where there is one (`ggrad.matmul(z, w)`, `ggrad.cat([z, w])`). A builtin error whose message does not name the op (raised by a shared helper or by
 numpy) gets the op's name in front, so every message says which call failed.
 """
 
@@ -15,6 +16,7 @@ import re
 
 
 from .arguments import NotATensorError, explain
+from .complex_tensor import FUNCTIONS as COMPLEX_FUNCTIONS, ComplexTensor
 from .tensor import Tensor
 
 __all__ = ["NotATensorError", "typed", "guard"]
@@ -29,6 +31,8 @@ def typed(fn, name, method=False):
         try:
             return fn(*args, **kwargs)
         except (AttributeError, TypeError, ValueError, IndexError, RuntimeError, KeyError) as e:
+            if name in COMPLEX_FUNCTIONS and _complex_among(args, kwargs):
+                return COMPLEX_FUNCTIONS[name](*args, **kwargs)
             torchs = explain(fn, name, args, kwargs, method)
             if torchs is not None:
                 raise torchs from None
@@ -37,6 +41,15 @@ def typed(fn, name, method=False):
 
     op.__wrapped_op__ = fn
     return op
+
+
+def _complex_among(args, kwargs):
+    """Whether a complex tensor is among the arguments (or in a list or tuple of them, as cat's)."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, ComplexTensor) or (isinstance(v, (list, tuple)) and any(isinstance(x, ComplexTensor)
+                                                                                 for x in v)):
+            return True
+    return False
 
 
 def _translate(e, name, args, kwargs):

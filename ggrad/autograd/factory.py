@@ -296,6 +296,15 @@ def randn_like(t: Tensor, dtype: DTypeLike | None = None, device: DeviceLike | N
     return randn(t.shape, dtype=dt, device=dev)
 
 
+def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, dtype: DTypeLike | None = None,
+                 device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    """Integers in [low, high) of t's shape, dtype and device: `randint_like(t, high)` or `(t, low, high)`."""
+    if high is None:
+        low, high = 0, low
+    dt, dev = _like(t, dtype, device)
+    return randint(low, high, t.shape, dtype=dt, device=dev)
+
+
 def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
                    device: DeviceLike | None = None) -> Tensor:
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""

@@ -1,4 +1,5 @@
-"""PyTorch's legacy constructors: `Tensor(data)`, `Tensor(2, 3)`, and the typed `LongTensor`, `FloatTensor`, ...
+"""PyTorch's legacy constructors: `Tensor(data)`, `Tensor(2, 3)`, the typed `LongTensor`, `FloatTensor`, ...,
+and `autograd.Variable` (a Tensor since PyTorch 0.4: `Variable(t, requires_grad=True)` is a leaf over t's values).
 
 `Tensor(*sizes)` is a float32 tensor of that shape (ggrad fills it with zeros where PyTorch leaves memory
 uninitialised), `Tensor(data)` a float32 copy of a sequence or array, `Tensor(t)` an alias of the Tensor t,
@@ -81,3 +82,18 @@ BoolTensor = _legacy("BoolTensor", BOOL)
 TYPES = [FloatTensor, HalfTensor, BFloat16Tensor, DoubleTensor, LongTensor, IntTensor, ShortTensor, CharTensor,
          ByteTensor, BoolTensor]
 BY_NAME = {f"{prefix}.{t.__name__}": t for t in TYPES for prefix in ("torch", "ggrad")}
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """`Variable(data, requires_grad=False)`: `data` itself, or a new leaf over its values that requires grad
+    (as PyTorch's, where every Tensor is a Variable: `isinstance(t, Variable)` is True)."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_() if requires_grad else data

@@ -3,7 +3,7 @@
 It lives in autograd, below nn, so that checkpoints (serialization) can make Parameters without nn."""
 
 from . import device_locks
-from .factory import zeros
+from .factory import tensor, zeros
 from .tensor import Tensor
 
 
@@ -28,5 +28,13 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad=True):
         pass
 
+    def __reduce__(self):
+        """Pickling and copy.deepcopy give a Parameter again (PyTorch's do), with its values and requires_grad."""
+        return (_rebuilt, (self.detach().numpy(), self.dtype.name, self.requires_grad))
+
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+
+def _rebuilt(values, dtype, requires_grad):
+    return Parameter(tensor(values, dtype), requires_grad)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, overload
 import numpy as np
 
 from .. import ggml
-from . import device_locks, execution, hooks, memory, view_tracking
+from . import device_locks, execution, hooks, memory, printing, view_tracking
 from .torch_dtypes import from_storage
 
 if TYPE_CHECKING:   # the methods methods.py installs, declared for type checkers (tensor_methods.pyi)
@@ -258,8 +258,7 @@ class Tensor(_Methods):
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self) -> str:
-        values = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(",
-                                 formatter={"bool": lambda b: "True" if b else "False"})
+        values = printing.values_text(self.numpy(), "tensor(", {"bool": lambda b: "True" if b else "False"})
         extra = []
         if self.device.torch_name != "cpu":
             extra.append(f"device='{self.device.torch_name}'")

@@ -170,9 +170,13 @@ def check_same_size(comm, size, timeout, what):
     bounds = np.array([size, -size], np.int64)
     _wait(comm, lambda: [comm.Iallreduce(MPI.IN_PLACE, bounds, op=MPI.MAX)], timeout, what)
     if bounds[0] != -bounds[1]:
-        raise RuntimeError(f"{what}: the ranks' buckets differ in size (rank {comm.rank}: {size}; all ranks: "
-                           f"{-bounds[1]} to {bounds[0]}): every rank must compute gradients for the same "
-                           "parameters")
+        raise size_mismatch(what, comm.rank, size, -bounds[1], bounds[0])
+
+
+def size_mismatch(what, rank, size, low, high):
+    """The RuntimeError for ranks whose buckets differ in size (from `low` to `high` elements)."""
+    return RuntimeError(f"{what}: the ranks' buckets differ in size (rank {rank}: {size}; all ranks: {low} to "
+                        f"{high}): every rank must compute gradients for the same parameters")
 
 
 def broadcast_arrays(comm, arrays, timeout, what, root=0):
@@ -188,3 +192,36 @@ def broadcast_bytes(comm, data, timeout, what):
     buf = np.frombuffer(bytearray(data), np.uint8) if comm.rank == 0 else np.empty(int(size[0]), np.uint8)
     broadcast_arrays(comm, [buf], timeout, what)
     return buf.tobytes()
+
+
+class MPITransport:
+    """ggrad.collectives' operations over an MPI communicator, each bounded by `timeout` seconds (the
+    interface sockets.SocketTransport has too: reductions named "sum", "prod", "min", "max", "band",
+    "bor", "bxor", "lor", "land", "lxor")."""
+
+    def __init__(self, comm, timeout):
+        self.comm, self.timeout, self.rank, self.size = comm, timeout, comm.rank, comm.size
+
+    def reduce(self, array, op, what):
+        MPI = mpi()
+        operation = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX, "band": MPI.BAND,
+                     "bor": MPI.BOR, "bxor": MPI.BXOR, "lor": MPI.LOR, "land": MPI.LAND, "lxor": MPI.LXOR}[op]
+        return reduce_in_place(self.comm, array, operation, self.timeout, what)
+
+    def sum_arrays(self, arrays, what):
+        return allreduce_sum(self.comm, arrays, self.timeout, what)
+
+    def gather(self, array, table, what):
+        return gather_all(self.comm, array, table, self.timeout, what)
+
+    def broadcast(self, arrays, root, what):
+        return broadcast_arrays(self.comm, arrays, self.timeout, what, root=root)
+
+    def barrier(self):
+        barrier(self.comm, self.timeout)
+
+    def check_same_size(self, size, what):
+        check_same_size(self.comm, size, self.timeout, what)
+
+    def close(self):
+        """MPI stays up until exit (a later init_process_group joins COMM_WORLD again)."""

@@ -1,10 +1,10 @@
-"""torch.distributed's collectives on ggrad Tensors, in place as PyTorch's, over MPI.
+"""torch.distributed's collectives on ggrad Tensors, in place as PyTorch's, over MPI or TCP sockets.
 
-Each reads its tensors' values to the host, runs the MPI collective (bounded by the group's timeout:
-a lost rank raises RankLostError) and writes the result back in place. They complete before they
-return; `async_op=True` returns a completed `Work`. Half and bfloat16 values travel as float32 (MPI
-has no half type) and are rounded once when written back. AVG of an integer tensor truncates the
-mean toward zero, as NCCL's.
+Each reads its tensors' values to the host, runs the collective on the group's transport (MPI's or
+sockets.py's, bounded by the group's timeout: a lost rank raises RankLostError) and writes the result
+back in place. They complete before they return; `async_op=True` returns a completed `Work`. Half and
+bfloat16 values travel as float32 (MPI has no half type) and are rounded once when written back. AVG of
+an integer tensor truncates the mean toward zero, as NCCL's.
 """
 
 import enum
@@ -14,7 +14,6 @@ import numpy as np
 from ..autograd import no_grad
 from ..autograd.factory import tensor as _tensor
 from ..autograd.tensor import Tensor
-from . import mpi
 from .group import default_group
 
 
@@ -57,7 +56,7 @@ def _check(tensor, name):
 
 
 def _host(tensor):
-    """The tensor's values as a contiguous writable numpy array MPI can send (half types as float32)."""
+    """The tensor's values as a contiguous writable numpy array a transport can send (half types as float32)."""
     values = tensor.detach().numpy()
     if values.dtype == np.float16 or tensor.dtype.name == "bf16":
         values = values.astype(np.float32)
@@ -70,18 +69,18 @@ def _write(tensor, values):
         tensor.copy_(_tensor(values.reshape(tensor.shape), device=tensor.device).to(tensor.dtype))
 
 
-def _mpi_op(op, dtype):
-    MPI = mpi.mpi()
+def _reduction(op, dtype):
+    """The transport's name of the reduction `op` on values of numpy dtype `dtype`."""
     if not isinstance(op, ReduceOp):
         raise ValueError(f"expected a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR), got {op!r}")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dtype.kind not in "iub":
         raise RuntimeError(f"{op.name} is defined on integer and bool tensors, not on {dtype}")
-    if dtype.kind == "b":   # MPI sums no C bool: SUM/MAX/BOR are "any", PRODUCT/MIN/BAND "all"
+    if dtype.kind == "b":   # no arithmetic on bools: SUM/MAX/BOR are "any", PRODUCT/MIN/BAND "all"
         if op in (ReduceOp.SUM, ReduceOp.MAX, ReduceOp.BOR, ReduceOp.AVG):
-            return MPI.LOR
-        return MPI.LXOR if op is ReduceOp.BXOR else MPI.LAND
-    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
-            ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
+            return "lor"
+        return "lxor" if op is ReduceOp.BXOR else "land"
+    return {ReduceOp.SUM: "sum", ReduceOp.AVG: "sum", ReduceOp.PRODUCT: "prod", ReduceOp.MIN: "min",
+            ReduceOp.MAX: "max", ReduceOp.BAND: "band", ReduceOp.BOR: "bor", ReduceOp.BXOR: "bxor"}[op]
 
 
 def _average(values, op, size):
@@ -97,8 +96,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = default_group(group)
     _check(tensor, "all_reduce")
     values = _host(tensor)
-    mpi_op = _mpi_op(op, values.dtype)
-    mpi.reduce_in_place(pg.comm, values.reshape(-1), mpi_op, pg.timeout, "all_reduce")
+    pg.transport.reduce(values.reshape(-1), _reduction(op, values.dtype), "all_reduce")
     _write(tensor, _average(values, op, pg.size()))
     return _done(async_op)
 
@@ -111,7 +109,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     if src is None or not 0 <= src < pg.size():
         raise ValueError(f"broadcast: src must be a rank in [0, {pg.size() - 1}], got {src}")
     values = _host(tensor)
-    mpi.broadcast_arrays(pg.comm, [values.reshape(-1)], pg.timeout, "broadcast", root=src)
+    pg.transport.broadcast([values.reshape(-1)], src, "broadcast")
     if pg.rank() != src:
         _write(tensor, values)
     return _done(async_op)
@@ -120,16 +118,16 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 def barrier(group=None, async_op=False, device_ids=None):
     """Return once every rank has called barrier."""
     pg = default_group(group)
-    mpi.barrier(pg.comm, pg.timeout)
+    pg.transport.barrier()
     return _done(async_op)
 
 
 def _gathered(pg, tensor, name):
     """Every rank's values of `tensor` (same shape and dtype on every rank), stacked: (world, *shape)."""
     values = _host(tensor)
-    mpi.check_same_size(pg.comm, values.size, pg.timeout, name)
+    pg.transport.check_same_size(values.size, name)
     table = np.empty((pg.size(),) + values.shape, values.dtype)
-    mpi.gather_all(pg.comm, values.reshape(-1), table.reshape(pg.size(), -1), pg.timeout, name)
+    pg.transport.gather(values.reshape(-1), table.reshape(pg.size(), -1), name)
     return table
 
 
@@ -164,9 +162,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 def _reduced_part(pg, parts, op, name):
     """This rank's part of the reduction of the ranks' `parts` (one array per rank, all of one shape)."""
     stacked = np.stack(parts)
-    mpi_op = _mpi_op(op, stacked.dtype)
-    mpi.check_same_size(pg.comm, stacked.size, pg.timeout, name)
-    mpi.reduce_in_place(pg.comm, stacked.reshape(-1), mpi_op, pg.timeout, name)
+    reduction = _reduction(op, stacked.dtype)
+    pg.transport.check_same_size(stacked.size, name)
+    pg.transport.reduce(stacked.reshape(-1), reduction, name)
     return _average(stacked[pg.rank()], op, pg.size())
 
 
@@ -202,7 +200,7 @@ def broadcast_tensors(tensors, group=None, src=0):
     """Rank `src`'s values in every tensor of `tensors` (one exchange for all; DDP's start)."""
     pg = default_group(group)
     arrays = [_host(t).reshape(-1) for t in tensors]
-    mpi.broadcast_arrays(pg.comm, arrays, pg.timeout, f"broadcast of rank {src}'s tensors", root=src)
+    pg.transport.broadcast(arrays, src, f"broadcast of rank {src}'s tensors")
     if pg.rank() != src:
         for t, values in zip(tensors, arrays):
             _write(t, values)

@@ -1,9 +1,10 @@
-"""ggrad.distributed: data-parallel training across processes, one per device or host, over MPI.
+"""ggrad.distributed: data-parallel training across processes, one per device or host, over MPI or TCP.
 
-PyTorch's everyday surface (ggrad.collectives): `init_process_group` (under mpiexec; see
-ggrad.collectives.group for what of torchrun's variables it honours), `get_rank`, `get_world_size`,
-`all_reduce`, `broadcast`, `barrier`, `all_gather`, ..., with `nn.parallel.DistributedDataParallel` and
-`utils.data.distributed.DistributedSampler`. And ggrad's own trainer:
+PyTorch's everyday surface (ggrad.collectives): `init_process_group` (under mpiexec, torchrun or
+`python -m ggrad.distributed.run`, torchrun's launcher for one host: see ggrad.collectives.group),
+`TCPStore`, `get_rank`, `get_world_size`, `all_reduce`, `broadcast`, `barrier`, `all_gather`, ..., with
+`nn.parallel.DistributedDataParallel` and `utils.data.distributed.DistributedSampler`. And ggrad's own
+trainer, over MPI:
 
     mpiexec -n 2 python train.py
     # train.py:  history = ggrad.distributed.dp_train(model, optimizer, "cross_entropy", loader, epochs=3)

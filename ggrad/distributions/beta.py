@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..autograd import Tensor
-from ..autograd.ops import digamma, lgamma, where
+from ..autograd.ops import digamma, lgamma, where, xlogy
 from .continuous import _params
 from .distribution import Distribution
-from .gamma import _TINY, standard_gamma, xlogy
+from .gamma import _TINY, standard_gamma
 
 __all__ = ["Beta"]
 

@@ -4,8 +4,8 @@ Draws: Marsaglia and Tsang's rejection method ("A simple method for generating g
 ggrad's generator (reproducible under `ggrad.manual_seed`; not PyTorch's stream), with the boost
 x * U^(1/a) for a < 1; draws are clamped to float32's tiny, as PyTorch's. The gradient of a draw x with
 respect to its concentration a is the implicit one (the draw's CDF held fixed): dx/da = -(dP/da) / p(x),
-P the regularized lower incomplete gamma function, evaluated in float64 on the host (its series or continued
-fraction; dP/da by a central difference), as PyTorch's `_standard_gamma_grad` gives it.
+P the regularized lower incomplete gamma function, evaluated in float64 on the host (ops/incomplete_gamma.py;
+dP/da by a central difference), as PyTorch's `_standard_gamma_grad` gives it. `cdf` is P too.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.factory import generator as _host_generator, tensor
-from ..autograd.ops import digamma, lgamma, where
+from ..autograd.ops import digamma, igamma, lgamma, xlogy
+from ..autograd.ops.incomplete_gamma import lower_regularized_gamma
 from .continuous import _params
 from .distribution import Distribution
 
-__all__ = ["Gamma", "standard_gamma"]
+__all__ = ["Chi2", "Gamma", "standard_gamma"]
 
 _TINY = float(np.finfo(np.float32).tiny)
 _lgamma64 = np.vectorize(math.lgamma, otypes=[np.float64])
@@ -50,45 +51,12 @@ def _marsaglia_tsang(a, rng):
     return np.maximum(out, _TINY)
 
 
-def _lower_regularized(a, x):
-    """P(a, x) in float64: the series below x = a + 1, else 1 - the continued fraction (modified Lentz)."""
-    log_front = a * np.log(x) - x
-    series = x < a + 1
-    term = 1.0 / a
-    total = term.copy()
-    for n in range(1, 400):
-        term = term * x / (a + n)
-        total = total + term
-    p_series = np.exp(log_front - _lgamma64(a)) * total
-    tiny = 1e-300
-    b = x + 1.0 - a
-    c = np.full_like(x, 1.0 / tiny)
-    d = 1.0 / np.where(b == 0, tiny, b)
-    h = d.copy()
-    for i in range(1, 400):
-        an = -i * (i - a)
-        b = b + 2.0
-        d = an * d + b
-        d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = np.where(np.abs(c) < tiny, tiny, c)
-        h = h * d * c
-    p_fraction = 1.0 - np.exp(log_front - _lgamma64(a)) * h
-    return np.where(series, p_series, p_fraction)
-
-
 def standard_gamma_grad(a, x):
     """dx/da of standard gamma draws x of concentrations a (float64 arrays), the CDF held fixed."""
     step = 1e-5 * np.maximum(a, 1e-3)
-    dp = (_lower_regularized(a + step, x) - _lower_regularized(a - step, x)) / (2 * step)
+    dp = (lower_regularized_gamma(a + step, x) - lower_regularized_gamma(a - step, x)) / (2 * step)
     density = np.exp((a - 1) * np.log(x) - x - _lgamma64(a))
     return -dp / density
-
-
-def xlogy(x: Tensor, y: Tensor) -> Tensor:
-    """x log y, 0 where x and y are 0 (a density's 0 ** 0 counts as 1), with PyTorch's xlogy gradients:
-    log y in x (0 where both are 0), x / y in y."""
-    return x * where((x == 0) & (y == 0), 0.0, y.log())
 
 
 class _StandardGamma(Function):
@@ -152,6 +120,13 @@ class Gamma(Distribution):
         return (self.concentration * self.rate.log() + xlogy(self.concentration - 1, value) - self.rate * value
                 - lgamma(self.concentration))
 
+    def cdf(self, value: Any) -> Tensor:
+        """P(concentration, rate * value), the regularized lower incomplete gamma function (ggrad.igamma):
+        differentiable in value and rate as PyTorch's, and in concentration too (PyTorch: none)."""
+        value = self._value(value)
+        self._check("value", value, value >= 0, "GreaterThanEq(lower_bound=0.0)")
+        return igamma(self.concentration, self.rate * value)
+
     def entropy(self) -> Tensor:
         a = self.concentration
         return a - self.rate.log() + lgamma(a) + (1.0 - a) * digamma(a)
@@ -162,3 +137,22 @@ class Gamma(Distribution):
 
 def _shown(t: Tensor) -> Any:
     return tuple(t.shape) if t.ndim else t.item()
+
+
+class Chi2(Gamma):
+    """The chi-squared distribution with `df` degrees of freedom: Gamma(df / 2, 1 / 2).
+
+    Args:
+        df (float or Tensor): > 0.
+    """
+
+    def __init__(self, df: Any, validate_args: bool | None = None) -> None:
+        (df,), _ = _params(df)
+        super().__init__(0.5 * df, 0.5, validate_args)
+
+    @property
+    def df(self) -> Tensor:
+        return self.concentration * 2
+
+    def __repr__(self) -> str:
+        return f"Chi2(df: {_shown(self.df)})"

@@ -8,10 +8,11 @@ from .containers import ModuleList, ModuleDict, ParameterList, ParameterDict
 from .linear import Identity, Linear, Flatten, Unflatten
 from .activation import (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU, Softplus, Softmax, LogSoftmax, SELU, CELU,
                          Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, GLU, PReLU, Softsign, Tanhshrink,
-                         Threshold, Hardshrink, Softshrink, Softmin)
+                         Threshold, Hardshrink, Softshrink, Softmin, Softmax2d)
 from .normalization import LayerNorm, RMSNorm, Dropout
-from .batch_norm import BatchNorm1d, BatchNorm2d
-from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm
+from .batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .lp_pool import LPPool1d, LPPool2d
+from .group_norm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm
 from .adaptive_pool import AdaptiveAvgPool1d, AdaptiveAvgPool2d
 from .sparse import Embedding
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d

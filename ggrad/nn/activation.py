@@ -158,6 +158,15 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
+class Softmax2d(Module):
+    """Softmax over the channels of each position: dim -3 of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {x.ndim}D instead")
+        return F.softmax(x, -3)
+
+
 class Softmax(Module):
     """Softmax along one dimension.
 

@@ -70,11 +70,15 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
-    def reset_parameters(self):
+    def reset_running_stats(self):
+        """Running mean 0, running variance 1, no batches counted (when running statistics are tracked)."""
         if self.track_running_stats:
             init.zeros_(self.running_mean)
             init.ones_(self.running_var)
             self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
@@ -115,3 +119,9 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch normalisation of (N, C, H, W) inputs over N, H and W, per channel C (arguments as BatchNorm1d)."""
     _ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) inputs over N, D, H and W, per channel C (arguments as
+    BatchNorm1d)."""
+    _ranks = (5,)

@@ -40,6 +40,7 @@ from ..ggml.kernels import ATTENTION_HEAD_MAX
 from .batch_norm import batch_norm  # noqa: F401  (F.batch_norm; the layers live beside it)
 from .group_norm import group_norm, instance_norm, local_response_norm  # noqa: F401
 from .pooling import max_pool1d, max_pool2d, avg_pool1d, avg_pool2d  # noqa: F401
+from .lp_pool import lp_pool1d, lp_pool2d  # noqa: F401
 from .adaptive_pool import adaptive_avg_pool1d, adaptive_avg_pool2d  # noqa: F401
 from .dropout_channels import (dropout1d, dropout2d, dropout3d, alpha_dropout,  # noqa: F401
                                feature_alpha_dropout)
@@ -63,7 +64,7 @@ from ..autograd.arguments import kinds
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "linear", "relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "softmax",
            "softmax_ext", "log_softmax", "layer_norm", "rms_norm", "dropout", "embedding", "conv1d", "conv2d",
-           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
+           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "lp_pool1d", "lp_pool2d", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "mse_loss",
            "l1_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy",
            "selu", "celu", "logsigmoid", "mish", "hardsigmoid", "hardswish", "hardtanh", "relu6", "softsign",
            "tanhshrink", "glu", "prelu", "pad", "one_hot", "interpolate", "conv_transpose1d", "conv_transpose2d"]

@@ -1,5 +1,5 @@
 """Per-sample normalisation over channel groups: `group_norm`, `instance_norm`, `local_response_norm` (the
-F forms) and the layers `GroupNorm`, `InstanceNorm1d`, `InstanceNorm2d`, `LocalResponseNorm`.
+F forms) and the layers `GroupNorm`, `InstanceNorm1d`, `InstanceNorm2d`, `InstanceNorm3d`, `LocalResponseNorm`.
 
 A group norm is a layer norm of each (sample, group) row: the input is viewed as (N, G, C/G * spatial)
 and normalised by the fused row norm (one GGML node forward, its composed backward), then the
@@ -178,6 +178,13 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance normalisation of (N, C, H, W) or (C, H, W) inputs over H and W (arguments as InstanceNorm1d)."""
 
     _dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) inputs over D, H and W (arguments as
+    InstanceNorm1d)."""
+
+    _dims = 3
 
 
 class LocalResponseNorm(Module):

@@ -17,6 +17,7 @@ from .. import ggml
 from ..autograd import Tensor, no_grad
 from ..autograd.factory import tensor, zeros_like
 from ..autograd.ops import quantize
+from ..autograd.complex_tensor import ComplexTensor, view_as_complex
 from ..autograd.raw import from_raw, to_raw
 from ..ggml.errors import ShapeError
 from ..autograd import Parameter
@@ -128,7 +129,7 @@ class Module(ModuleHooks):
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a Tensor that is module state but not learnable (saved in state_dict when persistent)."""
         self._check_name(name, "buffer")
-        if tensor is not None and not isinstance(tensor, Tensor):
+        if tensor is not None and not isinstance(tensor, (Tensor, ComplexTensor)):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(ggrad.Tensor or None required)")
         self._forget(name)
@@ -271,6 +272,8 @@ class Module(ModuleHooks):
         device, dtype = _parse_to(args, kwargs)
 
         def convert(t):
+            if isinstance(t, ComplexTensor):   # complex buffers move; a dtype is for floating tensors
+                return t if device is None or t.device == device else t.to(device)
             want_dtype = dtype if dtype is not None and t.dtype.is_float else t.dtype
             want_device = t.device if device is None else device
             if want_dtype is t.dtype and want_device == t.device:
@@ -455,6 +458,10 @@ def _copy_into(target, value):
     optimizer updates abort in GGML.
     """
     with no_grad():
+        if isinstance(target, ComplexTensor):   # a complex buffer: its real and imaginary parts
+            values = value.detach().numpy() if isinstance(value, (Tensor, ComplexTensor)) else value
+            values = np.asarray(values, np.complex64)
+            return target.copy_(view_as_complex(tensor(np.stack([values.real, values.imag], -1))))
         if target.dtype.is_quantized:   # bit for bit from the same type, else quantized from the values
             if not (isinstance(value, Tensor) and value.dtype is target.dtype):
                 value = quantize(tensor(value.detach().numpy() if isinstance(value, Tensor) else value), target.dtype)

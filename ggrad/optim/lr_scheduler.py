@@ -13,6 +13,8 @@ from .lr_schedules import (ConstantLR, CosineAnnealingWarmRestarts, CyclicLR, Ex
                            MultiplicativeLR, MultiStepLR, PolynomialLR)
 from .lr_scheduler_chains import ChainedScheduler, SequentialLR
 
+_LRScheduler = LRScheduler   # PyTorch's older name, still subclassed by custom schedulers
+
 
 class LambdaLR(LambdaScheduler):
     """lr = initial_lr * lr_lambda(epoch).

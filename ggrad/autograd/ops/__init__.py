@@ -12,11 +12,11 @@ the exports for type checkers.
 """
 
 from .. import declaration
-from . import (activations, arith, binary, broadcast, calculus, conv, einsum_lowering, extrema, float_parts,  # noqa: F401
-               gamma_functions, indexing, inverse_erf, joins, logical, loss, mask_index, math, membership, neural,
-               products, quant, reduce, reduce_into, resample, rotation, sampling, scan, scatter_ops, search,
-               selection, shape_ops, sliding_windows, sorting, statistics, tensor_products, torch_composites,
-               unary, vector_norms, views)
+from . import (activations, arith, array_builders, binary, broadcast, calculus, conv, einsum_lowering,  # noqa: F401
+               extrema, float_parts, gamma_functions, incomplete_gamma, indexing, inverse_erf, joins, logical, loss,
+               mask_index, math, membership, neural, numeric_extras, products, quant, reduce, reduce_into, resample,
+               rotation, sampling, scan, scatter_ops, search, selection, shape_ops, sliding_windows, sorting,
+               special_functions, statistics, tensor_products, torch_composites, unary, vector_norms, views)
 
 globals().update(declaration.functions())
 __all__ = list(declaration.functions())

@@ -74,6 +74,17 @@ def bernoulli(input, p=None, generator=None):  # noqa: A002 (PyTorch's names)
         return out if out.dtype is input.dtype else out.to(input.dtype)
 
 
+@declare()
+def poisson(input, generator=None):  # noqa: A002
+    """Poisson draws with the rates in `input` (float, >= 0), of its shape, dtype and device; no gradient."""
+    require_float(input, "poisson")
+    rates = input.detach().numpy().astype(np.float64)
+    if np.any(rates < 0) or np.any(np.isnan(rates)):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    drawn = _host_generator(generator).poisson(rates)
+    return tensor(np.asarray(drawn, np.float32), device=input.device).to(input.dtype)
+
+
 def _bad_probs(t):
     """How many entries are negative, infinite or nan (inf and nan have clamp(x - x) = 1)."""
     not_finite = un.Clamp.apply(t - t, 0.0, 1.0)

@@ -99,6 +99,22 @@ def nanmedian(input, dim=_WHOLE, keepdim=False):  # noqa: A002
     return _median(input, dim, keepdim, True, "nanmedian")
 
 
+@declare(method=True)
+def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+    """(values, indices) of the k-th smallest element along `dim` (k from 1; nan counts as the largest)."""
+    require("kthvalue", "k", k, INT)
+    require("kthvalue", "dim", dim, INT)
+    require("kthvalue", "keepdim", keepdim, FLAG)
+    x, d = _along(input, dim)
+    if not 1 <= k <= x.shape[-1]:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    with no_grad():
+        _, order = sort(x, dim=-1)
+        index = order.narrow(-1, k - 1, 1)
+    picked = gather(x, -1, index)
+    return _restore(picked.squeeze(-1), d, input, keepdim), _restore(index.squeeze(-1), d, input, keepdim)
+
+
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     if not isinstance(q, Tensor) and not (NUMBER.fits(q) or (isinstance(q, (list, tuple)) and all(
             NUMBER.fits(v) for v in q))):

@@ -331,6 +331,50 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return reduce.sum(where(isnan(input), 0.0, input), dim, keepdim, dtype)
 
 
+@declare(method=True)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The mean of the entries that are not nan (nan where all are); nan entries get gradient 0."""
+    if not input.dtype.is_float:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{input.dtype.torch_name}")
+    numbers = 1.0 - isnan(input).float()
+    return nansum(input, dim, keepdim, dtype=dtype) / reduce.sum(numbers, dim, keepdim)
+
+
+@declare(method=True)
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Views of `input` along `dim`: `sections` (an int) pieces as equal as they come (the first ones one
+    longer), or the pieces between the given `indices` (a list or tuple; out of range ones clip)."""
+    d = _axis(dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        given = indices_or_sections
+        if given.dtype.is_float or given.dtype.name == "bool":
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have integer dtype, but got "
+                               f"{given.dtype.torch_name}")
+        if given.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {given.ndim} dims")
+        indices_or_sections = given.tolist()
+    if isinstance(indices_or_sections, (list, tuple)):
+        bad = [i for i in indices_or_sections if not isinstance(i, int) or isinstance(i, bool)]
+        if bad:
+            raise TypeError("tensor_split(): argument 'indices' must be tuple of ints, but found element of type "
+                            f"{type(bad[0]).__name__}")
+    if isinstance(indices_or_sections, int) and not isinstance(indices_or_sections, bool):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        sizes = [n // sections + (1 if i < n % sections else 0) for i in range(sections)]
+        bounds = [sum(sizes[:i]) for i in range(sections + 1)]
+    elif isinstance(indices_or_sections, (list, tuple)):
+        bounds = [0] + [min(max(int(i) + (n if int(i) < 0 else 0), 0), n) for i in indices_or_sections] + [n]
+    else:
+        raise TypeError(f"tensor_split(): argument 'indices_or_sections' must be int, list or tuple of ints, or a "
+                        f"Tensor, not {type(indices_or_sections).__name__}")
+    return tuple(views.narrow(input, d, start, max(stop - start, 0)) for start, stop in zip(bounds, bounds[1:]))
+
+
 def _index_key(x, dim, index, op):
     if not isinstance(index, Tensor) or index.dtype.is_float or index.ndim > 1:
         raise IndexError(f"{op}(): index must be a 1-D integer tensor (long or int)")

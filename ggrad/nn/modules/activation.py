@@ -2,10 +2,10 @@
 
 from ..activation import (Threshold, ReLU, Hardtanh, ReLU6, Sigmoid, Hardsigmoid, Tanh, SiLU, Mish, Hardswish, ELU,
                           CELU, SELU, GLU, GELU, Hardshrink, LeakyReLU, LogSigmoid, Softplus, Softshrink, PReLU,
-                          Softsign, Tanhshrink, Softmin, Softmax, LogSoftmax)
+                          Softsign, Tanhshrink, Softmin, Softmax, LogSoftmax, Softmax2d)
 from ..rrelu import RReLU
 from ..attention import MultiheadAttention
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish",
            "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus",
-           "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "LogSoftmax"]
+           "Softshrink", "MultiheadAttention", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "LogSoftmax", "Softmax2d"]

@@ -1,5 +1,5 @@
 """PyTorch's `torch.nn.modules.batchnorm` path: the batch normalisation."""
 
-from ..batch_norm import BatchNorm1d, BatchNorm2d
+from ..batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

@@ -1,4 +1,4 @@
-"""`DistributedDataParallel`: PyTorch's module wrapper for one process per rank (under mpiexec).
+"""`DistributedDataParallel`: PyTorch's module wrapper for one process per rank (under mpiexec or torchrun).
 
     ggrad.distributed.init_process_group("gloo")
     model = DistributedDataParallel(model)            # rank 0's parameters and buffers on every rank
@@ -8,8 +8,8 @@
 Each parameter's post-accumulate-grad hook marks it ready; once every awaited gradient has arrived
 the wrapper replaces them by their average over the ranks: one `AllReduceBucket` (the same in-graph
 all-reduce as ggrad.distributed.dp_train) copies them, each divided by the world size, into a float32
-bucket that MPI sums in messages of at most `bucket_cap_mb` while the graph computes, in PyTorch's
-bucket order (parameters in reverse). So on the CPU, forward, backward, all-reduce and the optimizer's
+bucket that the group's transport (MPI or sockets) sums in messages of at most `bucket_cap_mb` while the
+graph computes, in PyTorch's bucket order (parameters in reverse). So on the CPU, forward, backward, all-reduce and the optimizer's
 update stay one graph; on other devices the gradients are read, all-reduced and uploaded instead.
 `no_sync()` leaves the gradients local (they accumulate) until a backward outside it.
 `find_unused_parameters=True` finds, at each forward, the parameters the output does not reach; the
@@ -25,7 +25,6 @@ from ...autograd import Tensor, no_grad
 from ...autograd.factory import tensor, zeros
 from ...autograd.grad_mode import is_grad_enabled
 from ...autograd.ops import reshape, split
-from ...collectives import mpi
 from ...collectives.bucket import AllReduceBucket
 from ...collectives.group import default_group
 from ...collectives.operations import broadcast_tensors
@@ -143,8 +142,7 @@ class DistributedDataParallel(Module):
         reached = _leaves_reached(outputs)
         used = np.array([id(p) in reached for p in self._params], np.int32)
         group = self.process_group
-        mpi.reduce_in_place(group.comm, used, mpi.mpi().MAX, group.timeout, "DistributedDataParallel's used "
-                            "parameters")
+        group.transport.reduce(used, "max", "DistributedDataParallel's used parameters")
         self._awaited = {id(p) for p in self._params if id(p) in reached}
         self._reduced = [p for p, flag in zip(self._params, used) if flag]
 
@@ -166,7 +164,7 @@ class DistributedDataParallel(Module):
             if all(part.device.is_cpu for part in parts):
                 total = AllReduceBucket.apply(*parts, share, self._reduce_in_place)
                 pieces = split(total, [p.numel() for p in params])
-            else:   # GPU or RPC memory MPI cannot reach: read, all-reduce on the host, upload
+            else:   # GPU or RPC memory the transport cannot reach: read, all-reduce on the host, upload
                 flat = np.concatenate([part.numpy().reshape(-1) for part in parts]) * np.float32(share)
                 self._allreduce(flat)
                 pieces = np.split(flat, np.cumsum([p.numel() for p in params])[:-1])
@@ -178,8 +176,8 @@ class DistributedDataParallel(Module):
         """Sum the float32 array `flat` across the ranks in place, in messages of at most bucket_cap_mb."""
         group, size = self.process_group, max(1, self.bucket_bytes_cap // 4)
         what = "DistributedDataParallel's gradient all-reduce"
-        mpi.check_same_size(group.comm, len(flat), group.timeout, what)
-        mpi.allreduce_sum(group.comm, [flat[i:i + size] for i in range(0, len(flat), size)], group.timeout, what)
+        group.transport.check_same_size(len(flat), what)
+        group.transport.sum_arrays([flat[i:i + size] for i in range(0, len(flat), size)], what)
 
     def extra_repr(self):
         return f"world_size={self.process_group.size()}, find_unused_parameters={self.find_unused_parameters}"

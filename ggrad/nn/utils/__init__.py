@@ -1,7 +1,11 @@
-"""`ggrad.nn.utils` (PyTorch's torch.nn.utils): gradient clipping (`clip_grad`) and variable-length batches
-for the recurrent layers (`rnn`)."""
+"""`ggrad.nn.utils` (PyTorch's torch.nn.utils): gradient clipping (`clip_grad`), variable-length batches for the
+recurrent layers (`rnn`), the parameters as one vector (`convert_parameters`) and weight normalization
+(`weight_norm`)."""
 
-from . import clip_grad, rnn
+from . import clip_grad, convert_parameters, rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["clip_grad", "rnn", "clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad", "convert_parameters", "rnn", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+           "vector_to_parameters", "weight_norm", "remove_weight_norm"]

@@ -174,30 +174,36 @@ class _Decoding:
         was_training = self.model.training
         self.model.eval()
         try:
-            finished = np.zeros(ids.shape[0], dtype=bool)
-            seq = ids
-            self.seen_len = ids.shape[1] + max_new_tokens - 1
-            for _ in range(max_new_tokens):
-                nxt = self._next(seq, keep, use_cache).astype(np.int32)
-                nxt[finished] = pad
-                finished |= np.isin(nxt, stops)
-                seq = np.concatenate([seq, nxt[:, None]], axis=1)
-                keep = np.concatenate([keep, np.ones((len(keep), 1), dtype=bool)], axis=1)
+            b, t = ids.shape
+            # the sequences in one buffer, the columns still to come holding each row's first id: its first
+            # seen_len columns are the ids a repetition penalty sees at every step (a fixed width)
+            seq = np.repeat(ids[:, :1], t + max_new_tokens, axis=1)
+            seq[:, :t] = ids
+            kept = np.ones(seq.shape, dtype=bool)
+            kept[:, :t] = keep
+            self.seen_len = t + max_new_tokens - 1
+            finished = np.zeros(b, dtype=bool)
+            for n in range(t, t + max_new_tokens):
+                nxt = self._next(seq, n, kept[:, :n], use_cache).astype(np.int32, copy=False)
+                if stops.size:
+                    nxt[finished] = pad
+                    finished |= np.isin(nxt, stops)
+                seq[:, n] = nxt
                 yield nxt
-                if finished.all():
+                if finished.all() and stops.size:
                     return
         finally:
             self.model.train(was_training)
 
-    def _next(self, seq, keep, use_cache):
-        b, n = seq.shape
+    def _next(self, seq, n, keep, use_cache):
+        """The next ids after the first n columns of `seq` (keep: their attention mask)."""
+        b = seq.shape[0]
         context = self.model.context
         extra = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
-        if self.penalized:   # every id so far, the row's first repeated to the fixed width
-            extra.append(np.concatenate([seq, np.repeat(seq[:, :1], self.seen_len - n, axis=1)], axis=1))
+        if self.penalized:
+            extra.append(seq[:, :self.seen_len])
         if not use_cache or n > context:   # the window slides: every position would change
-            return self.window_step(seq[:, max(0, n - context):], *extra)
-        positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
+            return self.window_step(seq[:, max(0, n - context):n], *extra)
         if self.cache is None:   # the prompt, one graph
             with no_grad():
                 self.cache = self.model.new_kv_cache(b, static=True)
@@ -205,10 +211,18 @@ class _Decoding:
             visible = keep[:, None, :] & (slots[None, None, :] <= slots[None, :, None])   # (B, n, n)
             mask = np.full((b, 1, n, self.cache.max_len), MASKED, dtype=np.float32)
             mask[:, 0, :, :n][visible] = 0.0
-            return self.cached_step(seq, slots, positions, mask, *extra)
-        mask = np.full((b, 1, 1, self.cache.max_len), MASKED, dtype=np.float32)
-        mask[:, 0, 0, :n][keep] = 0.0
-        return self.cached_step(seq[:, -1:], np.array([n - 1], dtype=np.int32), positions[:, -1:], mask, *extra)
+            positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
+            # what each decode step updates in place: the key mask, the next position of each row, the slot
+            self.key_mask = np.full((b, 1, 1, self.cache.max_len), MASKED, dtype=np.float32)
+            self.key_mask[:, 0, 0, :n][keep] = 0.0
+            self.position = keep.sum(axis=1, dtype=np.int32)[:, None]
+            self.slot = np.zeros(1, dtype=np.int32)
+            return self.cached_step(seq[:, :n], slots, positions, mask, *extra)
+        self.key_mask[:, 0, 0, n - 1] = 0.0   # the newest token, seen by every later one
+        self.slot[0] = n - 1
+        nxt = self.cached_step(seq[:, n - 1:n], self.slot, self.position, self.key_mask, *extra)
+        self.position += 1
+        return nxt
 
     def _cached_step(self, ids, slots, positions, mask, *extra):
         self.cache.feed(StepInputs(slots, positions, mask))

@@ -13,14 +13,14 @@ from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
-           "matmul_half", "flash_attn", "flash_attn_back", "cpu_function", "kernel_name", "isa"]
+           "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "cpu_function", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
     "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half", "flash_attn",
-    "flash_attn_back")}
+    "flash_attn_back", "argmax_f32")}
 _HALF = frozenset({C.F16, C.BF16})
 _TYPE_SIZE = {C.F32: 4, C.F16: 2, C.BF16: 2}
 _INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
@@ -275,6 +275,21 @@ def concat_f32(ctx, a, b, dim):
     ne = list(na)
     ne[dim] += nb[dim]
     return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS[op], -1, ffi.cast("void *", dim))
+
+
+def argmax_f32(ctx, x):
+    """int32 [rows]: the index of the first maximum of each row (dimension 0) of contiguous f32 `x`, or of
+    its first nan, as PyTorch's argmax (GGML's argmax takes the last of ties and skips nan).
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32, contiguous.
+    """
+    ptr = _contiguous_f32("argmax_f32", {"x": x})["x"]
+    if ptr.ne[0] == 0:
+        C.fail("argmax_f32", f"rows of x (ne={C.ne(ptr)}) must not be empty")
+    rows = ptr.ne[1] * ptr.ne[2] * ptr.ne[3]
+    return custom_4d(ctx, "i32", rows, 1, 1, 1, [x], 1, _FUNCTIONS["argmax_f32"], -1)
 
 
 def layer_norm_f32(ctx, x, eps):

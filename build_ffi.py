@@ -48,6 +48,7 @@ void ggrad_matmul_half(struct ggml_tensor * dst, int ith, int nth, void * userda
 void ggrad_flash_attn(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_flash_attn_back(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_argmax_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_layer_norm_affine_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 int ggrad_kernels_isa(int isa);
 """
 

@@ -4,9 +4,11 @@ left-padded, streamed.
 
 The model's side of the contract is `GenerationMixin`'s docstring.
 
-With the cache the prompt is one graph, and every further token one compute of a decode step recorded once
-and replayed (autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the
-key mask (and for sampling one uniform per row) and reads the chosen ids back. The next token is chosen in
+With the cache every token is one compute of a decode step recorded once and replayed
+(autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the key mask (and
+for sampling one uniform per row) and reads the chosen ids back. A short prompt goes through the same step a
+token at a time, a longer one is one graph (PROMPT_BY_STEPS_BYTES). The model keeps its cache and the
+recorded step for its next call (`_Session`), which then records nothing if nothing else was computed. The next token is chosen in
 the same graph (`choose_next`) by the rule of the host's `sample_next`, from uniforms drawn on the host from
 ggrad's seeded generator (`ggrad.manual_seed`, or `generator=`), so tokens are reproducible and the same
 with and without the cache (up to float rounding of near-ties).

@@ -5,6 +5,7 @@ import pytest
 
 import ggrad
 from ggrad import nn
+from ggrad.nn import generation
 from ggrad.examples.char_gpt import VOCAB, CharGPT, decode, sample
 
 
@@ -159,7 +160,11 @@ def test_generate_calls_side_by_side_each_decode_their_own_tokens():
                                   model.generate(PROMPT, 12, temperature=0, use_cache=False).numpy())
 
 
-def test_a_left_padded_batch_gives_each_prompt_its_own_tokens():
+@pytest.mark.parametrize("prompt_by_steps", [True, False])
+def test_a_left_padded_batch_gives_each_prompt_its_own_tokens(prompt_by_steps, monkeypatch):
+    """The prompt through the decode step a token at a time, and as one graph (a model too large for that)."""
+    if not prompt_by_steps:
+        monkeypatch.setattr(generation, "PROMPT_BY_STEPS_BYTES", 0)
     model = small_model(context=24)
     prompts = [[5, 17, 40], [60, 2, 33, 8, 71], [9]]
     width = max(map(len, prompts))

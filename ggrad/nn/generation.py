@@ -174,7 +174,9 @@ class _Session:
     nothing. The cache's positions from an earlier call are masked until this call writes them."""
 
     def __init__(self, model, device, batch, rule):
-        self.model, self.device, self.batch, self.rule = model, device, batch, rule
+        # a weak reference: _SESSIONS holds sessions weakly keyed by their models, which they must not keep
+        self.model = weakref.ref(model)
+        self.device, self.batch, self.rule = device, batch, rule
         self.sampling = not (rule[0] == 0 or rule[1] == 1)
         self.penalized = rule[4] is not None
         self.tensors = _model_tensors(model)
@@ -182,15 +184,15 @@ class _Session:
             self.cache = model.new_kv_cache(batch, static=True)
         self.step = StepReplay(self._step, device)
 
-    def fits(self, device, batch, rule):
-        tensors = _model_tensors(self.model)
+    def fits(self, model, device, batch, rule):
+        tensors = _model_tensors(model)
         return (device == self.device and batch == self.batch and rule == self.rule
                 and len(tensors) == len(self.tensors) and all(a is b for a, b in zip(tensors, self.tensors)))
 
     def _step(self, ids, slots, positions, mask, *extra):
         self.cache.feed(StepInputs(slots, positions, mask))
         with no_grad():
-            return _choose(self, self.model(ids, kv_cache=self.cache), extra).to(ids.dtype)
+            return _choose(self, self.model()(ids, kv_cache=self.cache), extra).to(ids.dtype)
 
 
 def _model_tensors(model):
@@ -271,7 +273,7 @@ class _Decoding:
         the key mask, each row's position, the slot."""
         b = seq.shape[0]
         session = _SESSIONS.pop(self.model, None)   # taken: a generate running beside this one makes its own
-        if session is None or not session.fits(self.device, b, self.rule):
+        if session is None or not session.fits(self.model, self.device, b, self.rule):
             session = _Session(self.model, self.device, b, self.rule)
         self.session = session
         max_len = session.cache.max_len

@@ -1,5 +1,8 @@
 """CharGPT.generate: the KV cache changes the cost, never the tokens."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -140,6 +143,15 @@ def test_decode_steps_replay_one_recorded_graph():
             assert delta == {"computes": steps, "step_replays": steps, "cache_hits": 0, "cache_misses": 0}, delta
     for result in results[1:]:
         np.testing.assert_array_equal(result.numpy(), plain)
+
+
+def test_the_kept_decode_session_lets_its_model_go():
+    model = small_model(context=40)
+    model.generate(PROMPT, 5, temperature=0)
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
 
 
 def test_generate_calls_side_by_side_each_decode_their_own_tokens():

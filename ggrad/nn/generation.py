@@ -220,7 +220,8 @@ class _Decoding:
         self.penalized = rule[4] is not None
         self.rule = rule   # temperature, top_k, top_p, min_p, repetition_penalty
         self.seen_len = 0   # the width of the seen ids (the longest sequence) with a repetition penalty
-        self.session = None
+        self.session = None   # the model's _Session, from the prompt on
+        self.key_mask = self.position = self.slot = None   # a decode step's inputs, updated in place
         self.window_step = StepReplay(self._window_step, device)
 
     def tokens(self, ids, keep, max_new_tokens, use_cache, stops, pad):

@@ -173,21 +173,23 @@ class _Session:
     kept between generate calls while the batch, the rule and the model's tensors stay: a later call records
     nothing. The cache's positions from an earlier call are masked until this call writes them."""
 
-    def __init__(self, model, device, batch, rule):
+    def __init__(self, model, tensors, device, batch, rule):
         # a weak reference: _SESSIONS holds sessions weakly keyed by their models, which they must not keep
         self.model = weakref.ref(model)
         self.device, self.batch, self.rule = device, batch, rule
         self.sampling = not (rule[0] == 0 or rule[1] == 1)
         self.penalized = rule[4] is not None
-        self.tensors = _model_tensors(model)
+        self.nodes = _nodes(tensors)
         with no_grad():
             self.cache = model.new_kv_cache(batch, static=True)
         self.step = StepReplay(self._step, device)
 
-    def fits(self, model, device, batch, rule):
-        tensors = _model_tensors(model)
+    def fits(self, tensors, device, batch, rule):
+        """Whether a call of `batch` rows by `rule` on `device`, the model's parameters and buffers being
+        `tensors`, can take this session."""
+        nodes = _nodes(tensors)
         return (device == self.device and batch == self.batch and rule == self.rule
-                and len(tensors) == len(self.tensors) and all(a is b for a, b in zip(tensors, self.tensors)))
+                and len(nodes) == len(self.nodes) and all(a is b for a, b in zip(nodes, self.nodes)))
 
     def _step(self, ids, slots, positions, mask, *extra):
         self.cache.feed(StepInputs(slots, positions, mask))
@@ -195,10 +197,9 @@ class _Session:
             return _choose(self, self.model()(ids, kv_cache=self.cache), extra).to(ids.dtype)
 
 
-def _model_tensors(model):
-    """The nodes of the model's parameters and buffers (a step recorded on them reads their memory); None
-    for a pending one."""
-    tensors = list(model.parameters()) + list(model.buffers())
+def _nodes(tensors):
+    """The nodes of a model's parameters and buffers, whose memory a step recorded on them reads (None for a
+    pending one)."""
     return [None if t._pending is not None else t._node for t in tensors]
 
 
@@ -273,14 +274,15 @@ class _Decoding:
         one decode step a token: PROMPT_BY_STEPS_BYTES), and what each decode step updates in place set up:
         the key mask, each row's position, the slot."""
         b = seq.shape[0]
+        tensors = list(self.model.parameters()) + list(self.model.buffers())
         session = _SESSIONS.pop(self.model, None)   # taken: a generate running beside this one makes its own
-        if session is None or not session.fits(self.model, self.device, b, self.rule):
-            session = _Session(self.model, self.device, b, self.rule)
+        if session is None or not session.fits(tensors, self.device, b, self.rule):
+            session = _Session(self.model, tensors, self.device, b, self.rule)
         self.session = session
         max_len = session.cache.max_len
         self.key_mask = np.full((b, 1, 1, max_len), MASKED, dtype=np.float32)
         self.slot = np.zeros(1, dtype=np.int32)
-        if n * _bytes_of(self.model) > PROMPT_BY_STEPS_BYTES:
+        if n * sum(t._node.nbytes for t in tensors) > PROMPT_BY_STEPS_BYTES:   # what a decode step reads
             slots = np.arange(n, dtype=np.int32)
             visible = keep[:, None, :] & (slots[None, None, :] <= slots[None, :, None])   # (B, n, n)
             mask = np.full((b, 1, n, max_len), MASKED, dtype=np.float32)
@@ -303,11 +305,6 @@ class _Decoding:
     def _window_step(self, ids, *extra):
         with no_grad():
             return _choose(self, self.model(ids), extra).to(ids.dtype)
-
-
-def _bytes_of(model):
-    """Bytes of the model's parameters and buffers (what a decode step reads)."""
-    return sum(t._node.nbytes for t in list(model.parameters()) + list(model.buffers()))
 
 
 class GenerationMixin:

@@ -5,8 +5,11 @@ cached step is one position and every uncached step re-runs the whole prefix. gg
 replays of one recorded decode step (argmax in its graph); PyTorch runs the same architecture (random
 weights) in eager mode, argmax on its tensors, its cache concatenating keys and values per step
 (torch.cat) as PyTorch decoders commonly do. Medians of --repeats runs; tokens/s counts the tokens of
-all sequences. "host ms/tok": ggrad's main-thread CPU time per new token (all sequences) outside GGML's
-compute, with the cache (common.HostCPU, as bench_record measures).
+all sequences; on the CPU the two frameworks run in turns (one generate of each per round) and the ratio is
+the median of the rounds' ratios. "host ms/tok": ggrad's main-thread CPU time per new token (all sequences)
+outside GGML's compute, with the cache (common.HostCPU, as bench_record measures), over a whole generate
+(recording its prompt step and its decode step included); "host ms/replayed tok": the same for the tokens
+that replay the decode step.
 
     python benchmarks/bench_generate.py [--configs small large] [--repeats 5] [--threads 2] [--batch 1]
     python benchmarks/bench_generate.py --device cuda:0      # PyTorch on CUDA, in its own process
@@ -22,8 +25,10 @@ import dataclasses
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -40,12 +45,12 @@ from ggrad.ggml.sched import Scheduler  # noqa: E402
 HOST = HostCPU(Scheduler)
 
 
-def ggrad_run(cfg, use_cache, device, batch):
+def ggrad_run(cfg, use_cache, device, batch, stream=False):
     ggrad.manual_seed(0)
     model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(device)
     prompt = np.repeat(np.arange(cfg["prompt"], dtype=np.int32)[None] % cfg["vocab"], batch, axis=0)
     n = cfg["context"] - cfg["prompt"]
-    return lambda: model.generate(prompt, n, temperature=0, use_cache=use_cache)
+    return lambda: model.generate(prompt, n, temperature=0, use_cache=use_cache, stream=stream)
 
 
 def host_ms_per_token(run, tokens, repeats):
@@ -56,6 +61,33 @@ def host_ms_per_token(run, tokens, repeats):
             run()
         times.append(HOST.seconds / tokens * 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def replayed_host_ms(cfg, device, batch, repeats):
+    """Median HOST ms per token of the tokens that replay the decode step (a streamed generate, after its
+    prompt step and the recording of the decode step)."""
+    times = []
+    for _ in range(repeats):
+        tokens = ggrad_run(cfg, True, device, batch, stream=True)()
+        next(tokens), next(tokens)
+        with HOST:
+            n = sum(1 for _ in tokens)
+        times.append(HOST.seconds / (n * batch) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def alternating(runs, repeats):
+    """Seconds of each of `runs` (callables) timed in turns, one of each per round, after a warm-up of each:
+    load that comes and goes falls on them alike. Returns per run the list of its rounds' times."""
+    for run in runs:
+        run()
+    times = [[] for _ in runs]
+    for _ in range(repeats):
+        for run, mine in zip(runs, times):
+            t0 = time.perf_counter()
+            run()
+            mine.append(time.perf_counter() - t0)
+    return times
 
 
 def torch_tokens_per_s(name, use_cache, repeats, device, batch):
@@ -108,21 +140,35 @@ def run_configs(args):
         for use_cache in (True,) if args.cached_only else (False, True):
             key = "cache" if use_cache else "no cache"
             run = ggrad_run(cfg, use_cache, args.device, args.batch)
-            g = n / median_s(run, args.repeats)
-            t = torch_tokens_per_s(name, use_cache, args.repeats, args.device, args.batch)
+            if args.device.startswith("cpu"):   # both in this process, timed in turns
+                runs = [run]
+                try:
+                    runs.append(generate_torch.torch_run(cfg, use_cache, batch=args.batch))
+                except ImportError:
+                    pass
+                times = alternating(runs, args.repeats)
+                g = n / statistics.median(times[0])
+                t = n / statistics.median(times[1]) if len(times) > 1 else math.nan
+                ratio = statistics.median(tt / gg for gg, tt in zip(*times)) if len(times) > 1 else math.nan
+            else:
+                g = n / median_s(run, args.repeats)
+                t = torch_tokens_per_s(name, use_cache, args.repeats, args.device, args.batch)
+                ratio = g / t
             row[f"ggrad {key} tok/s"] = f"{g:,.0f}"
             row[f"torch {key} tok/s"] = f"{t:,.0f}"
-            row[f"ratio {key}"] = f"{g / t:.2f}"
+            row[f"ratio {key}"] = f"{ratio:.2f}"
             row[f"_{key}"] = g
         if not args.cached_only:
             row["ggrad cache speed-up"] = f"{row['_cache'] / row['_no cache']:.1f}x"
         row["ggrad host ms/tok"] = f"{host_ms_per_token(run, n, args.repeats):.3f}"
+        row["host ms/replayed tok"] = f"{replayed_host_ms(cfg, args.device, args.batch, args.repeats):.3f}"
         rows.append(row)
     columns = [c for c in rows[0] if not c.startswith("_")]
     device = ggrad.device(args.device)
     attention = lowering.for_device(device).decode_attention
     print_table(f"char-GPT greedy generation, batch {args.batch}, {args.device} ({device.description}; decode "
-                f"attention {attention}; median of {args.repeats}; ratio = ggrad / torch)",
+                f"attention {attention}; median of {args.repeats}, ggrad and torch in turns; ratio = median of "
+                f"the rounds' ggrad / torch)",
                 rows, columns)
 
 

@@ -52,6 +52,8 @@ class Lowering:
             for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
         decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path or by
             GGML's fused "flash_attn_ext" (nn/decode_attention.py).
+        argmax: the first maximum of f32 rows (nan first) by GGML's "ggml" ops (argmax of a key that ranks
+            the maxima from the left, 13 nodes) or by ggrad's "kernel" (kernels.argmax_f32; CPU only).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -72,6 +74,7 @@ class Lowering:
     class_labels: str = "ggml"
     attention: str = "ggml"
     decode_attention: str = "softmax"
+    argmax: str = "ggml"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -79,9 +82,10 @@ class Lowering:
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
-              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="flash_attn_ext")
+              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="flash_attn_ext",
+              argmax="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
-                          adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml",
+                          adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml", argmax="ggml",
                           fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered

@@ -10,9 +10,10 @@ Writes the step makes into persistent buffers (a KV cache's `index_write_`) happ
 
 Any other compute on the device lays the scheduler's memory out for its own graph; the next call then
 records the step again (define-by-run: the same values come out) and replays from there. The inputs enter
-the step as values on the device, so index ops clamp them into range (GGML's kernels assert); the check
-that raises IndexError for an index out of range (pending.py's `check`) runs when the step is recorded,
-not at replays: the caller keeps the inputs valid.
+the step as values on the device; those that index (an embedding's ids, a cache slot) are checked here, on
+the host, against the sizes they index at every call (an IndexError, nothing computed), so the graph holds
+neither clamps nor device-side checks of them (host_index.hide_values). Where the device's memory is the
+host's, inputs and outputs are copied through numpy views of the graph's tensors kept from the recording.
 """
 
 import time
@@ -22,6 +23,7 @@ import numpy as np
 from .. import ggml
 from . import device_locks, execution, memory
 from .factory import tensor
+from ..ggml.errors import IndexOutOfRangeError
 from .ops.host_index import hide_values
 
 
@@ -39,6 +41,7 @@ class StepReplay:
         self.device = ggml.device(device)
         self.records = 0       # times the step was recorded (1 while nothing else computes on the device)
         self._inputs = self._outputs = self._replay = None
+        self._bounds = self._writes = self._reads = ()
         self._computes = -1    # memory.stats.computes after this step's last compute
 
     def __call__(self, *arrays):
@@ -48,6 +51,7 @@ class StepReplay:
             if not self._replayable(arrays):
                 outputs = self._record(arrays)
             else:
+                _check_indices(arrays, self._bounds)
                 outputs = self._compute(arrays)
             self._computes = memory.stats.computes
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -62,21 +66,37 @@ class StepReplay:
         # the ops, which would otherwise build today's values into the graph (a constant index, a scale).
         inputs = [tensor(a, device=self.device) for a in arrays]
         execution.realize(self.device)
-        for t in inputs:
-            hide_values(t)
+        uses = [[] if t.dtype is ggml.i32 else None for t in inputs]
+        for t, sizes in zip(inputs, uses):
+            hide_values(t, sizes)
         outputs = self.step(*inputs)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        bounds = [min(sizes) if sizes else None for sizes in uses]
+        error = _index_error(arrays, bounds)
+        if error is not None:   # computed with the indices clamped (as GGML needs them), then raised
+            for t, a, size in zip(inputs, arrays, bounds):
+                if size is not None:
+                    t._node.write(np.clip(a, 0, size - 1))
         with execution.capture() as replays:
             execution.realize(self.device)
+        if error is not None:
+            self._replay = None
+            raise error
         self.records += 1
         # inputs and outputs are held: their memory is where the graph reads and writes them
         self._replay = replays[0] if len(replays) == 1 else None
-        self._inputs, self._outputs = inputs, outputs
-        return [t.numpy() for t in outputs]
+        results = [t.numpy() for t in outputs]
+        self._inputs, self._outputs, self._bounds = inputs, outputs, bounds
+        self._writes = [_host_view(t) for t in inputs]
+        self._reads = [_host_view(t) for t in outputs]
+        return results
 
     def _compute(self, arrays):
-        for t, a in zip(self._inputs, arrays):
-            t._node.write(ggml.encode(a, t.dtype))
+        for t, view, a in zip(self._inputs, self._writes, arrays):
+            if view is not None:
+                view[...] = a
+            else:
+                t._node.write(ggml.encode(a, t.dtype))
         replay = self._replay
         start = time.perf_counter()
         replay.scheduler.compute(replay.graph, execution.eval_hook)   # ggrad.profile() sees replays too
@@ -85,4 +105,32 @@ class StepReplay:
         stats.computes += 1
         stats.step_replays += 1
         stats.nodes += replay.graph.n_nodes
-        return [ggml.get_data(t._node, t.shape) for t in self._outputs]
+        return [view.copy() if view is not None else ggml.get_data(t._node, t.shape)
+                for t, view in zip(self._outputs, self._reads)]
+
+
+def _host_view(t):
+    """A numpy view of Tensor t's memory (as `ggml.get_data` reads it: its node's dtype, t's shape) where
+    that is host memory in a dtype numpy has, else None."""
+    node = t._node
+    dtype = node.dtype.numpy
+    if dtype is None or node.dtype.name == "bf16" or not node.is_contiguous:
+        return None
+    raw = ggml.data.host_bytes(node)
+    return None if raw is None else raw.view(dtype).reshape(t.shape)
+
+
+def _index_error(arrays, bounds):
+    """IndexError for the first input whose values leave [0, size) of the size it indexes, else None."""
+    for i, (a, size) in enumerate(zip(arrays, bounds)):
+        if size is not None and a.size and (a.view(np.uint32) >= size).any():   # negative: huge unsigned
+            bad = a[(a < 0) | (a >= size)].flat[0]
+            return IndexOutOfRangeError(f"StepReplay: input {i} indexes a dimension of size {size}, got the "
+                                        f"index {bad} (out of bounds)")
+    return None
+
+
+def _check_indices(arrays, bounds):
+    error = _index_error(arrays, bounds)
+    if error is not None:
+        raise error

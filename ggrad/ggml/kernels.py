@@ -13,22 +13,23 @@ from .ops._check import tensor
 
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
-           "matmul_half", "flash_attn", "flash_attn_back", "cpu_function", "kernel_name", "isa"]
+           "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "cpu_function",
+           "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
     "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half", "flash_attn",
-    "flash_attn_back")}
+    "flash_attn_back", "argmax_f32", "layer_norm_affine_f32")}
 _HALF = frozenset({C.F16, C.BF16})
 _TYPE_SIZE = {C.F32: 4, C.F16: 2, C.BF16: 2}
 _INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
 _NAMES = {int(ffi.cast("intptr_t", fn)): name for name, fn in _FUNCTIONS.items()}
 
 
-def matmul_f32(ctx, a, b):
-    """`b @ a.T` batched over dims 2 and 3, as ops.mul_mat, for f32 operands read with any strides.
+def matmul_f32(ctx, a, b, bias=None):
+    """`b @ a.T` (+ `bias`) batched over dims 2 and 3, as ops.mul_mat, for f32 operands read with any strides.
 
     a [k, n, q, r] and b [k, m, q*x, r*y] (a broadcast over b's batch dims) give f32 [n, m, q*x, r*y].
     Transposed and permuted views are read in place: no contiguous copy is needed, unlike mul_mat.
@@ -37,6 +38,8 @@ def matmul_f32(ctx, a, b):
         ctx: the Context the result is made in.
         a: f32 [k, n, q, r], any strides.
         b: f32 [k, m, q*x, r*y], any strides.
+        bias (optional): f32 [n], contiguous: added to every row of the result after its sums (a linear
+            layer in one node).
     """
     op = "matmul_f32"
     pa, pb = tensor(op, "a", a), tensor(op, "b", b)
@@ -44,7 +47,13 @@ def matmul_f32(ctx, a, b):
     _f32(op, pa, pb)
     if na[0] != nb[0] or 0 in (na[2], na[3]) or nb[2] % na[2] or nb[3] % na[3]:
         C.fail(op, f"a ne={na} and b ne={nb} don't match (equal ne[0], b's batch dims multiples of a's)")
-    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
+    args = [a, b]
+    if bias is not None:
+        pbias = _contiguous_f32(op, {"bias": bias})["bias"]
+        if C.ne(pbias) != [na[1], 1, 1, 1]:
+            C.fail(op, f"bias ne={C.ne(pbias)} must be [{na[1]}, 1, 1, 1], one value per row of a")
+        args.append(bias)
+    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], args, len(args), _FUNCTIONS[op], -1)
 
 
 def matmul_half(ctx, a, b):
@@ -277,6 +286,21 @@ def concat_f32(ctx, a, b, dim):
     return custom_4d(ctx, "f32", *ne, [a, b], 2, _FUNCTIONS[op], -1, ffi.cast("void *", dim))
 
 
+def argmax_f32(ctx, x):
+    """int32 [rows]: the index of the first maximum of each row (dimension 0) of contiguous f32 `x`, or of
+    its first nan, as PyTorch's argmax (GGML's argmax takes the last of ties and skips nan).
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32, contiguous.
+    """
+    ptr = _contiguous_f32("argmax_f32", {"x": x})["x"]
+    if ptr.ne[0] == 0:
+        C.fail("argmax_f32", f"rows of x (ne={C.ne(ptr)}) must not be empty")
+    rows = ptr.ne[1] * ptr.ne[2] * ptr.ne[3]
+    return custom_4d(ctx, "i32", rows, 1, 1, 1, [x], 1, _FUNCTIONS["argmax_f32"], -1)
+
+
 def layer_norm_f32(ctx, x, eps):
     """(x - mean) / sqrt(var + eps) over dimension 0 of contiguous f32 `x`, as ops.norm.
 
@@ -286,6 +310,25 @@ def layer_norm_f32(ctx, x, eps):
         eps: added to the variance.
     """
     return _same_shape(ctx, "layer_norm_f32", x=x, userdata=_float_bits(eps))
+
+
+def layer_norm_affine_f32(ctx, x, w, b, eps):
+    """layer_norm_f32(x) * w + b over dimension 0 of contiguous f32 `x` (nn.LayerNorm's forward), with the
+    roundings of the three nodes it replaces.
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f32 [n, ...], contiguous.
+        w, b: f32 [n], contiguous.
+        eps: added to the variance.
+    """
+    op = "layer_norm_affine_f32"
+    ptrs = _contiguous_f32(op, {"x": x, "w": w, "b": b})
+    n = C.ne(ptrs["x"])[0]
+    for name in ("w", "b"):
+        if C.ne(ptrs[name]) != [n, 1, 1, 1]:
+            C.fail(op, f"{name} ne={C.ne(ptrs[name])} must be [{n}, 1, 1, 1], one value per element of a row of x")
+    return custom_4d(ctx, "f32", *C.ne(ptrs["x"]), [x, w, b], 3, _FUNCTIONS[op], -1, _float_bits(eps))
 
 
 def layer_norm_back_f32(ctx, g, x, eps):

@@ -8,22 +8,26 @@ Which path a backend takes is its Lowering's `decode_attention` (autograd/loweri
 benchmarks/README.md).
 """
 
+import weakref
+
 from ..autograd import grad_mode
-from ..autograd.memory import lowering_of
+from ..autograd.memory import lowering_of, pending_graph
 from ..autograd.primitive import Primitive
 from ..ggml import f16, f32, ops
 
 
 class FlashAttention(Primitive):
-    """softmax(q k^T * scale + mask) v for q (B, H, T, Dh), k and v (B, H, S, Dh) and an additive f32 mask
-    (B | 1, 1, T, S) or (T, S), as (B, T, H * Dh); forward only."""
+    """softmax(q k^T * scale + mask) v for q (B, H, T, Dh), k and v (B, H, S, Dh) and an additive f32 or f16
+    mask (B | 1, 1, T, S) or (T, S), as (B, T, H * Dh); forward only (an f16 mask is used as it is:
+    `half_mask`)."""
     views = True   # q is a view of the fused projection's heads (its rows contiguous, as GGML asks)
 
     @staticmethod
     def build(ctx, graph, q, k, v, mask, scale):
         c = graph.ctx
-        half_mask = ops.cast(c, mask if mask.is_contiguous else ops.cont(c, mask), f16)
-        out = ops.flash_attn_ext(c, q, k, v, half_mask, scale, 0.0, 0.0)   # [Dh, H, T, B]
+        half = mask if mask.is_contiguous else ops.cont(c, mask)
+        half = half if half.dtype is f16 else ops.cast(c, half, f16)
+        out = ops.flash_attn_ext(c, q, k, v, half, scale, 0.0, 0.0)   # [Dh, H, T, B]
         return ops.reshape_3d(c, out, out.ne[0] * out.ne[1], out.ne[2], out.ne[3])
 
     @staticmethod
@@ -38,3 +42,20 @@ def flash_decode_applies(q, k, v, mask):
     return (mask is not None and q.dtype is f32 and mask.dtype is f32
             and not (grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
             and lowering_of(q.device).decode_attention == "flash_attn_ext")
+
+
+_half_masks = {}   # id(mask) -> (weak reference to mask, its float16 copy)
+
+
+def half_mask(mask):
+    """The f32 `mask` as float16, the type flash_attn_ext reads, converted once per pending graph: every
+    layer of a decode step reads the one key mask its cache was fed (one conversion node instead of one a
+    layer)."""
+    key = id(mask)
+    hit = _half_masks.get(key)
+    if hit is not None and hit[0]() is mask and hit[1]._pending is not None:
+        if hit[1]._pending is pending_graph(mask.device):
+            return hit[1]
+    half = mask.to(f16)
+    _half_masks[key] = (weakref.ref(mask, lambda _, key=key: _half_masks.pop(key, None)), half)
+    return half

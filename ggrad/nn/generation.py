@@ -4,15 +4,18 @@ left-padded, streamed.
 
 The model's side of the contract is `GenerationMixin`'s docstring.
 
-With the cache the prompt is one graph, and every further token one compute of a decode step recorded once
-and replayed (autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the
-key mask (and for sampling one uniform per row) and reads the chosen ids back. The next token is chosen in
+With the cache every token is one compute of a decode step recorded once and replayed
+(autograd/step_replay.py): the host uploads the new ids, the cache slot, the position ids, the key mask (and
+for sampling one uniform per row) and reads the chosen ids back. A short prompt goes through the same step a
+token at a time, a longer one is one graph (PROMPT_BY_STEPS_BYTES). The model keeps its cache and the
+recorded step for its next call (`_Session`), which then records nothing if nothing else was computed. The next token is chosen in
 the same graph (`choose_next`) by the rule of the host's `sample_next`, from uniforms drawn on the host from
 ggrad's seeded generator (`ggrad.manual_seed`, or `generator=`), so tokens are reproducible and the same
 with and without the cache (up to float rounding of near-ties).
 """
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -155,6 +158,59 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     return tensor(np.concatenate([ids.astype(np.int32)] + [t[:, None] for t in new], axis=1), device=device)
 
 
+# model -> the _Session its last cached generate left: the next call of the same batch and rule takes it
+_SESSIONS = weakref.WeakKeyDictionary()
+
+# A prompt of T tokens goes through the decode step one token at a time (T replays, no graph of its own to
+# record) while T times the bytes of the model's parameters and buffers stays within this: a replay streams
+# them once (~30 MB a millisecond on one core of the project's machine), recording a prompt's graph costs
+# ~5-13 ms of host time (benchmarks/README.md, issue 33). A choice by shapes alone: the same tokens each call.
+PROMPT_BY_STEPS_BYTES = 64 << 20
+
+
+class _Session:
+    """A model's static KVCache for `batch` rows and the one-token decode step recorded on it (StepReplay),
+    kept between generate calls while the batch, the rule and the model's tensors stay: a later call records
+    nothing. The cache's positions from an earlier call are masked until this call writes them."""
+
+    def __init__(self, model, tensors, device, batch, rule):
+        # a weak reference: _SESSIONS holds sessions weakly keyed by their models, which they must not keep
+        self.model = weakref.ref(model)
+        self.device, self.batch, self.rule = device, batch, rule
+        self.sampling = not (rule[0] == 0 or rule[1] == 1)
+        self.penalized = rule[4] is not None
+        self.nodes = _nodes(tensors)
+        with no_grad():
+            self.cache = model.new_kv_cache(batch, static=True)
+        self.step = StepReplay(self._step, device)
+
+    def fits(self, tensors, device, batch, rule):
+        """Whether a call of `batch` rows by `rule` on `device`, the model's parameters and buffers being
+        `tensors`, can take this session."""
+        nodes = _nodes(tensors)
+        return (device == self.device and batch == self.batch and rule == self.rule
+                and len(nodes) == len(self.nodes) and all(a is b for a, b in zip(nodes, self.nodes)))
+
+    def _step(self, ids, slots, positions, mask, *extra):
+        self.cache.feed(StepInputs(slots, positions, mask))
+        with no_grad():
+            return _choose(self, self.model()(ids, kv_cache=self.cache), extra).to(ids.dtype)
+
+
+def _nodes(tensors):
+    """The nodes of a model's parameters and buffers, whose memory a step recorded on them reads (None for a
+    pending one)."""
+    return [None if t._pending is not None else t._node for t in tensors]
+
+
+def _choose(rule_owner, logits, extra):
+    """choose_next on the last position's logits by `rule_owner`'s rule; `extra`: the uniforms when
+    sampling, then the seen ids with a repetition penalty."""
+    extra = list(extra)
+    u = extra.pop(0) if rule_owner.sampling else None
+    return choose_next(logits[:, -1], u, *rule_owner.rule, seen=extra.pop(0) if rule_owner.penalized else None)
+
+
 class _Decoding:
     """One `generate` call: the model, how tokens are chosen, and the replayed steps."""
 
@@ -165,8 +221,8 @@ class _Decoding:
         self.penalized = rule[4] is not None
         self.rule = rule   # temperature, top_k, top_p, min_p, repetition_penalty
         self.seen_len = 0   # the width of the seen ids (the longest sequence) with a repetition penalty
-        self.cache = None
-        self.cached_step = StepReplay(self._cached_step, device)
+        self.session = None   # the model's _Session, from the prompt on
+        self.key_mask = self.position = self.slot = None   # a decode step's inputs, updated in place
         self.window_step = StepReplay(self._window_step, device)
 
     def tokens(self, ids, keep, max_new_tokens, use_cache, stops, pad):
@@ -174,57 +230,81 @@ class _Decoding:
         was_training = self.model.training
         self.model.eval()
         try:
-            finished = np.zeros(ids.shape[0], dtype=bool)
-            seq = ids
-            self.seen_len = ids.shape[1] + max_new_tokens - 1
-            for _ in range(max_new_tokens):
-                nxt = self._next(seq, keep, use_cache).astype(np.int32)
-                nxt[finished] = pad
-                finished |= np.isin(nxt, stops)
-                seq = np.concatenate([seq, nxt[:, None]], axis=1)
-                keep = np.concatenate([keep, np.ones((len(keep), 1), dtype=bool)], axis=1)
+            b, t = ids.shape
+            # the sequences in one buffer, the columns still to come holding each row's first id: its first
+            # seen_len columns are the ids a repetition penalty sees at every step (a fixed width)
+            seq = np.repeat(ids[:, :1], t + max_new_tokens, axis=1)
+            seq[:, :t] = ids
+            kept = np.ones(seq.shape, dtype=bool)
+            kept[:, :t] = keep
+            self.seen_len = t + max_new_tokens - 1
+            finished = np.zeros(b, dtype=bool)
+            for n in range(t, t + max_new_tokens):
+                nxt = self._next(seq, n, kept[:, :n], use_cache).astype(np.int32, copy=False)
+                if stops.size:
+                    nxt[finished] = pad
+                    finished |= np.isin(nxt, stops)
+                seq[:, n] = nxt
                 yield nxt
-                if finished.all():
+                if finished.all() and stops.size:
                     return
         finally:
             self.model.train(was_training)
+            if self.session is not None:   # for the model's next generate
+                _SESSIONS[self.model] = self.session
 
-    def _next(self, seq, keep, use_cache):
-        b, n = seq.shape
+    def _next(self, seq, n, keep, use_cache):
+        """The next ids after the first n columns of `seq` (keep: their attention mask)."""
+        b = seq.shape[0]
         context = self.model.context
         extra = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
-        if self.penalized:   # every id so far, the row's first repeated to the fixed width
-            extra.append(np.concatenate([seq, np.repeat(seq[:, :1], self.seen_len - n, axis=1)], axis=1))
+        if self.penalized:
+            extra.append(seq[:, :self.seen_len])
         if not use_cache or n > context:   # the window slides: every position would change
-            return self.window_step(seq[:, max(0, n - context):], *extra)
-        positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
-        if self.cache is None:   # the prompt, one graph
-            with no_grad():
-                self.cache = self.model.new_kv_cache(b, static=True)
+            return self.window_step(seq[:, max(0, n - context):n], *extra)
+        if self.session is None:
+            return self._prompt(seq, n, keep, extra)
+        self.key_mask[:, 0, 0, n - 1] = 0.0   # the newest token, seen by every later one
+        self.slot[0] = n - 1
+        self.position += 1
+        return self.session.step(seq[:, n - 1:n], self.slot, self.position, self.key_mask, *extra)
+
+    def _prompt(self, seq, n, keep, extra):
+        """The first new ids: the prompt (n columns) into the cache of the model's session (one graph, or
+        one decode step a token: PROMPT_BY_STEPS_BYTES), and what each decode step updates in place set up:
+        the key mask, each row's position, the slot."""
+        b = seq.shape[0]
+        tensors = list(self.model.parameters()) + list(self.model.buffers())
+        session = _SESSIONS.pop(self.model, None)   # taken: a generate running beside this one makes its own
+        if session is None or not session.fits(tensors, self.device, b, self.rule):
+            session = _Session(self.model, tensors, self.device, b, self.rule)
+        self.session = session
+        max_len = session.cache.max_len
+        self.key_mask = np.full((b, 1, 1, max_len), MASKED, dtype=np.float32)
+        self.slot = np.zeros(1, dtype=np.int32)
+        if n * sum(t._node.nbytes for t in tensors) > PROMPT_BY_STEPS_BYTES:   # what a decode step reads
             slots = np.arange(n, dtype=np.int32)
             visible = keep[:, None, :] & (slots[None, None, :] <= slots[None, :, None])   # (B, n, n)
-            mask = np.full((b, 1, n, self.cache.max_len), MASKED, dtype=np.float32)
+            mask = np.full((b, 1, n, max_len), MASKED, dtype=np.float32)
             mask[:, 0, :, :n][visible] = 0.0
-            return self.cached_step(seq, slots, positions, mask, *extra)
-        mask = np.full((b, 1, 1, self.cache.max_len), MASKED, dtype=np.float32)
-        mask[:, 0, 0, :n][keep] = 0.0
-        return self.cached_step(seq[:, -1:], np.array([n - 1], dtype=np.int32), positions[:, -1:], mask, *extra)
-
-    def _cached_step(self, ids, slots, positions, mask, *extra):
-        self.cache.feed(StepInputs(slots, positions, mask))
-        with no_grad():
-            return self._choose(self.model(ids, kv_cache=self.cache), extra).to(ids.dtype)
+            positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
+            self.key_mask[:, 0, 0, :n][keep] = 0.0
+            self.position = positions[:, -1:].copy()
+            return session.step(seq[:, :n], slots, positions, mask, *extra)
+        count = np.zeros((b, 1), dtype=np.int32)
+        ignored = [np.zeros_like(extra[0])] + extra[1:] if self.sampling else extra   # no draw for them
+        for j in range(n):
+            self.key_mask[:, 0, 0, j] = np.where(keep[:, j], 0.0, MASKED)
+            count += keep[:, j:j + 1]
+            self.position = np.maximum(count - 1, 0)
+            self.slot[0] = j
+            nxt = session.step(seq[:, j:j + 1], self.slot, self.position, self.key_mask,
+                               *(extra if j == n - 1 else ignored))
+        return nxt
 
     def _window_step(self, ids, *extra):
         with no_grad():
-            return self._choose(self.model(ids), extra).to(ids.dtype)
-
-    def _choose(self, logits, extra):
-        """choose_next on the last position's logits; `extra`: the uniforms when sampling, then the seen ids
-        with a repetition penalty."""
-        extra = list(extra)
-        u = extra.pop(0) if self.sampling else None
-        return choose_next(logits[:, -1], u, *self.rule, seen=extra.pop(0) if self.penalized else None)
+            return _choose(self, self.model(ids), extra).to(ids.dtype)
 
 
 class GenerationMixin:

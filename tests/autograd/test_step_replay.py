@@ -81,3 +81,32 @@ def test_profile_sees_the_replayed_computes():
             replay(np.ones(4, np.float32))
     assert replay.records == 1
     assert sum(calls for calls, _ in prof.by_op().values()) >= 3
+
+
+def test_index_inputs_are_checked_on_the_host_at_every_call():
+    weight = ggrad.tensor(np.arange(10, dtype=np.float32).reshape(5, 2)).realize()
+    buffer = ggrad.zeros(4, 2).realize()
+
+    def step(ids, slot):
+        with ggrad.no_grad():
+            rows = ggrad.embedding(ids, weight)
+            return index_write_(buffer, 0, slot, rows).sum()
+
+    replay = StepReplay(step, "cpu")
+    assert replay(np.array([4], np.int32), np.array([1], np.int32)) == pytest.approx(17.0)
+    with pytest.raises(IndexError, match="input 0 indexes a dimension of size 5, got the index 5"):
+        replay(np.array([5], np.int32), np.array([2], np.int32))
+    with pytest.raises(IndexError, match="input 1 indexes a dimension of size 4, got the index -1"):
+        replay(np.array([0], np.int32), np.array([-1], np.int32))
+    np.testing.assert_array_equal(buffer.numpy()[:, 0], [0, 8, 0, 0])   # nothing computed by the two calls
+    assert replay(np.array([2], np.int32), np.array([3], np.int32)) == pytest.approx(17.0 + 9.0)
+    assert replay.records == 1
+
+
+def test_a_bad_index_while_recording_raises_after_a_clamped_compute():
+    weight = ggrad.tensor(np.arange(6, dtype=np.float32).reshape(3, 2)).realize()
+    replay = StepReplay(lambda ids: ggrad.embedding(ids, weight).sum(), "cpu")
+    with pytest.raises(IndexError, match="size 3, got the index 7"):
+        replay(np.array([0, 7], np.int32))
+    assert replay(np.array([2, 1], np.int32)) == pytest.approx(4 + 5 + 2 + 3)
+    assert replay.records == 1   # the failed recording is not kept

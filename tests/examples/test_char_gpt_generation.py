@@ -1,10 +1,14 @@
 """CharGPT.generate: the KV cache changes the cost, never the tokens."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import ggrad
 from ggrad import nn
+from ggrad.nn import generation
 from ggrad.examples.char_gpt import VOCAB, CharGPT, decode, sample
 
 
@@ -116,23 +120,63 @@ def test_generation_runs_on_quantized_linear_weights():
 
 
 def test_decode_steps_replay_one_recorded_graph():
-    """generate records the prompt's graph and one decode step; every later token is a replay of that
-    step's graph with new inputs (autograd/step_replay.py): one compute per token, no op recorded."""
+    """generate feeds a short prompt and then every new token through one decode step recorded once
+    (autograd/step_replay.py): one compute per token, no op recorded. The model keeps its KV cache and the
+    recorded step (nn.generation's session), so a later call of the same batch records nothing."""
     model = small_model(context=40)
     plain = model.generate(PROMPT, 30, temperature=0, use_cache=False).numpy()
-    before = ggrad.stats()
-    cached = model.generate(PROMPT, 30, temperature=0).numpy()
-    after = ggrad.stats()
-    np.testing.assert_array_equal(cached, plain)
-    delta = {k: after[k] - before[k] for k in ("computes", "step_replays", "cache_hits", "cache_misses")}
-    # the others: the KV cache's buffers, the prompt's inputs and graph, the first decode step's inputs and
-    # graph, the returned ids
-    assert delta["step_replays"] == 28, delta
-    assert delta["computes"] - delta["step_replays"] <= 6, delta
-    assert delta["cache_hits"] + delta["cache_misses"] <= 6, delta
+    keys = ("computes", "step_replays", "cache_hits", "cache_misses")
+    steps = PROMPT.shape[1] + 29   # the prompt's tokens one at a time, then the new ones
+    results = []
+    for call in range(3):
+        before = ggrad.stats()
+        results.append(model.generate(PROMPT, 30, temperature=0))
+        after = ggrad.stats()
+        if call == 0:
+            np.testing.assert_array_equal(results[0].numpy(), plain)   # a compute: call 1 records again
+        delta = {k: after[k] - before[k] for k in keys}
+        if call == 0:   # the KV cache's buffers, the first step's inputs and graph recorded
+            assert delta["step_replays"] == steps - 1, delta
+            assert delta["computes"] - delta["step_replays"] <= 4, delta
+            assert delta["cache_hits"] + delta["cache_misses"] <= 3, delta
+        elif call == 2:   # nothing computed since call 1: only replays
+            assert delta == {"computes": steps, "step_replays": steps, "cache_hits": 0, "cache_misses": 0}, delta
+    for result in results[1:]:
+        np.testing.assert_array_equal(result.numpy(), plain)
 
 
-def test_a_left_padded_batch_gives_each_prompt_its_own_tokens():
+def test_the_kept_decode_session_lets_its_model_go():
+    model = small_model(context=40)
+    model.generate(PROMPT, 5, temperature=0)
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+
+
+def test_generate_calls_side_by_side_each_decode_their_own_tokens():
+    """Two streamed generates interleaved: the second makes its own cache (the model's is taken), and the
+    model's weights changed between calls give a new decode step."""
+    model = small_model(context=40)
+    alone = model.generate(PROMPT, 12, temperature=0).numpy()[:, PROMPT.shape[1]:]
+    other = PROMPT[::-1].copy()
+    alone_other = model.generate(other, 12, temperature=0).numpy()[:, PROMPT.shape[1]:]
+    first, second = model.generate(PROMPT, 12, temperature=0, stream=True), model.generate(other, 12, temperature=0,
+                                                                                           stream=True)
+    tokens = [(a, b) for a, b in zip(first, second)]
+    np.testing.assert_array_equal(np.stack([a for a, _ in tokens], 1), alone)
+    np.testing.assert_array_equal(np.stack([b for _, b in tokens], 1), alone_other)
+    with ggrad.no_grad():
+        model.ln_f.weight.copy_(model.ln_f.weight * 3.0)
+    np.testing.assert_array_equal(model.generate(PROMPT, 12, temperature=0).numpy(),
+                                  model.generate(PROMPT, 12, temperature=0, use_cache=False).numpy())
+
+
+@pytest.mark.parametrize("prompt_by_steps", [True, False])
+def test_a_left_padded_batch_gives_each_prompt_its_own_tokens(prompt_by_steps, monkeypatch):
+    """The prompt through the decode step a token at a time, and as one graph (a model too large for that)."""
+    if not prompt_by_steps:
+        monkeypatch.setattr(generation, "PROMPT_BY_STEPS_BYTES", 0)
     model = small_model(context=24)
     prompts = [[5, 17, 40], [60, 2, 33, 8, 71], [9]]
     width = max(map(len, prompts))

@@ -188,6 +188,22 @@ def test_matmul_f32_rejects_bad_operands():
         kernels.matmul_f32(ctx, ctx.new_tensor("f16", (4, 3)), ctx.new_tensor("f32", (4, 3)))
 
 
+@pytest.mark.parametrize("n", [1, 3, 40])   # dot products, and packed tiles past GEMV_ROWS_MAX rows of b
+def test_matmul_f32_with_a_bias_has_the_bits_of_the_product_and_an_add(run, isa, n):
+    a, b, bias = _rand(70, 33), _rand(n, 33, seed=1), _rand(70, seed=2)
+    fused, _ = run(lambda ctx, x, y, c: kernels.matmul_f32(ctx, x, y, c), [a, b, bias])
+    apart, _ = run(lambda ctx, x, y, c: ops.add(ctx, kernels.matmul_f32(ctx, x, y), c), [a, b, bias])
+    np.testing.assert_allclose(fused[0].reshape(n, 70), b @ a.T + bias, atol=1e-4, rtol=1e-4)
+    np.testing.assert_array_equal(fused[0].view(np.uint32), apart[0].view(np.uint32))
+
+
+def test_matmul_f32_rejects_a_bias_of_another_length():
+    ctx = gg.Context(n_tensors=8)
+    with pytest.raises(ShapeError, match="bias ne=\\[5, 1, 1, 1\\] must be \\[3, 1, 1, 1\\]"):
+        kernels.matmul_f32(ctx, ctx.new_tensor("f32", (4, 3)), ctx.new_tensor("f32", (4, 2)),
+                           ctx.new_tensor("f32", (5,)))
+
+
 def _np_gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
@@ -267,6 +283,20 @@ def test_layer_norm_f32_and_its_gradient_match_float64(check, isa, n):
     check(lambda ctx, gt, t: kernels.layer_norm_back_f32(ctx, gt, t, 1e-5), [g, x],
           lambda gt, t: dx.astype(np.float32), atol=2e-6, rtol=1e-5)
 
+
+
+@pytest.mark.parametrize("n", [1, 16, 130])
+def test_layer_norm_affine_f32_has_the_bits_of_the_core_a_mul_and_an_add(run, isa, n):
+    x = (np.random.default_rng(n).standard_normal((5, n)) * 3 + 1).astype(np.float32)
+    w, b = _rand(n, seed=1), _rand(n, seed=2)
+    fused, _ = run(lambda ctx, t, wt, bt: kernels.layer_norm_affine_f32(ctx, t, wt, bt, 1e-5), [x, w, b])
+    apart, _ = run(lambda ctx, t, wt, bt: ops.add(ctx, ops.mul(ctx, kernels.layer_norm_f32(ctx, t, 1e-5), wt), bt),
+                   [x, w, b])
+    np.testing.assert_array_equal(fused[0].view(np.uint32), apart[0].view(np.uint32))
+    ctx = gg.Context(n_tensors=8)
+    with pytest.raises(ShapeError, match="layer_norm_affine_f32: w ne"):
+        kernels.layer_norm_affine_f32(ctx, ctx.new_tensor("f32", (n, 2)), ctx.new_tensor("f32", (n + 1,)),
+                                      ctx.new_tensor("f32", (n,)), 1e-5)
 
 
 def _adamw(build, w, g, m, v, params):

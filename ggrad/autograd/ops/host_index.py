@@ -15,20 +15,31 @@ from ..recording import leaf_bytes
 from ..tensor import Tensor
 
 
-# id -> weak reference of the Tensors whose values ops must not read while they record (hide_values)
+# id -> (weak reference, bounds) of the Tensors whose values ops must not read while they record (hide_values)
 _hidden = {}
 
 
-def hide_values(t):
+def hide_values(t, bounds=None):
     """Make the values of Tensor `t` unknown to the ops that read host values while they record (here,
     indexing.known_values) and would build them into the graph: a step replayed with new values written
-    into `t` (step_replay.py) must not keep the ones `t` held when it was recorded."""
+    into `t` (step_replay.py) must not keep the ones `t` held when it was recorded.
+
+    `bounds` (a list): the caller's promise to check t's values on the host before every compute of the
+    graph; an index op that takes t as its index appends the size it indexes (`index_bounds`) instead of
+    clamping t into range and counting the values outside on the device (~10 one-element nodes a use).
+    """
     key = id(t)
-    _hidden[key] = weakref.ref(t, lambda _, key=key: _hidden.pop(key, None))
+    _hidden[key] = (weakref.ref(t, lambda _, key=key: _hidden.pop(key, None)), bounds)
 
 
 def is_hidden(t):
     return id(t) in _hidden
+
+
+def index_bounds(t):
+    """The list of sizes that hidden Tensor `t`'s owner checks its values against (hide_values), or None."""
+    entry = _hidden.get(id(t))
+    return None if entry is None or entry[0]() is not t else entry[1]
 
 
 def rows(x, key):

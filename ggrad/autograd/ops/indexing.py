@@ -105,7 +105,8 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
     With `wrap` (advanced indexing, `x[[-1]]`), negative indices count from the end.
 
     Host data is checked at once; values computed on the device are clamped into range for GGML (whose
-    kernels assert) and counted, and the graph's compute raises the IndexError when any was outside.
+    kernels assert) and counted, and the graph's compute raises the IndexError when any was outside; an
+    input of a replayed step whose owner checks it on the host (host_index.hide_values) is used as it is.
     """
     if not isinstance(index, Tensor):
         array = np.asarray(index)
@@ -116,6 +117,10 @@ def checked_index(index, size, device, op, dim=0, wrap=False):
     if index.dtype.is_float or index.dtype in SMALL_INTS:   # PyTorch indexes with long and int only
         raise _not_integer(op, index.dtype.torch_name if index.dtype in SMALL_INTS else index.dtype.name, wrap)
     index = index if index.dtype is i32 else index.to(i32)
+    bounds = host_index.index_bounds(index)
+    if bounds is not None and not wrap:   # a replayed step's input, checked by its owner at every call
+        bounds.append(size)
+        return index
     values = known_values(index)
     if values is not None:
         wrapped = _checked_host(values.astype(np.int64), size, op, dim, wrap)

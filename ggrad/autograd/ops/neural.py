@@ -217,12 +217,14 @@ def _normalize_trailing(core, x, normalized_shape, eps, op):
 
 class LayerNormAffine(Primitive):
     """layer_norm over the last dimension with its weight and bias, one recorded op: LayerNormCore's node
-    times w plus b (three recorded ops otherwise). Backward: one op for the wanted gradients of x, w and b
+    times w plus b (three recorded ops otherwise; one node where the lowering has the kernel). Backward: one op for the wanted gradients of x, w and b
     (LayerNormAffineGrads; five ops otherwise)."""
     saves = (0, 1)
 
     @staticmethod
     def build(ctx, graph, x, w, b, eps):
+        if graph.lowering.layer_norm == "kernel":   # one node: the core, the product and the sum
+            return kernels.layer_norm_affine_f32(graph.ctx, x, w, b, float(eps))
         y = LayerNormCore.build(ctx, graph, x, eps)
         return ops.add(graph.ctx, ops.mul(graph.ctx, y, w), b)
 

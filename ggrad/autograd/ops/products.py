@@ -98,7 +98,7 @@ class Linear(Primitive):
 
     @staticmethod
     def build(ctx, graph, x, w, bias):
-        return ops.add(graph.ctx, _product(graph, x, w), _packed(graph, bias))
+        return _product(graph, x, w, _packed(graph, bias))
 
     @staticmethod
     def shape(x, w, bias):
@@ -253,18 +253,19 @@ def input_grad(g, w):
     return MatMulNT.apply(g, w, False, True)
 
 
-def _product(graph, a, b):
-    """The node of a @ b^T for nodes a [K, M, ...] and b [K, N, ...] (GGML's order; b broadcast over a's
-    batch dims). With b unbatched and a's batches one run of rows, the batches are one product of all
-    their rows (GGML's mul_mat would otherwise run a product per batch on some backends, and the
-    kernel packs b for each)."""
+def _product(graph, a, b, bias=None):
+    """The node of a @ b^T (+ bias, f32 [N] for b [K, N]) for nodes a [K, M, ...] and b [K, N, ...] (GGML's
+    order; b broadcast over a's batch dims). With b unbatched and a's batches one run of rows, the batches
+    are one product of all their rows (GGML's mul_mat would otherwise run a product per batch on some
+    backends, and the kernel packs b for each)."""
     gctx = graph.ctx
     lowered = graph.lowering
     if a.dtype is not f32 and a.dtype is not b.dtype:
         # mul_mat multiplies a low precision operand only as its first (b's place), against float32 or its
         # own type: the product transposed, (b a^T)^T, or where b is broadcast over a's batch, a in float32
         if a.ne[2:] == b.ne[2:]:
-            return ops.cont(gctx, ops.transpose(gctx, _product(graph, b, a)))
+            out = ops.cont(gctx, ops.transpose(gctx, _product(graph, b, a)))
+            return out if bias is None else ops.add(gctx, out, bias)
         a = ops.cast(gctx, a, f32)
     if _by_half_kernel(lowered, a, b):
         a, b = _half_operand(graph, a), _half_operand(graph, b)
@@ -273,22 +274,25 @@ def _product(graph, a, b):
         b = _rows(graph, b, strided in ("both", "first"), True)
         a = _rows(graph, a, strided == "both" and (a.dtype is not bf16 or lowered.strided_bf16_second), False)
     if a.ne[2] * a.ne[3] > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
-        out = _one_product(graph, folded_rows(graph, a), b)
+        out = _one_product(graph, folded_rows(graph, a), b, bias)
         return ops.reshape_4d(gctx, out, out.ne[0], *a.ne[1:])
-    return _one_product(graph, a, b)
+    return _one_product(graph, a, b, bias)
 
 
-def _one_product(graph, a, b):
-    """The node of a @ b^T as one GGML node: ggrad's kernel or mul_mat, as the lowering says."""
+def _one_product(graph, a, b, bias=None):
+    """The node of a @ b^T (+ bias) as one GGML node, ggrad's kernel (the bias in it) or mul_mat (the bias
+    added after), as the lowering says."""
     if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
-        return kernels.matmul_f32(graph.ctx, b, a)   # any strides: no copies
+        return kernels.matmul_f32(graph.ctx, b, a, bias)   # any strides: no copies
     if _by_half_kernel(graph.lowering, a, b):
-        return kernels.matmul_half(graph.ctx, b, a)   # sums in float32; transposed operands read in place
-    out = ops.mul_mat(graph.ctx, b, a)
-    # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
-    # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for its
-    # TF32 product, whose 10-bit mantissa holds float16's values exactly
-    return out.set_prec("f32") if b.dtype is f16 else out
+        out = kernels.matmul_half(graph.ctx, b, a)   # sums in float32; transposed operands read in place
+    else:
+        out = ops.mul_mat(graph.ctx, b, a)
+        # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
+        # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for
+        # its TF32 product, whose 10-bit mantissa holds float16's values exactly
+        out = out.set_prec("f32") if b.dtype is f16 else out
+    return out if bias is None else ops.add(graph.ctx, out, bias)
 
 
 def _by_half_kernel(lowered, a, b):

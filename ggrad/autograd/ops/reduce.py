@@ -11,12 +11,13 @@ from collections import namedtuple
 
 import numpy as np
 
-from ...ggml import f32, ops
+from ...ggml import f32, kernels, ops
 from ..autocast_hook import FLOAT32, autocast_op
 from ..torch_dtypes import INT64, resolve
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
 from ..grad_mode import no_grad
+from ..memory import lowering_of
 from ..pending import ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
@@ -191,6 +192,23 @@ class ArgmaxRows(Primitive):
         return INT64   # held as GGML's int32
 
 
+class FirstArgmaxRows(Primitive):
+    """Index of the first maximum (or the first nan) of each row of a 2-D f32 x, as int32, by ggrad's CPU
+    kernel in one node (lowering.argmax); not differentiable."""
+
+    @staticmethod
+    def build(ctx, graph, x):
+        return kernels.argmax_f32(graph.ctx, x if x.is_contiguous else ops.cont(graph.ctx, x))
+
+    @staticmethod
+    def shape(x):
+        return (x.shape[0],)
+
+    @staticmethod
+    def result_dtype(x):
+        return INT64   # held as GGML's int32
+
+
 def _move_last(x, d):
     """x with dimension d moved to the end (and the permutation to undo it)."""
     if d == x.ndim - 1:
@@ -264,15 +282,23 @@ def argmax(x, dim=None, keepdim=False):
     src = as_float32(x, "argmax", allow_int=True)
     if dim is None:
         flat = src.reshape(1, x.numel())
-        out = ArgmaxRows.apply(_first_max_key(flat)).reshape(())
+        out = _first_argmax(flat).reshape(())
         return out.reshape((1,) * x.ndim) if keepdim else out
     d = normalize_dims(dim, x.ndim)[0]
     moved, _ = _move_last(src, d)
     rows = moved.reshape(-1, x.shape[d])
-    out = ArgmaxRows.apply(_first_max_key(rows)).reshape(moved.shape[:-1])
+    out = _first_argmax(rows).reshape(moved.shape[:-1])
     if keepdim:
         out = out.unsqueeze(d)
     return out
+
+
+def _first_argmax(rows):
+    """The index of the first maximum (or nan) of each row of f32 `rows` (2-D): one kernel node where the
+    lowering has it, else GGML's argmax of `_first_max_key`."""
+    if lowering_of(rows.device).argmax == "kernel":
+        return FirstArgmaxRows.apply(rows)
+    return ArgmaxRows.apply(_first_max_key(rows))
 
 
 def _first_max_key(rows):

@@ -429,11 +429,22 @@ static void product(struct kernel kern, struct operand a, struct operand b, int6
     }
 }
 
-/* ggml_custom_op_t: dst = b @ a^T for dst->src[0] = a, dst->src[1] = b (f32, any strides) */
+/* dst rows j0 .. j1 - 1 by columns i0 .. i1 - 1 plus bias[i]: after the whole sum of each output, so that
+   it is the sum a product followed by an add gives */
+static void add_bias(const float *bias, float *c, int64_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; j++)
+        for (int64_t i = i0; i < i1; i++)
+            c[j * ldc + i] += bias[i];
+}
+
+/* ggml_custom_op_t: dst = b @ a^T (+ bias) for dst->src[0] = a, dst->src[1] = b (f32, any strides) and an
+   optional dst->src[2] = bias (contiguous f32 [m], one value per column of dst): a linear layer in one node
+   (the bias's add is a node of its own otherwise, and a barrier of the CPU's threads) */
 void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;
     const struct kernel kern = kernel_for(ggrad_isa);
     const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
+    const float *bias = dst->src[2] ? (const float *)dst->src[2]->data : NULL;
     const int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
     const int64_t batches = b->ne[2] * b->ne[3];
     const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
@@ -456,5 +467,7 @@ void ggrad_matmul_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata)
         struct operand bo = {(const char *)b->data + q2 * b->nb[2] + q3 * b->nb[3], b->nb[1], b->nb[0]};
         float *c = (float *)((char *)dst->data + q2 * dst->nb[2] + q3 * dst->nb[3]);
         product(kern, ao, bo, k, c, ldc, i0, i1, j0, j1, gemv);
+        if (bias)
+            add_bias(bias, c, ldc, i0, i1, j0, j1);
     }
 }

@@ -39,3 +39,31 @@ void ggrad_layer_norm_back_f32(struct ggml_tensor *dst, int ith, int nth, void *
     run(backward_for(ggrad_isa), dst, (const float *)dst->src[0]->data, (const float *)dst->src[1]->data,
         userdata, ith, nth);
 }
+
+/* y = y * w + b over a row in two roundings, a product and then a sum, as the core's node followed by a
+   mul and an add node give: compiled for the baseline instruction set, which has no fused multiply-add */
+static void affine(float *y, const float *w, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float scaled = y[i] * w[i];
+        y[i] = scaled + b[i];
+    }
+}
+
+/* ggml_custom_op_t: dst = layer_norm's core of src[0] over dimension 0, times src[1] plus src[2] (f32 [n]
+   each): nn.LayerNorm's forward in one node instead of three; contiguous f32 */
+void ggrad_layer_norm_affine_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+    uint32_t bits = (uint32_t)(uintptr_t)userdata;
+    float eps;
+    memcpy(&eps, &bits, sizeof eps);
+    const row_fn fn = forward_for(ggrad_isa);
+    const float *x = (const float *)dst->src[0]->data;
+    const float *w = (const float *)dst->src[1]->data, *b = (const float *)dst->src[2]->data;
+    const int64_t n = dst->ne[0];
+    int64_t begin, end;
+    share(ggml_nrows(dst), 1, ith, nth, &begin, &end);
+    for (int64_t row = begin; row < end; row++) {
+        float *y = (float *)dst->data + row * n;
+        fn(y, x + row * n, NULL, n, eps);
+        affine(y, w, b, n);
+    }
+}

@@ -17,7 +17,8 @@ from ..torch_dtypes import INT64, resolve
 from ..dtype_rules import as_float32, require_float
 from ..factory import tensor
 from ..grad_mode import no_grad
-from ..memory import lowering_of
+from ..lowering import choice
+from ..memory import pending_graph
 from ..pending import ne_of
 from ..primitive import Primitive
 from ..tensor import _axis
@@ -294,11 +295,19 @@ def argmax(x, dim=None, keepdim=False):
 
 
 def _first_argmax(rows):
-    """The index of the first maximum (or nan) of each row of f32 `rows` (2-D): one kernel node where the
-    lowering has it, else GGML's argmax of `_first_max_key`."""
-    if lowering_of(rows.device).argmax == "kernel":
-        return FirstArgmaxRows.apply(rows)
+    """The index of the first maximum (or nan) of each row of f32 `rows` (2-D)."""
+    return _first_argmax_rows(pending_graph(rows.device), rows)
+
+
+@choice("argmax")
+def _first_argmax_rows(graph, rows):
+    """GGML's argmax of `_first_max_key`, or one kernel node where the lowering has it."""
     return ArgmaxRows.apply(_first_max_key(rows))
+
+
+@_first_argmax_rows.alternative("kernel")
+def _first_argmax_by_kernel(graph, rows):
+    return FirstArgmaxRows.apply(rows)
 
 
 def _first_max_key(rows):

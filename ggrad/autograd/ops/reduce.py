@@ -193,21 +193,13 @@ class ArgmaxRows(Primitive):
         return INT64   # held as GGML's int32
 
 
-class FirstArgmaxRows(Primitive):
+class FirstArgmaxRows(ArgmaxRows):
     """Index of the first maximum (or the first nan) of each row of a 2-D f32 x, as int32, by ggrad's CPU
     kernel in one node (lowering.argmax); not differentiable."""
 
     @staticmethod
     def build(ctx, graph, x):
         return kernels.argmax_f32(graph.ctx, x if x.is_contiguous else ops.cont(graph.ctx, x))
-
-    @staticmethod
-    def shape(x):
-        return (x.shape[0],)
-
-    @staticmethod
-    def result_dtype(x):
-        return INT64   # held as GGML's int32
 
 
 def _move_last(x, d):

@@ -12,6 +12,7 @@ from ..dtype_rules import as_float32
 from .. import grad_mode
 from ..function import Function
 from ..pending import ne_of
+from ..lowering import choice
 from ..memory import lowering_of
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
@@ -27,13 +28,20 @@ from ..grad_api import composite_vjp
 from ..declaration import declare
 
 
+@choice("softmax")
 def softmax_node(graph, x, mask, scale, max_bias=0.0):
-    """The node of softmax(x * scale + mask (+ ALiBi slopes)) over dimension 0: ggrad's CPU kernel where
-    the lowering says so (f32, no ALiBi), else GGML's soft_max_ext."""
-    if (graph.lowering.softmax == "kernel" and not max_bias and x.dtype is f32
-            and (mask is None or mask.dtype is f32)):
-        return kernels.softmax_f32(graph.ctx, x, mask, float(scale))
+    """The node of softmax(x * scale + mask (+ ALiBi slopes)) over dimension 0: GGML's soft_max_ext, or
+    ggrad's CPU kernel where the lowering says so (f32, no ALiBi)."""
     return ops.soft_max_ext(graph.ctx, x, mask, float(scale), float(max_bias))
+
+
+def _kernel_takes(x, mask, scale, max_bias=0.0):
+    return not max_bias and x.dtype is f32 and (mask is None or mask.dtype is f32)
+
+
+@softmax_node.alternative("kernel", fits=_kernel_takes)
+def _softmax_by_kernel(graph, x, mask, scale, max_bias=0.0):
+    return kernels.softmax_f32(graph.ctx, x, mask, float(scale))
 
 
 class SoftmaxExt(Primitive):
@@ -145,6 +153,40 @@ class _RowNorm(Primitive):
         return cls.op(graph.ctx, x, float(eps))
 
 
+@choice("layer_norm")
+def _layer_norm_core_node(graph, x, eps):
+    return ops.norm(graph.ctx, x, float(eps))
+
+
+@_layer_norm_core_node.alternative("kernel", fits=lambda x, eps: x.dtype is f32)
+def _layer_norm_core_by_kernel(graph, x, eps):
+    return kernels.layer_norm_f32(graph.ctx, x, eps)
+
+
+@choice("layer_norm")
+def _layer_norm_back_node(graph, g, x, eps):
+    c = graph.ctx
+    return _layer_norm_grad(g, x, eps, x.ne[0], lambda t: row_sums_node(graph, t),
+                            lambda t, s: ops.scale(c, t, s), lambda a, b: ops.sub(c, a, full_operand(graph, a, b)),
+                            lambda a, b, e: ops.rms_norm_back(c, a, b, float(e)))
+
+
+@_layer_norm_back_node.alternative("kernel")
+def _layer_norm_back_by_kernel(graph, g, x, eps):
+    return kernels.layer_norm_back_f32(graph.ctx, g, x, eps)
+
+
+@choice("layer_norm")
+def _layer_norm_affine_node(graph, x, w, b, eps):
+    """The core's node times w plus b; ggrad's kernel does the three in one node."""
+    return ops.add(graph.ctx, ops.mul(graph.ctx, _layer_norm_core_node(graph, x, eps), w), b)
+
+
+@_layer_norm_affine_node.alternative("kernel")
+def _layer_norm_affine_by_kernel(graph, x, w, b, eps):
+    return kernels.layer_norm_affine_f32(graph.ctx, x, w, b, float(eps))
+
+
 class LayerNormCore(_RowNorm):
     """(x - mean) / sqrt(var + eps) over the last dimension: GGML norm, or ggrad's CPU kernel where the
     lowering says so (one pass each way).
@@ -157,10 +199,8 @@ class LayerNormCore(_RowNorm):
 
     @classmethod
     def build(cls, ctx, graph, x, eps):
-        if x.dtype is f32 and graph.lowering.layer_norm == "kernel":
-            ctx.eps = eps
-            return kernels.layer_norm_f32(graph.ctx, x, eps)
-        return super().build(ctx, graph, x, eps)
+        ctx.eps = eps
+        return _layer_norm_core_node(graph, x, eps)
 
     @staticmethod
     def backward(ctx, g):
@@ -188,12 +228,7 @@ class LayerNormCoreBack(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, x, eps):
-        c = graph.ctx
-        if graph.lowering.layer_norm == "kernel":
-            return kernels.layer_norm_back_f32(c, g, x, eps)
-        return _layer_norm_grad(g, x, eps, x.ne[0], lambda t: row_sums_node(graph, t),
-                                lambda t, s: ops.scale(c, t, s), lambda a, b: ops.sub(c, a, full_operand(graph, a, b)),
-                                lambda a, b, e: ops.rms_norm_back(c, a, b, float(e)))
+        return _layer_norm_back_node(graph, g, x, eps)
 
     @staticmethod
     def shape(g, x, eps):
@@ -223,10 +258,7 @@ class LayerNormAffine(Primitive):
 
     @staticmethod
     def build(ctx, graph, x, w, b, eps):
-        if graph.lowering.layer_norm == "kernel":   # one node: the core, the product and the sum
-            return kernels.layer_norm_affine_f32(graph.ctx, x, w, b, float(eps))
-        y = LayerNormCore.build(ctx, graph, x, eps)
-        return ops.add(graph.ctx, ops.mul(graph.ctx, y, w), b)
+        return _layer_norm_affine_node(graph, x, w, b, eps)
 
     @classmethod
     def saved(cls, ctx, args, out):

@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import folding, quant
-from ..pending import contiguous_node
+from ..pending import contiguous_node, copy_node
 from ..memory import lowering_of
 from . import views as mv
 from ..declaration import declare
@@ -338,7 +338,7 @@ def _rows(graph, g, strided, first):
     nb = g.nb
     if strided and nb[0] == g.dtype.type_size and not (first and nb[0] > nb[1]):
         return g
-    return contiguous_node(graph.ctx, g, graph.lowering.transpose_copy == "concat")
+    return copy_node(graph, g)
 
 
 class OutProd(Primitive):

@@ -2,6 +2,7 @@
 made them (a gradient takes the memory of activations the backward is done with), and the next compute
 on the device first moves those still held into pooled buffers of their own (memory.Runtime.evacuate)."""
 
+import gc
 import os
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def test_a_training_step_holds_its_gradients_in_memory_the_backward_freed():
     """The peak of a step is the compute buffer and the pooled state (weights, AdamW's two moments): the
     gradients, made at the end of the backward, take memory the activations left, as with PyTorch's
     allocator (they took buffers of their own, a fourth copy of the weights at the peak)."""
+    gc.collect()
+    before = _cpu()
+    held_by_others = before["persistent"] + before["pooled"]   # models of earlier tests still alive
     ggrad.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 256))
     opt = optim.AdamW(model.parameters(), lr=1e-3)
@@ -63,7 +67,7 @@ def test_a_training_step_holds_its_gradients_in_memory_the_backward_freed():
         grads.append([p.grad.numpy().copy() for p in model.parameters()])
     mem = _cpu()
     weights = sum(p.numel() * 4 for p in model.parameters())
-    assert mem["peak"] - mem["compute_buffer"] < 3.5 * weights
+    assert mem["peak"] - mem["compute_buffer"] - held_by_others < 3.5 * weights
     assert mem["in_compute_buffer"] >= weights   # the gradients
     assert not np.array_equal(grads[1][0], grads[2][0])
 

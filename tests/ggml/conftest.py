@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ggrad.ggml as gg
+from ggrad.ggml import kernels
 
 
 class Runner:
@@ -147,3 +148,13 @@ def im2col_ref(x, kh, kw, s, p, d):
 def refs():
     """softmax, rope_ref, conv2d_ref and im2col_ref."""
     return types.SimpleNamespace(softmax=softmax, rope_ref=rope_ref, conv2d_ref=conv2d_ref, im2col_ref=im2col_ref)
+
+
+@pytest.fixture(params=["avx512", "avx2", "generic"])
+def isa(request):
+    """Each microkernel this CPU can run (the best one is restored after)."""
+    if kernels.isa(request.param) != request.param:
+        kernels.isa("best")
+        pytest.skip(f"this CPU has no {request.param}")
+    yield request.param
+    kernels.isa("best")

@@ -16,15 +16,6 @@ torch = pytest.importorskip("torch")
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
-@pytest.fixture(params=["avx512", "avx2", "generic"])
-def isa(request):
-    if kernels.isa(request.param) != request.param:
-        kernels.isa("best")
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    kernels.isa("best")
-
-
 def _inputs(b, h, hk, t, s, d, dv, mask, seed=0):
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(shape).astype(np.float32)

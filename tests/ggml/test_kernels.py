@@ -21,16 +21,6 @@ def _rand(*shape, seed=0):
     return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)
 
 
-@pytest.fixture(params=["avx512", "avx2", "generic"])
-def isa(request):
-    """Each microkernel this CPU can run (the best one is restored after)."""
-    if kernels.isa(request.param) != request.param:
-        kernels.isa("best")
-        pytest.skip(f"this CPU has no {request.param}")
-    yield request.param
-    kernels.isa("best")
-
-
 def test_isa_names_the_instruction_set_in_use():
     assert kernels.isa() in ("avx512", "avx2", "generic")
     assert kernels.isa("generic") == "generic"

@@ -10,7 +10,7 @@ the autocast region's cached cast, made once a step and read by forward and back
 float32 products are the sources' gradients, with no cast (a weight used twice sums two float32
 gradients). It keeps x's low precision rows for the weight gradient, as PyTorch does (half the bytes of
 a float32 source held from forward to backward); where the backend takes weight gradients from out_prod
-(CUDA), x's gradient is out_prod of the float32 master weight too (_master_rows). The result is float32
+(CUDA), x's gradient is out_prod of the float32 master weight too (_master_weight). The result is float32
 (bias added before the one rounding); the caller rounds it to the autocast dtype, as PyTorch's result,
 and notes the rounding (autograd/roundings.py) so that an op computing in float32 next reads the float32
 value instead of casting back.
@@ -22,7 +22,8 @@ from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
 from ..autograd.ops.products import linear_grads, product_with_bias
 from ..autograd.ops.unary import cast
-from ..autograd.memory import lowering_of
+from ..autograd.lowering import choice
+from ..autograd.memory import pending_graph
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
 from ..ggml import bf16, f16, f32
@@ -41,8 +42,7 @@ class LowPrecisionProduct(Function):
         # the low precision rows, as PyTorch saves them (half the bytes of x's float32 source, which is then
         # scratch after the forward); a backend that takes the weight gradient from out_prod (float32
         # only there) casts them back in the backward: one cast, no transposed copies
-        master = not w_transposed and _master_rows(x, w)
-        ctx.save_for_backward(x_low, w if master else w_low)
+        ctx.save_for_backward(x_low, _saved_weight(pending_graph(w.device), x, w, x_low, w_low, w_transposed))
         ctx.sources = (x.dtype, w.shape, w.dtype, w_transposed)
         if bias is not None:
             ctx.bias = (bias.shape, bias.dtype)
@@ -51,46 +51,82 @@ class LowPrecisionProduct(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x_rows, w_low = ctx.saved_tensors
+        x_rows, w_saved = ctx.saved_tensors
         x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
-        need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-        if _gradients_by_half_kernel(x_rows, w_low):
-            # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products
-            # then read half operands in place and sum in float32 (the bias's sum reads float32 g)
-            gx, gw, _ = linear_grads(g.to(x_rows.dtype), x_rows, w_low, w_shape, None, (need_x, need_w, False),
-                                     w_transposed)
-            gb = reduce_to(g, ctx.bias[0]) if need_bias else None
-            return (None if gx is None else _as(gx, x_dtype), None if gw is None else _as(gw, w_dtype),
-                    None if gb is None else _as(gb, ctx.bias[1]), None, None, None)
-        if need_w and x_rows.dtype is not f32 and lowering_of(g.device).weight_grad == "out_prod":
-            # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved rows
-            # instead of transposed copies of x and of g, and of a float32 x held from forward
-            x_rows = x_rows.to(f32)
-        # x's gradient from the float32 master weight where it was saved (_master_rows: linalg.input_grad)
-        gx, gw, gb = linear_grads(g, x_rows, w_low, w_shape, ctx.bias[0] if need_bias else None,
-                                  (need_x, need_w, need_bias), w_transposed)
-        gx = None if gx is None else _as(gx, x_dtype)
-        gw = None if gw is None else _as(gw, w_dtype)
-        gb = None if gb is None else _as(gb, ctx.bias[1])
-        return gx, gw, gb, None, None, None
+        gx, gw, gb = _gradients(pending_graph(g.device), ctx, g, x_rows, w_saved)
+        return (None if gx is None else _as(gx, x_dtype), None if gw is None else _as(gw, w_dtype),
+                None if gb is None else _as(gb, ctx.bias[1]), None, None, None)
 
 
-def _master_rows(x, w):
-    """Whether x's gradient g @ w reads the float32 master weight `w` itself: where the backend takes weight
+def _same_half(a, b):
+    return a.dtype is b.dtype and a.dtype in (f16, bf16)
+
+
+@choice("half_matmul")
+def _saved_weight(graph, x, w, x_low, w_low, w_transposed):
+    """The weight the backward reads for x's gradient: as the weight gradient's product wants it
+    (_weight_for_gradients), or where ggrad's half kernel takes the backward's products, the low precision
+    copy (below)."""
+    return _weight_for_gradients(graph, x, w, w_low, w_transposed)
+
+
+@_saved_weight.alternative("kernel", fits=lambda x, w, x_low, w_low, w_transposed: _same_half(x_low, w_low))
+def _low_precision_weight(graph, x, w, x_low, w_low, w_transposed):
+    return w_low
+
+
+@choice("weight_grad")
+def _weight_for_gradients(graph, x, w, w_low, w_transposed):
+    return w_low
+
+
+def _master_fits(x, w, w_low, w_transposed):
+    return (not w_transposed and w.dtype is f32 and w.ndim == 2 and w.is_contiguous()
+            and x.dtype.is_float)
+
+
+@_weight_for_gradients.alternative("out_prod", fits=_master_fits)
+def _master_weight(graph, x, w, w_low, w_transposed):
+    """x's gradient g @ w reads the float32 master weight `w` itself: where the backend takes weight
     gradients from out_prod (CUDA: cuBLAS in float32 on TF32 tensor cores, whose operands keep float16's
     10-bit mantissa, and float32 accumulation, as PyTorch's float16 products), out_prod of w's rows and
     g's transposed view reads both in place: no transposed copy of the low precision weight, no float16
     copy of g made inside GGML's float16 product (which accumulates in float16 on CUDA), and the low
     precision weight is scratch after the forward."""
-    choices = lowering_of(w.device)
-    return (w.dtype is f32 and w.ndim == 2 and w.is_contiguous() and x.dtype.is_float
-            and choices.weight_grad == "out_prod" and choices.half_matmul != "kernel")
+    return w
 
 
-def _gradients_by_half_kernel(x_rows, w_low):
-    """Whether the backward's products take the half operands saved (lowering.half_matmul: ggrad's kernel)."""
-    return (x_rows.dtype is w_low.dtype and x_rows.dtype in (f16, bf16)
-            and lowering_of(x_rows.device).half_matmul == "kernel")
+@choice("half_matmul")
+def _gradients(graph, ctx, g, x_rows, w_saved):
+    """(x's, w's, bias's gradients; None where not wanted) in float32 products of the saved operands
+    (_float32_gradients), or where ggrad's half kernel takes them, of the half operands (below)."""
+    return _float32_gradients(graph, ctx, g, x_rows, w_saved)
+
+
+@_gradients.alternative("kernel", fits=lambda ctx, g, x_rows, w_saved: _same_half(x_rows, w_saved))
+def _gradients_by_half_kernel(graph, ctx, g, x_rows, w_low):
+    # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products then read
+    # half operands in place and sum in float32 (the bias's sum reads float32 g)
+    need_x, need_w, need_bias = ctx.needs_input_grad[:3]
+    gx, gw, _ = linear_grads(g.to(x_rows.dtype), x_rows, w_low, ctx.sources[1], None, (need_x, need_w, False),
+                             ctx.sources[3])
+    return gx, gw, reduce_to(g, ctx.bias[0]) if need_bias else None
+
+
+@choice("weight_grad")
+def _float32_gradients(graph, ctx, g, x_rows, w_saved):
+    # x's gradient from the float32 master weight where it was saved (_master_weight)
+    needs = tuple(ctx.needs_input_grad[:3])
+    return linear_grads(g, x_rows, w_saved, ctx.sources[1], ctx.bias[0] if needs[2] else None, needs,
+                        ctx.sources[3])
+
+
+@_float32_gradients.alternative("out_prod", fits=lambda ctx, g, x_rows, w_saved: x_rows.dtype is not f32
+                                and ctx.needs_input_grad[1])
+def _gradients_from_float32_rows(graph, ctx, g, x_rows, w_saved):
+    # out_prod (float32 only on CUDA) reads x's and g's rows in place: one cast of the saved rows instead of
+    # transposed copies of x and of g, and of a float32 x held from forward
+    return _float32_gradients.default(graph, ctx, g, x_rows.to(f32), w_saved)
 
 
 def _as(g, dtype):

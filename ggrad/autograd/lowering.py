@@ -22,9 +22,9 @@ class Lowering:
         weight_grad: the gradient g^T x of x @ w^T by "mul_mat" of transposed copies or by "out_prod".
         fused_cross_entropy: use GGML's cross_entropy_loss_back for cross-entropy's gradient.
         strided_matmul: which mul_mat operands whose rows are contiguous but whose other strides are not
-            (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w) or "none".
-        strided_bf16_second: whether "both" includes a bfloat16 second operand (src1): Vulkan's mul_mat reads
-            only float32 and float16 ones strided (an attention product of bfloat16 heads fell back to the CPU).
+            (permuted views) are read without a copy: "both", "first" (mul_mat's src0, x @ w^T's w), "none",
+            or "both_but_bf16" (not a bfloat16 second operand, src1: Vulkan's mul_mat reads only float32 and
+            float16 ones strided; an attention product of bfloat16 heads fell back to the CPU).
         transpose_copy: a contiguous copy of a transposed view by "cont" or by "concat" of its two halves
             (pending.transposed_copy).
         row_sum: the sum of each row of a contiguous f32 tensor by "sum_rows" or by "mul_mat" with ones.
@@ -59,7 +59,6 @@ class Lowering:
     weight_grad: str = "mul_mat"
     fused_cross_entropy: bool = True
     strided_matmul: str = "both"
-    strided_bf16_second: bool = True
     transpose_copy: str = "cont"
     row_sum: str = "sum_rows"
     column_broadcast: str = "repeat"
@@ -90,7 +89,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
                                  layer_norm="kernel", attention="half_kernel", concat="kernel")
-VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_bf16_second=False)
+VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 

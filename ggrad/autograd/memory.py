@@ -240,13 +240,6 @@ def pending_graph(device):
     return runtime(device).graph
 
 
-def lowering_of(device):
-    """The Lowering that `device`'s pending graph builds with (its first use fixes it: PendingGraph.lowering).
-    The Tensor-level rules choose by it too, so that their choices and the nodes of the graph's ops agree
-    where `execution.forced_lowering` begins while a graph is under way."""
-    return runtime(device).graph.lowering
-
-
 def graph_of(*tensors):
     """The PendingGraph of the device all `tensors` share (DeviceError when they differ; the error of its
     compute for a tensor whose graph failed its checks)."""

@@ -19,7 +19,7 @@ from ..ggml import f32
 from ..ggml.errors import ShapeError
 from . import functional as F
 from . import init
-from .decode_attention import FlashAttention, flash_decode_applies, half_mask
+from .decode_attention import attend_cached
 from .linear import Linear
 from .module import Module
 from .sdpa_kernel import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch's torch.nn.attention names)
@@ -177,12 +177,10 @@ class MultiHeadAttention(Module):
         mask = self._merge_masks(attn_mask, key_padding_mask, is_causal and filled is None, b, t, s, q_in.device,
                                  cached)
         scale = 1.0 / math.sqrt(self.head_dim)
-        if (filled is not None and mask is None and not need_weights and not (self.dropout and self.training)
-                and flash_decode_applies(q, k, v, filled)):
-            filled = half_mask(filled)
-            if filled.shape[-2] != t:   # a non-causal cache's one row for every query
-                filled = filled.expand(tuple(filled.shape[:-2]) + (t, s))
-            return FlashAttention.apply(q, k, v, filled, scale), None
+        if filled is not None and mask is None and not need_weights and not (self.dropout and self.training):
+            out = attend_cached(q, k, v, filled, scale)
+            if out is not None:
+                return out, None
         if filled is not None:
             mask = F.fit_mask(filled if mask is None else mask + filled, (b, self.num_heads, t, s), "MultiHeadAttention")
         out = weights = None

@@ -11,7 +11,8 @@ benchmarks/README.md).
 import weakref
 
 from ..autograd import grad_mode
-from ..autograd.memory import lowering_of, pending_graph
+from ..autograd.lowering import choice
+from ..autograd.memory import pending_graph
 from ..autograd.primitive import Primitive
 from ..ggml import f16, f32, ops
 
@@ -36,12 +37,31 @@ class FlashAttention(Primitive):
         return (b, t, h * v.shape[-1])
 
 
-def flash_decode_applies(q, k, v, mask):
-    """Whether a cached step's attention goes through FlashAttention: the device's lowering chooses it, no
-    gradient is recorded, float32 queries, and the mask is the cache's key mask alone."""
-    return (mask is not None and q.dtype is f32 and mask.dtype is f32
-            and not (grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
-            and lowering_of(q.device).decode_attention == "flash_attn_ext")
+def attend_cached(q, k, v, filled, scale):
+    """softmax(q k^T * scale + filled) v as (B, T, H * Dh) by FlashAttention where the device's lowering
+    chooses it and it applies (`_applies`), else None (the caller composes the path). `filled` is the cache's
+    key mask alone, (B | 1, 1, T | 1, S)."""
+    return _by_lowering(pending_graph(q.device), q, k, v, filled, scale)
+
+
+@choice("decode_attention")
+def _by_lowering(graph, q, k, v, filled, scale):
+    return None
+
+
+def _applies(q, k, v, filled, scale):
+    """No gradient is recorded, float32 queries and mask."""
+    return (q.dtype is f32 and filled.dtype is f32
+            and not (grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)))
+
+
+@_by_lowering.alternative("flash_attn_ext", fits=_applies)
+def _by_flash_attn_ext(graph, q, k, v, filled, scale):
+    mask = half_mask(filled)
+    t, s = q.shape[2], k.shape[2]
+    if mask.shape[-2] != t:   # a non-causal cache's one row for every query
+        mask = mask.expand(tuple(mask.shape[:-2]) + (t, s))
+    return FlashAttention.apply(q, k, v, mask, scale)
 
 
 _half_masks = {}   # id(mask) -> (weak reference to mask, its float16 copy)

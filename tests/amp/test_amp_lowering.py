@@ -74,7 +74,7 @@ def test_products_keep_their_low_precision_rows(backend):
         assert product.name.startswith("LowPrecisionProduct")
         rows, weight = product.ctx.saved_tensors
         assert rows.dtype is ggrad.float16
-        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_rows); with ggrad's
+        # CUDA's x gradient reads the float32 master weight by out_prod (products._master_weight); with ggrad's
         # twins it multiplies the low precision weight
         assert weight.dtype is (ggrad.float32 if backend == "CUDA" else ggrad.float16)
         y.float().sum().backward()

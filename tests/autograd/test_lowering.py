@@ -545,8 +545,9 @@ def test_vulkan_copies_strided_bfloat16_second_operands(no_graph_cache, monkeypa
         strided_bf16_second.clear()
         with execution.forced_lowering(ggrad.device("cpu"), choices), ggrad.autocast("cpu", dtype=ggrad.bfloat16):
             q, k = (ggrad.tensor(t).bfloat16().transpose(1, 2) for t in (q_np, k_np))   # heads: permuted views
-            scores[choices.strided_bf16_second] = (q @ k.transpose(-2, -1)).float().numpy()
-        assert strided_bf16_second and any(strided_bf16_second) == choices.strided_bf16_second
+            reads_in_place = choices.strided_matmul == "both"
+            scores[reads_in_place] = (q @ k.transpose(-2, -1)).float().numpy()
+        assert strided_bf16_second and any(strided_bf16_second) == reads_in_place
     np.testing.assert_array_equal(scores[False], scores[True])
 
 

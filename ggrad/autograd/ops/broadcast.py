@@ -5,7 +5,6 @@ from ...ggml.errors import ShapeError
 from ..dtype_rules import NUMERIC
 from ..lowering import choice
 from ..pending import copy_node, ne_of
-from ..memory import lowering_of
 from ..primitive import Primitive
 from ..declaration import declare
 from ..arguments import kinds
@@ -60,17 +59,14 @@ class Expand(Primitive):
 
 
 def reduce_to(g, shape):
-    """Sum a broadcast gradient `g` back down to `shape` (lowered per backend: lowering.py)."""
+    """Sum a broadcast gradient `g` back down to `shape` (sums over leading dimensions only: LeadingSums,
+    lowered per backend)."""
     shape = tuple(shape)
     if g.shape == shape:
         return g
-    kept = _kept_trailing(g.shape, shape)
-    how = lowering_of(g.device).reduce_leading if kept is not None else "repeat_back"
-    if how in ("sum_rows", "out_prod") and g.dtype is not f32:   # both sum float32 only: sum in it
-        return reduce_to(g.to(f32), shape).to(g.dtype)
-    if how == "repeat_back":
+    if _kept_trailing(g.shape, shape) is None:
         return SumTo.apply(g, shape)
-    return LeadingSums.apply(g, shape, how)
+    return LeadingSums.apply(g, shape)
 
 
 @declare(function=False, method=True)
@@ -101,40 +97,60 @@ def _kept_trailing(g_shape, shape):
 
 
 class LeadingSums(Primitive):
-    """The sums of f32 g over its leading dimensions into `shape` (g's trailing dimensions, after any leading
-    ones), as the backend takes them (`how`: Lowering.reduce_leading; leading_sums_node), one recorded op."""
+    """The sums of g over its leading dimensions into `shape` (g's trailing dimensions, after any leading
+    ones), as the backend takes them (leading_sums_node), one recorded op."""
+    dtypes = NUMERIC
 
     @staticmethod
-    def build(ctx, graph, g, shape, how):
-        return leading_sums_node(graph, g, shape, how)
+    def build(ctx, graph, g, shape):
+        return leading_sums_node(graph, g, shape)
 
     @staticmethod
-    def shape(g, shape, how):
+    def shape(g, shape):
         return shape
 
     @staticmethod
     def backward(ctx, gy):
-        return Expand.apply(gy, ctx.shapes[0]), None, None
+        return Expand.apply(gy, ctx.shapes[0]), None
 
 
-def leading_sums_node(graph, x, shape, how):
-    """GGML node of the sums of contiguous f32 node x over its leading dimensions into `shape` (its trailing
-    ones), by the backend's choice `how` (Lowering.reduce_leading): "out_prod", ones^T @ x's rows of
-    prod(shape) elements with the pending graph's column of ones (`PendingGraph.ones`), reading x in place;
-    "sum_rows" of a transposed copy (fast where repeat_back is not); else repeat_back."""
+@choice("reduce_leading")
+def leading_sums_node(graph, x, shape):
+    """GGML node of the sums of contiguous node x over its leading dimensions into `shape` (its trailing
+    ones): repeat_back, or as the backend's lowering says (below)."""
+    return ops.repeat_back(graph.ctx, x, graph.shape_only(shape, x.dtype))
+
+
+@leading_sums_node.alternative("out_prod")
+def _leading_sums_by_out_prod(graph, x, shape):
+    """ones^T @ x's rows of prod(shape) elements with the pending graph's column of ones
+    (`PendingGraph.ones`), reading x in place."""
+    def sums(c, rows, ne):
+        out = ops.out_prod(c, rows, ops.reshape_2d(c, graph.ones(rows.ne[1]), 1, rows.ne[1]))   # [cols, 1]
+        return out if ne == [rows.ne[0], 1, 1, 1] else ops.reshape_4d(c, out, *ne)
+    return _summed_in_f32(graph, x, shape, sums)
+
+
+@leading_sums_node.alternative("sum_rows")
+def _leading_sums_by_sum_rows(graph, x, shape):
+    """sum_rows of a transposed copy (fast where repeat_back is not)."""
+    def sums(c, rows, ne):
+        transposed = copy_node(graph, ops.transpose(c, rows))
+        return ops.reshape_4d(c, ops.sum_rows(c, transposed), *ne)   # sum_rows gives [1, cols]
+    return _summed_in_f32(graph, x, shape, sums)
+
+
+def _summed_in_f32(graph, x, shape, sums):
+    """`sums(ctx, rows, ne)` of node x as 2-D rows of prod(shape) elements, in float32 (both lowered sums take
+    float32 only: another dtype is cast to it and the result back)."""
     c = graph.ctx
-    if how == "repeat_back":
-        return ops.repeat_back(c, x, graph.shape_only(shape, x.dtype))
     ne = ne_of(shape)
     cols = ne[0] * ne[1] * ne[2] * ne[3]
-    rows = x.nelements // cols
-    if list(x.ne) != [cols, rows, 1, 1]:
-        x = ops.reshape_2d(c, x, cols, rows)
-    if how == "out_prod":
-        out = ops.out_prod(c, x, ops.reshape_2d(c, graph.ones(rows), 1, rows))   # [cols, 1, 1, 1]
-        return out if ne == [cols, 1, 1, 1] else ops.reshape_4d(c, out, *ne)
-    transposed = copy_node(graph, ops.transpose(c, x))
-    return ops.reshape_4d(c, ops.sum_rows(c, transposed), *ne)   # sum_rows gives [1, cols]
+    rows = x if x.dtype is f32 else ops.cast(c, x, f32)
+    if list(rows.ne) != [cols, rows.nelements // cols, 1, 1]:
+        rows = ops.reshape_2d(c, rows, cols, rows.nelements // cols)
+    out = sums(c, rows, ne)
+    return out if x.dtype is f32 else ops.cast(c, out, x.dtype)
 
 
 @choice("row_sum")

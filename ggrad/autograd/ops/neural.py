@@ -13,7 +13,6 @@ from .. import grad_mode
 from ..function import Function
 from ..pending import ne_of
 from ..lowering import choice
-from ..memory import lowering_of
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import _axis
 from ..torch_dtypes import resolve
@@ -272,35 +271,34 @@ class LayerNormAffine(Primitive):
         if grad_mode.is_grad_enabled():   # create_graph: the gradients in differentiable ops
             dx, dw = composite_vjp(lambda x, w: LayerNormCore.apply(x, ctx.eps) * w, (x, w), needs[:2], g)
             return dx, dw, reduce_to(g, w.shape) if needs[2] else None, None
-        how = lowering_of(g.device).reduce_leading
-        grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs, how))
+        grads = iter(LayerNormAffineGrads.apply(g, x, w, ctx.eps, needs))
         return tuple(next(grads) if need else None for need in needs) + (None,)
 
 
 class LayerNormAffineGrads(Primitive):
     """LayerNormAffine's wanted gradients given g, as one recorded op: x's (LayerNormCoreBack's of g * w), w's
     (the sums of g times the normalised x, recomputed rather than kept from the forward) and b's (g's sums),
-    the sums as the backend takes them (`how`: Lowering.reduce_leading; broadcast.leading_sums_node)."""
+    the sums as the backend takes them (broadcast.leading_sums_node)."""
     multiple_results = True
 
     @staticmethod
-    def build(ctx, graph, g, x, w, eps, needs, how):
+    def build(ctx, graph, g, x, w, eps, needs):
         grads = []
         if needs[0]:
             grads.append(LayerNormCoreBack.build(ctx, graph, ops.mul(graph.ctx, g, w), x, eps))
         if needs[1]:
             y = LayerNormCore.build(ctx, graph, x, eps)
-            grads.append(leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],), how))
+            grads.append(leading_sums_node(graph, ops.mul(graph.ctx, g, y), (x.ne[0],)))
         if needs[2]:
-            grads.append(leading_sums_node(graph, g, (x.ne[0],), how))
+            grads.append(leading_sums_node(graph, g, (x.ne[0],)))
         return tuple(grads)
 
     @staticmethod
-    def shape(g, x, w, eps, needs, how):
+    def shape(g, x, w, eps, needs):
         return tuple(s for s, need in zip((x.shape, w.shape, w.shape), needs) if need)
 
     @staticmethod
-    def result_dtype(g, x, w, eps, needs, how):
+    def result_dtype(g, x, w, eps, needs):
         return (f32,) * sum(bool(n) for n in needs)
 
 

@@ -21,7 +21,8 @@ from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import folding, quant
 from ..pending import contiguous_node, copy_node
-from ..memory import lowering_of
+from ..memory import pending_graph
+from ..lowering import choice
 from . import views as mv
 from ..declaration import declare
 
@@ -127,50 +128,37 @@ def linear_grads(g, x, w, w_shape, bias_shape, needs, w_transposed=False):
     x_read, w_read = (x if need_w else None), (w if need_x else None)
     if (not grad_mode.is_grad_enabled() and not w_transposed and len(w_shape) == 2 and g.dtype is f32
             and (x_read is None or x_read.dtype is f32) and (w_read is None or w_read.dtype is f32)):
-        grads = iter(LinearGrads.apply(g, x_read, w_read, w_shape, bias_shape if need_bias else None, needs,
-                                       linear_grad_choices(g, w_read)))
+        grads = iter(LinearGrads.apply(g, x_read, w_read, w_shape, bias_shape if need_bias else None, needs))
         return tuple(next(grads) if need else None for need in needs)
     gx, gw = product_grads(g, x, w, False, w_transposed, w_shape, need_x, need_w)
     return gx, gw, reduce_to(g, bias_shape) if need_bias else None
 
 
-def linear_grad_choices(g, w):
-    """The backend's choices for LinearGrads given g and the weight w (None where x's gradient is not wanted):
-    x's gradient by out_prod (input_grad's rule), w's by out_prod (weight_grad's), and how the bias's sums are
-    taken (reduce_to's)."""
-    choices = lowering_of(g.device)
-    by_out_prod = choices.weight_grad == "out_prod"
-    return (by_out_prod and w is not None and w.ndim == 2 and w.is_contiguous(), by_out_prod,
-            choices.reduce_leading)
-
-
 class LinearGrads(Primitive):
     """Linear's wanted gradients (x's, w's, the bias's, in that order) as one recorded op: the nodes that
     product_grads and reduce_to record an op each for, for float32 operands and a backward that is not itself
-    differentiated (then each has its own op, with a gradient of its own). `choices`: linear_grad_choices."""
+    differentiated (then each has its own op, with a gradient of its own)."""
     multiple_results = True
     views = True
 
     @staticmethod
-    def build(ctx, graph, g, x, w, w_shape, bias_shape, needs, choices):
-        x_by_out_prod, w_by_out_prod, reduce_leading = choices
+    def build(ctx, graph, g, x, w, w_shape, bias_shape, needs):
         grads = []
         if needs[0]:
-            grads.append(InputGrad.build(ctx, graph, g, w) if x_by_out_prod
-                         else MatMulNT.build(ctx, graph, g, w, False, True))
+            grads.append(input_grad_node(graph, g, w))
         if needs[1]:
-            grads.append(weight_grad_node(graph, g, x, w_by_out_prod))
+            grads.append(weight_grad_node(graph, g, x))
         if needs[2]:
-            grads.append(leading_sums_node(graph, _packed(graph, g), bias_shape, reduce_leading))
+            grads.append(leading_sums_node(graph, _packed(graph, g), bias_shape))
         return tuple(grads)
 
     @staticmethod
-    def shape(g, x, w, w_shape, bias_shape, needs, choices):
+    def shape(g, x, w, w_shape, bias_shape, needs):
         shapes = (g.shape[:-1] + (w_shape[1],), w_shape, bias_shape)
         return tuple(s for s, need in zip(shapes, needs) if need)
 
     @staticmethod
-    def result_dtype(g, x, w, w_shape, bias_shape, needs, choices):
+    def result_dtype(g, x, w, w_shape, bias_shape, needs):
         return (f32,) * sum(bool(n) for n in needs)
 
 
@@ -178,14 +166,13 @@ class WeightGrad(Primitive):
     """dw = sum over the batch of g^T @ x, for g (..., M, N) and x (..., M, K): the gradient of x @ w^T with
     respect to a weight w broadcast over x's batch (`shape`: w's, (N, K) after any leading ones).
 
-    The batches' rows are folded into one contraction: one product, by out_prod where the backend runs
-    it fast on f32 (lowering.py), else rows of g^T against rows of x^T."""
+    The batches' rows are folded into one contraction: one product (weight_grad_node)."""
     views = True
     saves = "inputs"
 
     @staticmethod
     def build(ctx, graph, g, x, shape):
-        return weight_grad_node(graph, g, x, graph.lowering.weight_grad == "out_prod")
+        return weight_grad_node(graph, g, x)
 
     @staticmethod
     def shape(g, x, shape):
@@ -204,14 +191,22 @@ class WeightGrad(Primitive):
                 None)
 
 
-def weight_grad_node(graph, g, x, by_out_prod):
-    """The node of WeightGrad's sum over the batch of g^T @ x: out_prod of the folded rows where `by_out_prod`
-    and both are f32, else the product of their transposed rows."""
-    if by_out_prod and g.dtype is f32 and x.dtype is f32:
-        x, g = folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g))
-        return ops.out_prod(graph.ctx, x, g)
+def _both_f32(a, b):
+    return a.dtype is f32 and b.dtype is f32
+
+
+@choice("weight_grad")
+def weight_grad_node(graph, g, x):
+    """The node of WeightGrad's sum over the batch of g^T @ x: the product of their transposed rows, or
+    out_prod of the folded rows where the backend runs it fast on f32 (below)."""
     g, x = folded_rows(graph, g), folded_rows(graph, x)
     return _product(graph, ops.transpose(graph.ctx, g), ops.transpose(graph.ctx, x))
+
+
+@weight_grad_node.alternative("out_prod", fits=_both_f32)
+def _weight_grad_by_out_prod(graph, g, x):
+    x, g = folded_rows(graph, _packed(graph, x)), folded_rows(graph, _packed(graph, g))
+    return ops.out_prod(graph.ctx, x, g)
 
 
 class InputGrad(Primitive):
@@ -222,10 +217,7 @@ class InputGrad(Primitive):
 
     @staticmethod
     def build(ctx, graph, g, w):
-        g = _packed(graph, g)
-        rows = folded_rows(graph, g)
-        out = ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, rows))
-        return out if rows is g else ops.reshape_4d(graph.ctx, out, out.ne[0], *g.ne[1:])
+        return _input_grad_by_out_prod(graph, g, w)
 
     @staticmethod
     def shape(g, w):
@@ -243,23 +235,50 @@ class InputGrad(Primitive):
                 WeightGrad.apply(g, gy, w.shape) if need_w else None)   # g^T @ gy over g's rows
 
 
+def _out_prod_reads(g, w):
+    """Whether out_prod takes g @ w for nodes or Tensors g and w: both float32, w a contiguous matrix."""
+    if isinstance(w, Tensor):
+        return _both_f32(g, w) and w.ndim == 2 and w.is_contiguous()
+    return _both_f32(g, w) and w.ne[2] * w.ne[3] == 1 and w.is_packed
+
+
+@choice("weight_grad")
+def input_grad_node(graph, g, w):
+    """The node of g @ w for nodes g (..., M, N) and a 2-D w (N, K): rows of g against rows of w^T (a
+    transposed copy of w for GGML's mul_mat; the CPU's kernel reads it in place), or where the backend takes
+    products' gradients from out_prod, out_prod of w and g's transposed rows (below)."""
+    return _product(graph, g, ops.transpose(graph.ctx, w))
+
+
+@input_grad_node.alternative("out_prod", fits=_out_prod_reads)
+def _input_grad_by_out_prod(graph, g, w):
+    g = _packed(graph, g)
+    rows = folded_rows(graph, g)
+    out = ops.out_prod(graph.ctx, w, ops.transpose(graph.ctx, rows))
+    return out if rows is g else ops.reshape_4d(graph.ctx, out, out.ne[0], *g.ne[1:])
+
+
 def input_grad(g, w):
-    """g @ w for g (..., M, N) and a 2-D w (N, K): the gradient of x @ w^T with respect to x. Where the backend
-    takes products' gradients from out_prod (CUDA: cuBLAS reads w's rows and g's transposed view in
-    place) and both are contiguous float32, InputGrad; else rows of g against rows of w^T (a transposed
-    copy of w for GGML's mul_mat; the CPU's kernel reads it in place)."""
-    if g.dtype is f32 and w.dtype is f32 and linear_grad_choices(g, w)[0]:
-        return InputGrad.apply(g, w)
+    """g @ w for g (..., M, N) and a 2-D w (N, K): the gradient of x @ w^T with respect to x, as one op
+    (InputGrad where the backend takes it from out_prod (CUDA: cuBLAS reads w's rows and g's transposed view in
+    place), else MatMulNT)."""
+    return _input_grad_op(pending_graph(g.device), g, w)
+
+
+@choice("weight_grad")
+def _input_grad_op(graph, g, w):
     return MatMulNT.apply(g, w, False, True)
+
+
+@_input_grad_op.alternative("out_prod", fits=_out_prod_reads)
+def _input_grad_op_by_out_prod(graph, g, w):
+    return InputGrad.apply(g, w)
 
 
 def _product(graph, a, b, bias=None):
     """The node of a @ b^T (+ bias, f32 [N] for b [K, N]) for nodes a [K, M, ...] and b [K, N, ...] (GGML's
-    order; b broadcast over a's batch dims). With b unbatched and a's batches one run of rows, the batches
-    are one product of all their rows (GGML's mul_mat would otherwise run a product per batch on some
-    backends, and the kernel packs b for each)."""
+    order; b broadcast over a's batch dims), as the backend's lowering takes it (_product_node)."""
     gctx = graph.ctx
-    lowered = graph.lowering
     if a.dtype is not f32 and a.dtype is not b.dtype:
         # mul_mat multiplies a low precision operand only as its first (b's place), against float32 or its
         # own type: the product transposed, (b a^T)^T, or where b is broadcast over a's batch, a in float32
@@ -267,37 +286,86 @@ def _product(graph, a, b, bias=None):
             out = ops.cont(gctx, ops.transpose(gctx, _product(graph, b, a)))
             return out if bias is None else ops.add(gctx, out, bias)
         a = ops.cast(gctx, a, f32)
-    if _by_half_kernel(lowered, a, b):
-        a, b = _half_operand(graph, a), _half_operand(graph, b)
-    elif not (lowered.matmul == "kernel" and a.dtype is f32 and b.dtype is f32):
-        strided = lowered.strided_matmul
-        b = _rows(graph, b, strided in ("both", "first"), True)
-        a = _rows(graph, a, strided == "both" and (a.dtype is not bf16 or lowered.strided_bf16_second), False)
-    if a.ne[2] * a.ne[3] > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
-        out = _one_product(graph, folded_rows(graph, a), b, bias)
-        return ops.reshape_4d(gctx, out, out.ne[0], *a.ne[1:])
-    return _one_product(graph, a, b, bias)
+    return _product_node(graph, a, b, bias)
 
 
-def _one_product(graph, a, b, bias=None):
-    """The node of a @ b^T (+ bias) as one GGML node, ggrad's kernel (the bias in it) or mul_mat (the bias
-    added after), as the lowering says."""
-    if graph.lowering.matmul == "kernel" and a.dtype is f32 and b.dtype is f32:
-        return kernels.matmul_f32(graph.ctx, b, a, bias)   # any strides: no copies
-    if _by_half_kernel(graph.lowering, a, b):
-        out = kernels.matmul_half(graph.ctx, b, a)   # sums in float32; transposed operands read in place
-    else:
-        out = ops.mul_mat(graph.ctx, b, a)
-        # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
-        # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for
-        # its TF32 product, whose 10-bit mantissa holds float16's values exactly
-        out = out.set_prec("f32") if b.dtype is f16 else out
+@choice("matmul")
+def _product_node(graph, a, b, bias):
+    """a @ b^T (+ bias) by GGML's mul_mat or ggrad's half kernel (_half_product_node), or for f32 operands by
+    ggrad's f32 kernel where the backend's lowering says so (below)."""
+    return _half_product_node(graph, a, b, bias)
+
+
+@_product_node.alternative("kernel", fits=lambda a, b, bias: _both_f32(a, b))
+def _product_by_f32_kernel(graph, a, b, bias):
+    # any strides: no copies; the bias in the kernel
+    return _batched(graph, a, b, lambda a: kernels.matmul_f32(graph.ctx, b, a, bias))
+
+
+def _same_half(a, b, bias):
+    return a.dtype is b.dtype and (a.dtype is f16 or a.dtype is bf16)
+
+
+@choice("half_matmul")
+def _half_product_node(graph, a, b, bias):
+    """a @ b^T (+ bias) by GGML's mul_mat (its operands read strided as the backend allows: _strided_rows),
+    or for two float16 or two bfloat16 operands by ggrad's half kernel where the lowering says so (below)."""
+    b, a = _strided_rows(graph, b, a)
+    return _batched(graph, a, b, lambda a: _with_bias(graph, _mul_mat(graph, a, b), bias))
+
+
+@_half_product_node.alternative("kernel", fits=_same_half)
+def _product_by_half_kernel(graph, a, b, bias):
+    # sums in float32; operands whose rows or columns are contiguous read in place
+    a, b = _half_operand(graph, a), _half_operand(graph, b)
+    return _batched(graph, a, b, lambda a: _with_bias(graph, kernels.matmul_half(graph.ctx, b, a), bias))
+
+
+def _mul_mat(graph, a, b):
+    out = ops.mul_mat(graph.ctx, b, a)
+    # float16 operands summed in float32, as PyTorch's products: GGML's CUDA and Vulkan products of them
+    # would sum in float16 (bfloat16's already sum in float32). CUDA then converts them to float32 for
+    # its TF32 product, whose 10-bit mantissa holds float16's values exactly
+    return out.set_prec("f32") if b.dtype is f16 else out
+
+
+def _with_bias(graph, out, bias):
     return out if bias is None else ops.add(graph.ctx, out, bias)
 
 
-def _by_half_kernel(lowered, a, b):
-    """Whether the product of nodes a and b runs on ggrad's half kernel (lowering.half_matmul)."""
-    return lowered.half_matmul == "kernel" and a.dtype is b.dtype and (a.dtype is f16 or a.dtype is bf16)
+def _batched(graph, a, b, product):
+    """`product(a)`, the node of a @ b^T; with b unbatched and a's batches one run of rows, the batches are
+    one product of all their rows (GGML's mul_mat would otherwise run a product per batch on some backends,
+    and the kernels pack b for each)."""
+    if a.ne[2] * a.ne[3] > 1 and b.ne[2] * b.ne[3] == 1 and _rows_follow(a):
+        out = product(folded_rows(graph, a))
+        return ops.reshape_4d(graph.ctx, out, out.ne[0], *a.ne[1:])
+    return product(a)
+
+
+@choice("strided_matmul")
+def _strided_rows(graph, b, a):
+    """(b, a) as GGML's mul_mat reads them: each itself when packed, or a view with contiguous rows that is
+    not transposed (GGML asserts that of its first operand, b) read in place where the backend reads such
+    strided operands (the default: both), else a contiguous copy."""
+    return _rows(graph, b, True, True), _rows(graph, a, True, False)
+
+
+@_strided_rows.alternative("both_but_bf16")
+def _strided_rows_but_bf16(graph, b, a):
+    """Vulkan's mul_mat reads only float32 and float16 second operands strided (an attention product of
+    bfloat16 heads fell back to the CPU)."""
+    return _rows(graph, b, True, True), _rows(graph, a, a.dtype is not bf16, False)
+
+
+@_strided_rows.alternative("first")
+def _strided_first(graph, b, a):
+    return _rows(graph, b, True, True), _rows(graph, a, False, False)
+
+
+@_strided_rows.alternative("none")
+def _strided_none(graph, b, a):
+    return _rows(graph, b, False, True), _rows(graph, a, False, False)
 
 
 def _half_operand(graph, g):
@@ -363,13 +431,19 @@ class OutProd(Primitive):
 
 def weight_grad(g, x):
     """g^T @ x for g (..., R, N) and x (..., R, K) of the same batch dims: the gradient of x @ w^T with
-    respect to w (before summing x's extra batch dims).
+    respect to w (before summing x's extra batch dims): rows of g^T against rows of x^T (MatMulNT), or OutProd
+    where the backend runs it fast on f32 (lowering.py)."""
+    return _weight_grad_op(pending_graph(g.device), g, x)
 
-    out_prod where the backend runs it fast on f32 (lowering.py), else rows of g^T against rows of x^T.
-    """
-    if lowering_of(g.device).weight_grad == "out_prod" and x.dtype is f32 and g.dtype is f32:
-        return OutProd.apply(x, g)
+
+@choice("weight_grad")
+def _weight_grad_op(graph, g, x):
     return MatMulNT.apply(g, x, True, True)
+
+
+@_weight_grad_op.alternative("out_prod", fits=_both_f32)
+def _weight_grad_op_by_out_prod(graph, g, x):
+    return OutProd.apply(x, g)
 
 
 def matmul_nt(x, w, bias=None, w_transposed=False):

@@ -92,7 +92,7 @@ def _compute(rt, pending, alive, eval_callback, current):
     pending graph, and is again after a failure."""
     ggml.check_device(rt.device)   # a lost RPC server: fail before planning (the compute checks again)
     rt.evacuate(pending)
-    trace, pending.trace = pending.trace, None   # nodes made from here on are the compute's own
+    trace = pending.detach_trace()
     undo = rollback.Undo(rt, pending, alive, trace, current)
     try:
         replayed = _replay(rt, trace, pending, alive, eval_callback, undo)
@@ -130,7 +130,7 @@ def _replay(rt, trace, pending, alive, eval_callback, undo):
     if blocks is None:
         trace.diverge(pending)   # a prefix of it, or other held results or updates
         return None
-    pending.uploads = pending.needed_uploads(alive)
+    pending.keep_needed_uploads(alive)
     _run(rt, rt.scheduler, entry.graph, pending, entry.scratch, eval_callback)
     return entry, blocks
 
@@ -144,7 +144,7 @@ def _plan(rt, pending, alive, cacheable, undo):
     for t in alive:
         if t._node.is_view:
             view = t._node
-            t._node = view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view)
+            t._held_as(view_conts.get(id(view)) or ggml.ops.cont(pending.ctx, view))
             view_conts[id(view)] = t._node
     moved = _route_unsupported(rt.device, pending, alive) if not rt.device.is_cpu else False
     if pending.computed:   # computed before: its nodes hold addresses of that plan, which is not this one's
@@ -173,7 +173,7 @@ def _plan(rt, pending, alive, cacheable, undo):
     # Host data goes straight into device memory, not into a CPU staging tensor that the scheduler
     # copies over during the compute; buffers of uploads nobody holds return to the pool after.
     # Host data that the graph does not read (a dropped batch) is neither placed nor written.
-    pending.uploads = pending.needed_uploads(alive)
+    pending.keep_needed_uploads(alive)
     scratch = []
     for node, _ in pending.uploads:
         if not node.is_allocated:
@@ -208,7 +208,7 @@ def _reuse(rt, entry, pending, alive, undo):
         return None
     for t in alive:
         if t._node.is_view:
-            t._node = entry.view_conts[id(t._node)]
+            t._held_as(entry.view_conts[id(t._node)])
     placement.follow_sources(entry.proxy_views)   # views of stand-ins into this step's inputs
     blocks = {}
     buffers = entry.buffers   # each held host datum in its memory of the last compute where that is free
@@ -255,17 +255,15 @@ def _finish(rt, pending, graph, alive, blocks, rehomed=None):
     """Count the compute, give the held tensors their memory (memory.rehome), run the graph's checks."""
     stats.computes += 1
     stats.nodes += graph.n_nodes
-    pending.computed = True
 
     computed = [t for t in alive if not t._node.is_leaf] if pending.checks else ()   # host data stays valid
     stats.persisted += rehome(rt, alive, blocks, rehomed)
-    checks = pending.checks
-    pending.tensors, pending.in_place_updates, pending.uploads, pending.kept_inputs, pending.checks = [], [], [], [], []
+    checks = pending.finish()
     for count, error in checks:
         if ggml.get_data(count._node, (1,))[0] != 0:
             failed = FailedGraph(error)
             for t in computed:
-                t._pending = failed
+                t._failed(failed)
             raise error
 
 
@@ -291,7 +289,7 @@ def _route_unsupported(device, pending, alive):
                 raise ggml.DeviceError(f"{device.name} cannot compute {g.op} ({g.dtype.name}, ne={list(g.ne)}) "
                                        f"nor copy its result into device memory")
             moved[key] = copy
-        t._node = moved[key]
+        t._held_as(moved[key])
     for e in pending.in_place_updates:
         if not device.supports_op(e):
             raise ggml.DeviceError(f"{device.name} cannot run the in-place update {e.op} ({e.dtype.name}, "

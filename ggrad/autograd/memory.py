@@ -286,8 +286,7 @@ def rehome(rt, alive, blocks, rehomed=None):
             if rehomed is not None:
                 rehomed[key] = (stored, weakref.ref(block))
             entry = homed[key] = (stored, block)
-        t._node, t._block = entry
-        t._pending = None
+        t._computed(*entry)
     return len(homed)
 
 

@@ -216,6 +216,10 @@ class PendingGraph:
         self._upload_bytes = sum(u[1].nbytes for u in self.uploads)
         self._prune_at = self._upload_bytes + _PRUNE_BYTES
 
+    def keep_needed_uploads(self, alive):
+        """Before a compute holding the Tensors `alive`: keep only the uploads it needs (needed_uploads)."""
+        self.uploads = self.needed_uploads(alive)
+
     def needed_uploads(self, alive):
         """The uploads a compute of this graph holding the Tensors `alive` (an iterable; None entries are
         skipped) needs: all but those that no node read, whose Tensor is gone and whose node no Tensor
@@ -251,6 +255,23 @@ class PendingGraph:
     def update_in_place(self, node):
         """Compute `node` for its side effect (an in-place update) even though no Tensor holds it."""
         self.in_place_updates.append(node)
+
+    def drop_updates_after(self, count):
+        """Forget the in-place updates scheduled after the first `count` (a step interrupted half-way)."""
+        del self.in_place_updates[count:]
+
+    # ---- what a compute does to the graph ----------------------------------------------------------
+    def detach_trace(self):
+        """The graph cache's trace of this graph, which nodes made from here on (the compute's own) leave."""
+        trace, self.trace = self.trace, None
+        return trace
+
+    def finish(self):
+        """After a compute: the graph is computed, its lists are emptied; returns its checks (`check`)."""
+        checks = self.checks
+        self.computed = True
+        self.tensors, self.in_place_updates, self.uploads, self.kept_inputs, self.checks = [], [], [], [], []
+        return checks
 
     # ---- what the trace cache and the backward replay read and do again --------------------------------
     def marks(self):

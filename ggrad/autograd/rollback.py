@@ -40,7 +40,7 @@ class Undo:
         """Put everything back as it was before the compute (see the module docstring)."""
         rt, pending = self.rt, self.pending
         for t, node in zip(self.alive, self.nodes):
-            t._node = node
+            t._held_as(node)
         trace = self.trace
         if trace is not None and trace.entry is not None:   # a replay: the entry's plan is not trusted again
             trace.diverge(pending)

@@ -48,7 +48,7 @@ class Tensor(_Methods):
 
     __array_priority__ = 1000  # numpy scalars on the left defer to Tensor's reflected operators
 
-    # ---- the one constructor and the one rebind ------------------------------------------------
+    # ---- the one constructor, the rebind and the compute's writes ----------------------------
     @classmethod
     def _make(cls, node, shape, dtype, device, pending=None, block=None):
         """A Tensor (or subclass) over GGML node `node`, numpy-order `shape`, with no history.
@@ -79,6 +79,19 @@ class Tensor(_Methods):
         if write:
             self._version += 1
         return self
+
+    def _held_as(self, node):
+        """While its graph is pending: compute this tensor's value as `node` (a contiguous copy of a held view,
+        a copy of a result off the CPU fallback; a rolled-back compute puts the first node back)."""
+        self._node = node
+
+    def _computed(self, node, block):
+        """After its graph's compute: the value is `node`, in `block`'s memory; nothing is pending."""
+        self._node, self._block, self._pending = node, block, None
+
+    def _failed(self, graph):
+        """Its graph's compute failed a check: reading the value raises that graph's error (FailedGraph)."""
+        self._pending = graph
 
     # ---- state -------------------------------------------------------------------------------
     @property

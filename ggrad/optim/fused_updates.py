@@ -194,5 +194,5 @@ def all_or_nothing():
         for name, rt in list(memory.runtimes_by_name()):
             graph, count = marks.get(name, (None, 0))
             # a graph made during the block (after a compute inside it) holds only the block's updates
-            del rt.graph.in_place_updates[count if rt.graph is graph else 0:]
+            rt.graph.drop_updates_after(count if rt.graph is graph else 0)
         raise

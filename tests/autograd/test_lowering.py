@@ -1,6 +1,8 @@
 """Per-backend lowering: the GPU choices give the CPU choices' results (run on the CPU by forcing them),
 and each backend gets the choices lowering.py documents."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -702,3 +704,34 @@ def test_a_choice_takes_its_alternative_only_where_it_fits():
     assert calls == [("kernel", 1), ("default", -1), ("default", 1)]
     with pytest.raises(ValueError, match="no field 'relux'"):
         lowering.choice("relux")(lambda graph: None)
+
+
+_KERNELS = {name.upper() for name in ggrad.ggml.kernels._FUNCTIONS}
+
+
+@pytest.mark.parametrize("backend", ["CUDA", "CUDA_TWINS", "VULKAN", "RPC"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
+    # ggrad's kernels are CPU code; on a GPU a custom node whose kernel has no twin falls back to the CPU (a
+    # split each side of it: the step's one split became 11 when LayerNorm's affine kernel had no twin).
+    # A char-GPT training step under each GPU lowering, on the CPU: its kernels are those with a CUDA twin
+    # (CUDA_TWINS) or none.
+    from ggrad.examples.char_gpt import CharGPT
+    from ggrad.ggml import gpu_twins
+    ggrad.manual_seed(0)
+    model = CharGPT(32, 32, 2, 2, 16)
+    opt = ggrad.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = ggrad.tensor(rng.integers(0, 32, (4, 16)).astype(np.int32))
+    y = ggrad.tensor(rng.integers(0, 32, 64).astype(np.int32))
+    allowed = {name.upper() for name in gpu_twins.TWINS} if backend == "CUDA_TWINS" else set()
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)), ggrad.profile() as prof:
+        with ggrad.autocast("cpu", dtype=getattr(ggrad, dtype)) if dtype != "float32" else contextlib.nullcontext():
+            loss = ggrad.cross_entropy(model(x).reshape(-1, 32), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+    kernels = {op for op in prof.by_op() if op in _KERNELS}
+    assert kernels <= allowed, f"{backend} chose CPU kernels {sorted(kernels - allowed)}"
+    assert backend != "CUDA_TWINS" or kernels, "the profile names no kernel: the check would not see one"

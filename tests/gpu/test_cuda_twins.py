@@ -122,6 +122,22 @@ def test_layer_norm_twins_match_the_cpu_kernels(cuda):
         np.testing.assert_allclose(dx_gpu, dx_cpu, rtol=1e-4, atol=1e-5)
 
 
+def test_layer_norm_affine_twin_matches_the_cpu_kernel(cuda):
+    """nn.LayerNorm's forward (the core times w plus b, one node) by the twin, rows of 512 and of 7."""
+    rng = np.random.default_rng(4)
+    for width in (512, 7):
+        arrays = [rng.standard_normal((6, 10, width)).astype(np.float32) * 3 + 1,
+                  rng.standard_normal(width).astype(np.float32), rng.standard_normal(width).astype(np.float32)]
+
+        def run(x, w, b):
+            with ggrad.no_grad():
+                y = ggrad.nn.functional.layer_norm(x, (width,), w, b)
+                assert "LAYER_NORM_AFFINE_F32" in _ops(lambda: y.numpy())
+            return y.numpy()
+        cpu, gpu = _on_both(run, arrays, cuda)
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["f32"] + sorted(DTYPES))
 def test_a_gpt_step_runs_the_twins_in_one_split(cuda, name):
     """The char-GPT step, f32 (GELU twins) and under autocast (half product twins too): one split, no

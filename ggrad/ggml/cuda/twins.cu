@@ -226,6 +226,23 @@ __global__ static void layer_norm_kernel(const float * x, float * y, int64_t n, 
     }
 }
 
+// (layer_norm(x) * w + b) with the roundings of the three nodes it replaces (csrc/norm.c's affine kernel):
+// no fused multiply-add
+__global__ static void layer_norm_affine_kernel(const float * x, const float * w, const float * b, float * y,
+                                                int64_t n, int64_t rows, float eps) {
+    const int64_t row = blockIdx.x * (int64_t) blockDim.y + threadIdx.y;
+    if (row >= rows) {
+        return;
+    }
+    x += row * n;
+    y += row * n;
+    float m, r;
+    row_moments(x, n, eps, &m, &r);
+    for (int64_t i = threadIdx.x; i < n; i += 32) {
+        y[i] = __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(x[i], m), r), w[i]), b[i]);
+    }
+}
+
 __global__ static void layer_norm_back_kernel(const float * g, const float * x, float * dx, int64_t n,
                                               int64_t rows, float eps) {
     const int64_t row = blockIdx.x * (int64_t) blockDim.y + threadIdx.y;
@@ -258,6 +275,13 @@ extern "C" void ggrad_cuda_layer_norm_f32(ggml_tensor * dst, void * stream, void
     const int64_t n = dst->ne[0], rows = elements(dst) / n;
     layer_norm_kernel<<<row_blocks(rows), dim3(32, ROWS_PER_BLOCK), 0, (cudaStream_t) stream>>>(
         (const float *) dst->src[0]->data, (float *) dst->data, n, rows, float_of_userdata(dst));
+}
+
+extern "C" void ggrad_cuda_layer_norm_affine_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = dst->ne[0], rows = elements(dst) / n;
+    layer_norm_affine_kernel<<<row_blocks(rows), dim3(32, ROWS_PER_BLOCK), 0, (cudaStream_t) stream>>>(
+        (const float *) dst->src[0]->data, (const float *) dst->src[1]->data, (const float *) dst->src[2]->data,
+        (float *) dst->data, n, rows, float_of_userdata(dst));
 }
 
 extern "C" void ggrad_cuda_layer_norm_back_f32(ggml_tensor * dst, void * stream, void *) {
@@ -339,6 +363,7 @@ extern "C" void ggrad_cuda_concat_f32(ggml_tensor * dst, void * stream, void *) 
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
                               (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
+                              (const void *) layer_norm_affine_kernel,
                               (const void *) concat_kernel<4>, (const void *) concat_kernel<1>};
     for (const void * kernel : kernels) {
         cudaFuncAttributes attributes;

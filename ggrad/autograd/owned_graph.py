@@ -1,0 +1,80 @@
+"""`OwnedGraph`: a computed graph that keeps its own compute buffer, to be computed again at the same
+addresses whatever else runs on the device in between.
+
+A device's scheduler plans every graph into one compute buffer, so a kept graph (`execution.capture`)
+stays valid only until the next compute of anything else. A replayed step (a decode step, a training
+step: step_replay.py, compiled_step.py) takes the scheduler that just computed it instead: the device's
+runtime starts a fresh one for its next graph, the cached entry leaves the graph cache (its nodes are
+this graph's now), and the results of the recording that Python still holds, which live in the taken
+buffer, become this graph's to move out before it computes again. The buffer is freed with the last of
+the OwnedGraph and the results still in it (`Block.keep`); a step that records again drops its old one.
+"""
+
+import time
+import weakref
+
+from .. import ggml
+from ..ggml import placement
+from . import execution, memory
+from .memory import Block
+from .tensor import Tensor
+
+
+class OwnedGraph:
+    """The graph of Replay `replay` (just captured, on `device`) with the scheduler that computed it.
+    `fixed`: held results that the caller reads in place after every compute (not moved out)."""
+
+    def __init__(self, replay, device, fixed=()):
+        rt = memory.runtime(device)
+        self.device = device
+        self.scheduler, self.graph = replay.scheduler, replay.graph
+        if rt.scheduler is self.scheduler:
+            rt.scheduler = None        # the device plans its next graph in a buffer of its own
+        rt.planned_for = None
+        entry = replay.entry
+        if entry is not None and entry in rt.cache:
+            rt.cache.remove(entry)     # its nodes are placed in this buffer from now on
+        # the graph's metadata, its uploads' and held host data's memory, the computed tensors it reads
+        self._keep = (replay, entry)
+        fixed = {id(t._block) for t in fixed}
+        self.held = []
+        for ref in rt.in_compute_buffer:
+            block = ref()
+            if block is not None and block.pool is None:
+                block.keep = self.scheduler
+                if id(block) not in fixed:
+                    self.held.append(ref)
+        rt.in_compute_buffer = []
+        rt.owned.add(self)
+
+    def buffer_bytes(self):
+        return self.scheduler.buffer_size()
+
+    def compute(self):
+        """Compute the graph again in its buffer, after moving the results of its last compute that are
+        still held out of it."""
+        rt = memory.runtime(self.device)
+        held, self.held = self.held, []
+        rt.move_out(held)
+        start = time.perf_counter()
+        self.scheduler.compute(self.graph, execution.eval_hook)   # ggrad.profile() sees replays too
+        stats = memory.stats
+        stats.compute_seconds += time.perf_counter() - start
+        stats.computes += 1
+        stats.step_replays += 1
+        stats.nodes += self.graph.n_nodes
+
+    def results(self, specs):
+        """Tensors over the values the last compute left in `specs`' nodes, each (node, shape, dtype): valid
+        until they are dropped (the next compute moves those still held)."""
+        home = ggml.Context(n_tensors=len(specs) + 1)
+        out, made = [], {}
+        for node, shape, dtype in specs:
+            block = made.get(id(node))
+            if block is None:
+                stored = home.like(node)
+                placement.bind(stored.ptr, node.ptr)
+                block = made[id(node)] = Block(None, None, stored, self.scheduler)
+                self.held.append(weakref.ref(block))
+            out.append(Tensor._make(block.node, shape, dtype, self.device, None, block))
+        return out

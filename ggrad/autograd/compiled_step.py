@@ -102,19 +102,20 @@ class CompiledStep:
 
     # ---- recording -------------------------------------------------------------------------------
     def _record(self, args, kwargs, leaves, static):
-        for t in leaves:   # the step's graph holds the step alone
-            execution.realize(t.device)
-        if not leaves:
-            execution.realize()
+        for rt in memory.all_runtimes():   # the step's graph holds the step alone (and host data)
+            if _has_work(rt.graph):
+                execution.realize(rt.graph)
+        # the arguments' values enter as host data of the step's graph: a replay writes them there
         inputs = [_input_like(t) for t in leaves]
+        # the nodes a replay writes, and the host data of the arguments themselves (not read by the step)
+        input_nodes = [t._node for t in inputs] + [t._node for t in leaves if t._pending is not None]
         it = iter(inputs)
         args, kwargs = _replaced((args, kwargs), lambda: next(it))
-        execution.realize()   # the inputs are computed before the step: a replay writes their memory
         before = self._last
         with replay_notes.recording() as notes, execution.capture() as captures:
             out = self.fn(*args, **kwargs)
         self.records += 1
-        recording = _Recording(static, inputs, notes, captures, out)
+        recording = _Recording(static, inputs, input_nodes, notes, captures, out)
         why = recording.problem()
         if why is None and before is not None and before.static == static:
             why = recording.verify(before)
@@ -144,8 +145,9 @@ class CompiledStep:
 class _Recording:
     """One recorded call: its inputs, notes, the compute it captured, and what its results are."""
 
-    def __init__(self, static, inputs, notes, captures, out):
+    def __init__(self, static, inputs, input_nodes, notes, captures, out):
         self.static, self.inputs, self.notes, self.out = static, inputs, notes, out
+        self.input_nodes = input_nodes
         self.capture = captures[0] if len(captures) == 1 else None
         self.ncaptures = len(captures)
         self.keys = tuple(a.key() for a in notes.actions)
@@ -204,7 +206,7 @@ class _Recording:
             return "its calls record different ops"
         if self.keys != before.keys or len(self.notes.actions) != len(before.notes.actions):
             return "its calls do different things besides ops"
-        written = {id(t._node) for t in self.inputs} | {id(n) for a in self.notes.actions for n in a.nodes}
+        written = {id(n) for n in self.input_nodes} | {id(n) for a in self.notes.actions for n in a.nodes}
         last = {id(node): raw for node, raw in before.capture.uploads}
         for node, raw in capture.uploads:
             if id(node) in written:
@@ -227,7 +229,8 @@ class _Replay:
         self.device = recording.device
         self.keys = recording.keys
         self.actions = recording.notes.actions
-        self.inputs = [(t._node, t.dtype) for t in recording.inputs]   # held: a replay writes their memory
+        # the inputs are held (recording.inputs): their memory is where the graph reads them
+        self.inputs = [(t._node, t.dtype) for t in recording.inputs]
         self.graph = OwnedGraph(recording.capture, self.device)
         self.out_specs, self.out_static = recording.out_specs, recording.out_static
         self.grads = recording.grads
@@ -309,8 +312,12 @@ def _rebuilt(static, next_tensor):
 
 
 def _input_like(t):
-    """A new Tensor of t's values as host data of the next graph: the node a replay writes its input into."""
-    return tensor(t.detach().numpy(), dtype=t.dtype, device=t.device)
+    """A new Tensor of t's values as host data of the next graph: the node a replay writes its input into.
+    (Host data still to upload is read as it is: a read would compute it, a graph of its own.)"""
+    values = t._pending.host_value(t) if t._pending is not None else None
+    if values is None:
+        values = t.detach().numpy()
+    return tensor(values, dtype=t.dtype, device=t.device)
 
 
 def _write_input(node, dtype, t):

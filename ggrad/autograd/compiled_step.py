@@ -46,6 +46,7 @@ import numpy as np
 from .. import ggml
 from . import autocast_hook, device_locks, execution, grad_mode, memory, replay_notes
 from .factory import tensor
+from .ops.host_index import hide_values
 from .owned_graph import OwnedGraph
 from .tensor import Tensor
 
@@ -107,15 +108,18 @@ class CompiledStep:
                 execution.realize(rt.graph)
         # the arguments' values enter as host data of the step's graph: a replay writes them there
         inputs = [_input_like(t) for t in leaves]
+        for t in inputs:   # no op may build today's values into the graph (an index checked on the host)
+            hide_values(t)
         # the nodes a replay writes, and the host data of the arguments themselves (not read by the step)
         input_nodes = [t._node for t in inputs] + [t._node for t in leaves if t._pending is not None]
         it = iter(inputs)
         args, kwargs = _replaced((args, kwargs), lambda: next(it))
         before = self._last
+        reads = memory.stats.host_reads
         with replay_notes.recording() as notes, execution.capture() as captures:
             out = self.fn(*args, **kwargs)
         self.records += 1
-        recording = _Recording(static, inputs, input_nodes, notes, captures, out)
+        recording = _Recording(static, inputs, input_nodes, notes, captures, out, memory.stats.host_reads != reads)
         why = recording.problem()
         if why is None and before is not None and before.static == static:
             why = recording.verify(before)
@@ -145,9 +149,9 @@ class CompiledStep:
 class _Recording:
     """One recorded call: its inputs, notes, the compute it captured, and what its results are."""
 
-    def __init__(self, static, inputs, input_nodes, notes, captures, out):
+    def __init__(self, static, inputs, input_nodes, notes, captures, out, read):
         self.static, self.inputs, self.notes, self.out = static, inputs, notes, out
-        self.input_nodes = input_nodes
+        self.input_nodes, self.read = input_nodes, read
         self.capture = captures[0] if len(captures) == 1 else None
         self.ncaptures = len(captures)
         self.keys = tuple(a.key() for a in notes.actions)
@@ -186,6 +190,8 @@ class _Recording:
                 return "it returns a Tensor it did not compute in its graph"
             self.out_specs.append(spec)
         self.out = None
+        if self.read and _has_constants(self.out_static):
+            return "it returns a Python number after reading values on the host (return the Tensor)"
         self.grads, self.result_blocks = [], [weakref.ref(t._block) for t in out_leaves]
         for opt in self.optimizers:
             for group in opt.param_groups:
@@ -204,6 +210,8 @@ class _Recording:
         capture = self.capture
         if not capture.hit or capture.entry is not before.capture.entry:
             return "its calls record different ops"
+        if self.out_static != before.out_static:
+            return "it returns other Python values from call to call"
         if self.keys != before.keys or len(self.notes.actions) != len(before.notes.actions):
             return "its calls do different things besides ops"
         written = {id(n) for n in self.input_nodes} | {id(n) for a in self.notes.actions for n in a.nodes}
@@ -234,6 +242,7 @@ class _Replay:
         self.graph = OwnedGraph(recording.capture, self.device)
         self.out_specs, self.out_static = recording.out_specs, recording.out_static
         self.grads = recording.grads
+        self.checks = recording.capture.checks
 
     def current_keys(self):
         return tuple(a.key() for a in self.actions)
@@ -250,6 +259,9 @@ class _Replay:
             for (node, dtype), t in zip(self.inputs, leaves):
                 _write_input(node, dtype, t)
             self.graph.compute()
+            for node, error in self.checks:   # the graph's own checks (indices of its inputs), as eager raises them
+                if ggml.get_data(node, (1,))[0] != 0:
+                    raise error
             specs = self.out_specs + [spec for _, spec in self.grads]
             results = self.graph.results(specs)
             for (p, _), g in zip(self.grads, results[len(self.out_specs):]):
@@ -268,7 +280,8 @@ def _autocast_key():
 
 def _flatten(value, outputs=False):
     """(Tensors of `value`, its structure with the Tensors' kinds in their places) for args (tuples, lists,
-    dicts of Tensors and other values) or, with `outputs`, a step's result (Tensors, None; TypeError else)."""
+    dicts of Tensors and other values) or, with `outputs`, a step's result (Tensors, None, numbers: the
+    numbers are constants of the recording; TypeError else)."""
     leaves = []
 
     def walk(v):
@@ -279,12 +292,24 @@ def _flatten(value, outputs=False):
             return (type(v), tuple(walk(x) for x in v))
         if isinstance(v, dict):
             return (dict, tuple((k, walk(x)) for k, x in v.items()))
-        if outputs and v is not None:
-            raise TypeError(f"it returns a {type(v).__name__} (a replayed step returns Tensors, or None)")
+        if outputs and v is not None and type(v) not in (bool, int, float, str):
+            raise TypeError(f"it returns a {type(v).__name__} (a replayed step returns Tensors and numbers)")
         if isinstance(v, np.ndarray):
             return (np.ndarray, v.shape, str(v.dtype), v.tobytes())
         return v
     return leaves, walk(value)
+
+
+def _has_constants(static):
+    """Whether a step's result structure (a static of _flatten) holds numbers besides its Tensors."""
+    if isinstance(static, tuple) and static:
+        if static[0] is Tensor:
+            return False
+        if static[0] in (tuple, list):
+            return any(_has_constants(x) for x in static[1])
+        if static[0] is dict:
+            return any(_has_constants(x) for _, x in static[1])
+    return static is not None
 
 
 def _replaced(value, next_tensor):

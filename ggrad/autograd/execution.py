@@ -322,6 +322,7 @@ class Replay:
     def __init__(self, scheduler, graph, pending, scratch):
         self.scheduler, self.graph, self.uploads = scheduler, graph, list(pending.uploads)
         self.kept = [block for block, _ in pending.kept_inputs]   # memory of the computed tensors it reads
+        self.checks = [(count._node, error) for count, error in pending.checks]   # (graph node, error)
         self.entry, self.hit, self.held_leaves = None, False, []   # set once the compute finished
         self._keep = (pending, scratch)   # the graph's tensor metadata and the uploads' memory
 

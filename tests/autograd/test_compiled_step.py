@@ -309,3 +309,18 @@ def test_results_of_earlier_calls_stay_valid():
         values.append(loss.item())
     assert [t.item() for t in losses] == values
     assert step.replays >= 3
+
+
+def test_an_index_out_of_range_raises_at_a_replay_as_eagerly():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = ggrad.compile_step(_plain_step(model, opt))
+    for x, y in _batches(4):
+        step(ggrad.tensor(x), ggrad.tensor(y))
+    assert step.replays >= 1
+    x, y = _batches(1)[0]
+    y[2] = 7   # 3 classes
+    with pytest.raises(IndexError):
+        _plain_step(model, opt)(ggrad.tensor(x), ggrad.tensor(y))
+    with pytest.raises(IndexError):
+        step(ggrad.tensor(x), ggrad.tensor(y))

@@ -52,6 +52,7 @@ from .tensor import Tensor
 
 MAX_REPLAYS = 2        # verified steps kept per compiled step (each holds its own compute buffer)
 MAX_RECORDINGS = 4     # eager calls of one kind of arguments that may fail to verify before it stays eager
+_PILE = 256            # Tensors made on a device between two replays past which its pending graph is computed
 
 
 def compile_step(fn=None):
@@ -250,8 +251,11 @@ class _Replay:
     def run(self, leaves):
         device = self.device
         with device_locks.lock_of(device):
-            if _has_work(memory.runtime(device).graph):
-                execution.realize(device)   # what is pending may read results this compute overwrites
+            pending = memory.runtime(device).graph
+            # what is pending may read results this compute overwrites; and the arguments' host data piles up
+            # in a graph no step computes (each a node and a trace event): computed now and then
+            if len(pending.tensors) > _PILE or _has_work(pending):
+                execution.realize(device)
             for p, _ in self.grads:
                 p.grad = None   # replaced below: not moved out of the buffer for nothing
             for action in self.actions:

@@ -45,6 +45,7 @@ class OwnedGraph:
                 if id(block) not in fixed:
                     self.held.append(ref)
         rt.in_compute_buffer = []
+        self._stored = {}   # id(node) -> (metadata over node's memory, weakref of its last Block): results()
         rt.owned.add(self)
 
     def buffer_bytes(self):
@@ -66,15 +67,24 @@ class OwnedGraph:
 
     def results(self, specs):
         """Tensors over the values the last compute left in `specs`' nodes, each (node, shape, dtype): valid
-        until they are dropped (the next compute moves those still held)."""
-        home = ggml.Context(n_tensors=len(specs) + 1)
+        until they are dropped (the next compute moves those still held). The metadata of a result whose
+        Tensors are all gone is used again (a training step's gradients: one per parameter a step)."""
+        home = None
         out, made = [], {}
         for node, shape, dtype in specs:
             block = made.get(id(node))
             if block is None:
-                stored = home.like(node)
-                placement.bind(stored.ptr, node.ptr)
+                last = self._stored.get(id(node))
+                if last is not None and last[1]() is None:   # nothing uses it: still over node's memory
+                    stored = last[0]
+                else:
+                    if home is None:
+                        home = ggml.Context(n_tensors=len(specs) + 1)
+                    stored = home.like(node)
+                    placement.bind(stored.ptr, node.ptr)
                 block = made[id(node)] = Block(None, None, stored, self.scheduler)
-                self.held.append(weakref.ref(block))
+                ref = weakref.ref(block)
+                self._stored[id(node)] = (stored, ref)
+                self.held.append(ref)
             out.append(Tensor._make(block.node, shape, dtype, self.device, None, block))
         return out

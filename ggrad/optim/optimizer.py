@@ -256,16 +256,16 @@ class Optimizer:
 
     def _replay_key(self):
         """What a recorded step's graph depends on here beside its hyper-parameters' values: each group's
-        options but the learning rate, and each parameter's identity, memory, requires_grad and state."""
-        groups = []
+        options but the learning rate, its parameters, their memory and requires_grad, and the state's
+        dicts (a loaded state dict replaces them)."""
+        key = [id(self.state), len(self.state)]
         for group in self.param_groups:
-            options = tuple((k, v) for k, v in group.items() if k not in _REPLAY_INPUTS)
-            params = tuple((id(p), id(p._node), p.requires_grad,
-                            tuple((k, id(v._node) if isinstance(v, Tensor) else 0) for k, v in self.state[p].items()
-                                  if k != "step") if p in self.state else None)
-                           for p in group["params"])
-            groups.append((options, params))
-        return tuple(groups)
+            params = group["params"]
+            key.append(tuple((k, v) for k, v in group.items() if k not in _REPLAY_INPUTS))
+            key.append(tuple(map(id, params)))
+            key.append(tuple([id(p._node) for p in params]))
+            key.append(tuple([p.requires_grad for p in params]))
+        return tuple(key)
 
     def _update_group(self, group):
         """Schedule the updates of one group; return the parameters updated (each optimizer defines it)."""

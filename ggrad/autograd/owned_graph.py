@@ -75,8 +75,8 @@ class OwnedGraph:
             block = made.get(id(node))
             if block is None:
                 last = self._stored.get(id(node))
-                if last is not None and last[1]() is None:   # nothing uses it: still over node's memory
-                    stored = last[0]
+                if last is not None and last[1]() is None and last[0].ptr.data == node.ptr.data:
+                    stored = last[0]   # nothing uses it, and it was not moved out: still over node's memory
                 else:
                     if home is None:
                         home = ggml.Context(n_tensors=len(specs) + 1)

@@ -324,3 +324,19 @@ def test_an_index_out_of_range_raises_at_a_replay_as_eagerly():
         _plain_step(model, opt)(ggrad.tensor(x), ggrad.tensor(y))
     with pytest.raises(IndexError):
         step(ggrad.tensor(x), ggrad.tensor(y))
+
+
+def test_gradients_held_across_calls_keep_their_values():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = ggrad.compile_step(_plain_step(model, opt))
+    kept = []
+    for i, (x, y) in enumerate(_batches(8)):
+        step(ggrad.tensor(x), ggrad.tensor(y))
+        if i in (3, 5):
+            kept.append((model[0].weight.grad, model[0].weight.grad.numpy()))
+        if i == 6:
+            kept = kept[1:]   # the first is dropped: its memory may be used again
+    assert step.replays >= 4
+    for g, value in kept:
+        np.testing.assert_array_equal(g.numpy(), value)

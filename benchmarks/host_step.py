@@ -9,6 +9,7 @@ in alternated rounds (every variant once a round, so the machine's load changes 
 round's figure is the median of --steps steps after warm-up, and the table gives the median of the rounds.
 
     python benchmarks/host_step.py [--rounds 3] [--steps 10] [--modes f32 bf16 f16] [--lowering CUDA|CPU]
+    python benchmarks/host_step.py --config w2 --lowering CPU --modes f32      # W2 as bench_gpt.py runs it
 """
 
 import argparse
@@ -20,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_gpt  # noqa: E402
 from common import HostCPU, print_table  # noqa: E402
-from gpt_torch import BIG  # noqa: E402
+from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
 from ggrad.autograd import execution, lowering  # noqa: E402
@@ -47,12 +48,16 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--modes", nargs="+", default=["f32", "bf16", "f16"], choices=["f32", "bf16", "f16"])
     parser.add_argument("--lowering", default="CUDA", choices=["CUDA", "CPU", "VULKAN"])
+    parser.add_argument("--config", default="big", choices=sorted(CONFIGS),
+                        help="the GPT's structure (`w2` at its own size: the sizes below apply to `big` only)")
     parser.add_argument("--d-model", type=int, default=32)
     parser.add_argument("--context", type=int, default=16)
     parser.add_argument("--batch", type=int, default=2)
     args = parser.parse_args()
     ggrad.set_num_threads(1)
-    cfg = dict(BIG, d_model=args.d_model, context=args.context, batch=args.batch)
+    cfg = CONFIGS[args.config]
+    if args.config == "big":
+        cfg = dict(cfg, d_model=args.d_model, context=args.context, batch=args.batch)
     dev = ggrad.device("cpu")
     forced = execution.forced_lowering(dev, getattr(lowering, args.lowering)) if args.lowering != "CPU" \
         else contextlib.nullcontext()
@@ -69,8 +74,8 @@ def main():
                      "replayed host ms": f"{replayed:.3f}", "eager / replayed": f"{eager / replayed:.0f}x",
                      "rounds (eager)": " ".join(f"{v:.2f}" for v in figures[(mode, False)]),
                      "rounds (replayed)": " ".join(f"{v:.3f}" for v in figures[(mode, True)])})
-    print_table(f"host CPU ms a step, big GPT structure at d_model {args.d_model}, ctx {args.context}, batch "
-                f"{args.batch}, {args.lowering} lowering on the CPU, 1 thread (median of {args.rounds} rounds)",
+    print_table(f"host CPU ms a step, {args.config} GPT at d_model {cfg['d_model']}, ctx {cfg['context']}, batch "
+                f"{cfg['batch']}, {args.lowering} lowering on the CPU, 1 thread (median of {args.rounds} rounds)",
                 rows, list(rows[0]))
 
 

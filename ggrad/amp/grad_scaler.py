@@ -125,7 +125,8 @@ class GradScaler:
             raise RuntimeError("No inf checks were recorded for this optimizer.")
         state["stage"] = STEPPED
         if len(checks) == 1 and getattr(optimizer, "skips_in_graph", False):
-            replay_notes.note(_ReplayedSkip(self, optimizer, checks[0]))
+            if replay_notes.active() is not None:
+                replay_notes.note(_ReplayedSkip(self, optimizer, checks[0]))
             saved = {p: dict(s) for p, s in optimizer.state.items()}
             with update_guards.skipped_if_nan(checks[0]):
                 result = optimizer.step(*args, **kwargs)
@@ -218,7 +219,8 @@ def _scale_data(scaler, like, inverse):
     """The scale (or its inverse) as data of the graph; noted for a step compile_step records, whose
     replays write the scale of their own time into it."""
     data = _as_data(1.0 / scaler._scale if inverse else scaler._scale, like)
-    replay_notes.note(_ReplayedScale(scaler, data._node, inverse))
+    if replay_notes.active() is not None:
+        replay_notes.note(_ReplayedScale(scaler, data._node, inverse))
     return data
 
 

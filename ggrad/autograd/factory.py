@@ -310,7 +310,8 @@ def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
     """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere, drawn on the
     host from the default generator (a step that compile_step replays draws its masks again, in order)."""
     mask = tensor(_mask_values(shape, keep, scale), ggml.f32, device)
-    replay_notes.note(_ReplayedMask(mask._node, shape, keep, scale))
+    if replay_notes.active() is not None:
+        replay_notes.note(_ReplayedMask(mask._node, shape, keep, scale))
     return mask
 
 

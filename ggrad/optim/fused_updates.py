@@ -71,7 +71,10 @@ class Hyperparameters:
 def hyperparameters(values, device):
     """Hyper-parameters for `adamw_` / `sgd_` (see Hyperparameters); noted for a step being recorded by
     `compile_step`, whose optimizer writes each replayed step's values into them."""
-    return replay_notes.note(MadeHyperparameters(Hyperparameters(values, device))).hparams
+    hparams = Hyperparameters(values, device)
+    if replay_notes.active() is not None:
+        replay_notes.note(MadeHyperparameters(hparams))
+    return hparams
 
 
 class MadeHyperparameters(replay_notes.Action):

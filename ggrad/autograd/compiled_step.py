@@ -92,7 +92,11 @@ class CompiledStep:
     def __call__(self, *args, **kwargs):
         leaves, static = _flatten((args, kwargs))
         static = (static, grad_mode.is_grad_enabled(), _autocast_key())
-        replay = self._replays.get(static)
+        try:
+            replay = self._replays.get(static)
+        except TypeError:   # an argument that cannot be compared by value: nothing to key a recording by
+            self._warn("an argument is not hashable (pass Tensors, numbers, strings, tuples)")
+            return self.fn(*args, **kwargs)
         if replay is not None:
             if replay.keys == replay.current_keys():
                 self.replays += 1
@@ -141,10 +145,13 @@ class CompiledStep:
 
     def _give_up(self, static, why):
         self._eager[static] = why
+        self._warn(why)
+
+    def _warn(self, why):
         if why not in self._warned:
             self._warned.add(why)
             warnings.warn(f"compile_step({getattr(self.fn, '__name__', 'step')}): runs eagerly: {why}",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
 
 
 class _Recording:

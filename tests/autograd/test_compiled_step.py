@@ -340,3 +340,31 @@ def test_gradients_held_across_calls_keep_their_values():
     assert step.replays >= 4
     for g, value in kept:
         np.testing.assert_array_equal(g.numpy(), value)
+
+
+def test_a_replayed_call_records_no_op(monkeypatch):
+    from ggrad.autograd.primitive import Primitive
+    model = _model(dropout=0.2)
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    step = ggrad.compile_step(_plain_step(model, opt))
+    batches = [(ggrad.tensor(x), ggrad.tensor(y)) for x, y in _batches(6)]
+    for x, y in batches[:3]:
+        step(x, y)
+    recorded = []
+    record = Primitive._record.__func__
+    monkeypatch.setattr(Primitive, "_record", classmethod(lambda cls, *a: recorded.append(cls) or record(cls, *a)))
+    replays = step.replays
+    for x, y in batches[3:]:
+        step(x, y)
+    assert step.replays == replays + 3 and recorded == []
+
+
+def test_an_unhashable_argument_runs_eagerly_with_a_warning():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    plain = _plain_step(model, opt)
+    step = ggrad.compile_step(lambda x, y, options: plain(x, y))
+    x, y = _batches(1)[0]
+    with pytest.warns(RuntimeWarning, match="not hashable"):
+        loss = step(ggrad.tensor(x), ggrad.tensor(y), {1, 2})
+    assert np.isfinite(loss.item()) and step.records == 0

@@ -286,7 +286,10 @@ class _Replay:
 # ---- helpers -----------------------------------------------------------------------------------------
 def _autocast_key():
     policy = autocast_hook.current()
-    return None if policy is None else (type(policy), getattr(policy, "key", None))
+    if policy is None:
+        return None
+    return (type(policy), getattr(policy, "device_type", None), getattr(policy, "dtype", None),
+            getattr(policy, "cache", None) is not None)
 
 
 def _flatten(value, outputs=False):

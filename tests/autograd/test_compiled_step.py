@@ -368,3 +368,18 @@ def test_an_unhashable_argument_runs_eagerly_with_a_warning():
     with pytest.warns(RuntimeWarning, match="not hashable"):
         loss = step(ggrad.tensor(x), ggrad.tensor(y), {1, 2})
     assert np.isfinite(loss.item()) and step.records == 0
+
+
+def test_autocast_around_the_step_is_part_of_its_key():
+    model = _model()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    step = ggrad.compile_step(_plain_step(model, opt))
+    records, replays = [], []
+    for dtype in (ggrad.float16, ggrad.bfloat16, ggrad.float16):
+        with ggrad.autocast("cpu", dtype=dtype):
+            for x, y in _batches(4):
+                step(ggrad.tensor(x), ggrad.tensor(y))
+        records.append(step.records)
+        replays.append(step.replays)
+    assert records[1] > records[0] and records[2] == records[1]   # bf16 recorded anew; f16 again replayed
+    assert replays[2] == replays[1] + 4 and len(step._replays) == 2

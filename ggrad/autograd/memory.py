@@ -219,6 +219,19 @@ class Runtime:
             moved.add(node.ptr)
         return moved
 
+    def hand_over(self, scheduler, entry):
+        """Give `scheduler` (which just computed `entry`'s graph, a trace_cache Entry or None) and the results
+        of that compute still in its buffer to a replayed step (owned_graph.py): this device plans its next
+        graph in a scheduler of its own, and the entry leaves the cache (its nodes are placed in the buffer
+        handed over). Returns the weak references to those results' Blocks."""
+        if self.scheduler is scheduler:
+            self.scheduler = None
+        self.planned_for = None
+        if entry is not None and entry in self.cache:
+            self.cache.remove(entry)
+        held, self.in_compute_buffer = self.in_compute_buffer, []
+        return held
+
     def scheduler_for(self, graph_size):
         if self.scheduler is None or self.scheduler.graph_size < graph_size:
             size = max(graph_size, 2 * (self.scheduler.graph_size if self.scheduler else 2048))

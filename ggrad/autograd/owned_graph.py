@@ -28,23 +28,16 @@ class OwnedGraph:
         rt = memory.runtime(device)
         self.device = device
         self.scheduler, self.graph = replay.scheduler, replay.graph
-        if rt.scheduler is self.scheduler:
-            rt.scheduler = None        # the device plans its next graph in a buffer of its own
-        rt.planned_for = None
-        entry = replay.entry
-        if entry is not None and entry in rt.cache:
-            rt.cache.remove(entry)     # its nodes are placed in this buffer from now on
         # the graph's metadata, its uploads' and held host data's memory, the computed tensors it reads
-        self._keep = (replay, entry)
+        self._keep = (replay, replay.entry)
         fixed = {id(t._block) for t in fixed}
         self.held = []
-        for ref in rt.in_compute_buffer:
+        for ref in rt.hand_over(self.scheduler, replay.entry):
             block = ref()
             if block is not None and block.pool is None:
                 block.keep = self.scheduler
                 if id(block) not in fixed:
                     self.held.append(ref)
-        rt.in_compute_buffer = []
         self._stored = {}   # id(node) -> (metadata over node's memory, weakref of its last Block): results()
         rt.owned.add(self)
 

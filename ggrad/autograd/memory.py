@@ -169,17 +169,18 @@ class Runtime:
         """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
         tensors (every tensor held: parameters, optimizer state, gradients, held results, cached uploads;
         `in_compute_buffer` of them are results of the last compute still where it made them), free
-        buffers kept for reuse, the compute buffers of replayed steps (owned_graph.py), and the peak of compute buffer + pooled tensors over the computes since
-        `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
+        buffers kept for reuse, the compute buffers of replayed steps (owned_graph.py), and the peak of
+        compute buffers + pooled tensors over the computes since `ggrad.reset_stats()` (as
+        `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
         held = 0
         for ref in self.in_compute_buffer:
             block = ref()
             if block is not None and block.pool is None:
                 held += block.node.nbytes
+        replays = sum(owned.buffer_bytes() for owned in list(self.owned))
         return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use + held,
-                "in_compute_buffer": held, "pooled": self.pool.bytes,
-                "replay_buffers": sum(owned.buffer_bytes() for owned in list(self.owned)),
-                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
+                "in_compute_buffer": held, "pooled": self.pool.bytes, "replay_buffers": replays,
+                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes() + replays)}
 
     def evacuate(self, pending):
         """Before a compute overwrites the compute buffer: move the results of the last compute that are

@@ -251,7 +251,7 @@ def _reuse(rt, entry, pending, alive, undo):
 
 
 def _run(rt, sched, graph, pending, scratch, eval_callback):
-    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size())   # held results are placed by now
+    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size() + rt.replay_buffer_bytes())   # held results placed
     for node, raw in pending.uploads:
         node.write(raw)
         stats.bytes_uploaded += raw.nbytes

@@ -37,7 +37,7 @@ class Stats:
 
     def reset_peaks(self):
         for rt in list(_runtimes.values()):
-            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes()
+            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes() + rt.replay_buffer_bytes()
 
     def __repr__(self):
         return f"Stats({self.as_dict()})"
@@ -165,6 +165,10 @@ class Runtime:
     def compute_buffer_bytes(self):
         return self.scheduler.buffer_size() if self.scheduler is not None else 0
 
+    def replay_buffer_bytes(self):
+        """The compute buffers of this device's replayed steps (owned_graph.py)."""
+        return sum(owned.buffer_bytes() for owned in list(self.owned))
+
     def memory(self):
         """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
         tensors (every tensor held: parameters, optimizer state, gradients, held results, cached uploads;
@@ -177,7 +181,7 @@ class Runtime:
             block = ref()
             if block is not None and block.pool is None:
                 held += block.node.nbytes
-        replays = sum(owned.buffer_bytes() for owned in list(self.owned))
+        replays = self.replay_buffer_bytes()
         return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use + held,
                 "in_compute_buffer": held, "pooled": self.pool.bytes, "replay_buffers": replays,
                 "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes() + replays)}

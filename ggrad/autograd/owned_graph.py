@@ -50,7 +50,7 @@ class OwnedGraph:
         rt = memory.runtime(self.device)
         held, self.held = self.held, []
         rt.move_out(held)
-        rt.peak = max(rt.peak, rt.pool.in_use + rt.compute_buffer_bytes() + self.buffer_bytes())
+        rt.peak = max(rt.peak, rt.pool.in_use + rt.compute_buffer_bytes() + rt.replay_buffer_bytes())
         start = time.perf_counter()
         self.scheduler.compute(self.graph, execution.eval_hook)   # ggrad.profile() sees replays too
         stats = memory.stats

@@ -228,13 +228,19 @@ class Runtime:
         """Give `scheduler` (which just computed `entry`'s graph, a trace_cache Entry or None) and the results
         of that compute still in its buffer to a replayed step (owned_graph.py): this device plans its next
         graph in a scheduler of its own, and the entry leaves the cache (its nodes are placed in the buffer
-        handed over). Returns the weak references to those results' Blocks."""
+        handed over; each result's Block keeps the scheduler's buffer). Returns the weak references to those
+        results' Blocks."""
         if self.scheduler is scheduler:
             self.scheduler = None
         self.planned_for = None
         if entry is not None and entry in self.cache:
             self.cache.remove(entry)
-        held, self.in_compute_buffer = self.in_compute_buffer, []
+        held, results, self.in_compute_buffer = [], self.in_compute_buffer, []
+        for ref in results:
+            block = ref()
+            if block is not None and block.pool is None:
+                block.keep = scheduler
+                held.append(ref)
         return held
 
     def scheduler_for(self, graph_size):

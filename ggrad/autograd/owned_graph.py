@@ -31,13 +31,7 @@ class OwnedGraph:
         # the graph's metadata, its uploads' and held host data's memory, the computed tensors it reads
         self._keep = (replay, replay.entry)
         fixed = {id(t._block) for t in fixed}
-        self.held = []
-        for ref in rt.hand_over(self.scheduler, replay.entry):
-            block = ref()
-            if block is not None and block.pool is None:
-                block.keep = self.scheduler
-                if id(block) not in fixed:
-                    self.held.append(ref)
+        self.held = [ref for ref in rt.hand_over(self.scheduler, replay.entry) if id(ref()) not in fixed]
         self._stored = {}   # id(node) -> (metadata over node's memory, weakref of its last Block): results()
         rt.owned.add(self)
 

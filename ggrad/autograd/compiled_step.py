@@ -104,6 +104,9 @@ class CompiledStep:
             del self._replays[static]   # the optimizer's groups or the scaler changed: record again
         if static in self._eager:
             return self.fn(*args, **kwargs)
+        if any(t.requires_grad for t in leaves):   # its gradient would go to the recording's own input
+            self._give_up(static, "an argument requires grad")
+            return self.fn(*args, **kwargs)
         return self._record(args, kwargs, leaves, static)
 
     # ---- recording -------------------------------------------------------------------------------

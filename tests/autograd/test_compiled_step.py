@@ -383,3 +383,17 @@ def test_autocast_around_the_step_is_part_of_its_key():
         replays.append(step.replays)
     assert records[1] > records[0] and records[2] == records[1]   # bf16 recorded anew; f16 again replayed
     assert replays[2] == replays[1] + 4 and len(step._replays) == 2
+
+
+def test_an_argument_that_requires_grad_runs_eagerly_with_a_warning():
+    w = ggrad.tensor(np.ones(3, np.float32), requires_grad=True)
+
+    @ggrad.compile_step
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss
+    x = ggrad.tensor(np.arange(3, dtype=np.float32), requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="requires grad"):
+        step(x)
+    np.testing.assert_array_equal(x.grad.numpy(), 1.0)

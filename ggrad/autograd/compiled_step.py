@@ -95,7 +95,7 @@ class CompiledStep:
         try:
             replay = self._replays.get(static)
         except TypeError:   # an argument that cannot be compared by value: nothing to key a recording by
-            self._warn("an argument is not hashable (pass Tensors, numbers, strings, tuples)")
+            self._warn("an argument is not hashable (pass Tensors, numbers, strings, tuples)", 3)
             return self.fn(*args, **kwargs)
         if replay is not None:
             if replay.keys == replay.current_keys():
@@ -105,7 +105,7 @@ class CompiledStep:
         if static in self._eager:
             return self.fn(*args, **kwargs)
         if any(t.requires_grad for t in leaves):   # its gradient would go to the recording's own input
-            self._give_up(static, "an argument requires grad")
+            self._give_up(static, "an argument requires grad", 4)
             return self.fn(*args, **kwargs)
         return self._record(args, kwargs, leaves, static)
 
@@ -146,15 +146,16 @@ class CompiledStep:
             self._give_up(static, recording.problem() or why)
         return out
 
-    def _give_up(self, static, why):
+    def _give_up(self, static, why, stacklevel=5):
         self._eager[static] = why
-        self._warn(why)
+        self._warn(why, stacklevel)
 
-    def _warn(self, why):
+    def _warn(self, why, stacklevel):
+        """Warn once per reason, at the caller's line (`stacklevel` counted from here)."""
         if why not in self._warned:
             self._warned.add(why)
             warnings.warn(f"compile_step({getattr(self.fn, '__name__', 'step')}): runs eagerly: {why}",
-                          RuntimeWarning, stacklevel=5)
+                          RuntimeWarning, stacklevel=stacklevel)
 
 
 class _Recording:

@@ -18,6 +18,7 @@ loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in
 ("free(): invalid pointer", seen on the H200 machine with torch 2.11+cu130 and CUDA 13.0).
 
     python benchmarks/bench_gpt_gpu.py --device cuda:0 --threads 16 --steps 20 [--configs w2 big] [--autocast f16]
+                                       [--replay]
     python benchmarks/bench_gpt_gpu.py --device cpu --threads 2 --steps 5 --configs tiny --autocast bf16
 """
 
@@ -37,8 +38,8 @@ from ggrad.autograd import memory  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 
-def ggrad_step_fn(cfg, device, autocast=None):
-    return bench_gpt.ggrad_step_fn(device, cfg, autocast), ggrad.device(device)
+def ggrad_step_fn(cfg, device, autocast=None, replay=False):
+    return bench_gpt.ggrad_step_fn(device, cfg, autocast, replay), ggrad.device(device)
 
 
 def torch_run(config, steps, autocast, device, tf32=False, variant="eager"):
@@ -77,6 +78,9 @@ def main():
     parser.add_argument("--torch-variants", nargs="*", default=[], choices=["sdpa", "compile"],
                         help="also time PyTorch with F.scaled_dot_product_attention (is_causal), and that under "
                              "torch.compile (gpt_torch.VARIANTS), each beside the eager step")
+    parser.add_argument("--replay", action="store_true",
+                        help="also time ggrad's step through ggrad.compile_step (recorded once, then replayed: no op "
+                             "recorded in Python), its peak beside")
     parser.add_argument("--tf32", action="store_true",
                         help="also time PyTorch with TF32 products, as GGML's CUDA backend always computes f32 ones")
     args = parser.parse_args()
@@ -98,11 +102,22 @@ def main():
         g_peak = float("nan") if dev.is_cpu else (free_before - least[0]) / 2 ** 20
         sched = memory.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
+        replayed = None
+        if args.replay:   # the eager model's memory first given back, then the replayed step's own measured
+            del step
+            memory.reset_pools()
+            free_replay = dev.free_memory
+            step, dev = ggrad_step_fn(cfg, args.device, args.autocast, replay=True)
+            r_ms, r_least = timed_with_memory(step, dev, args.steps)
+            replayed = (r_ms, float("nan") if dev.is_cpu else (free_replay - r_least[0]) / 2 ** 20)
         nan3 = (float("nan"),) * 3
         t_ms, t_peak, t_alloc = nan3 if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device)
         row = {"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
                "torch tok/s": f"{tokens / t_ms * 1e3:,.0f}", "ggrad ms": f"{g_ms:.1f}",
                "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}"}
+        if replayed is not None:
+            row.update({"replayed ms": f"{replayed[0]:.1f}", "ratio replayed/torch": f"{t_ms / replayed[0]:.2f}",
+                        "replayed peak MiB": f"{replayed[1]:,.0f}"})
         if args.tf32:
             tf32_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device, True)[0]
             row.update({"torch TF32 ms": f"{tf32_ms:.1f}", "ratio TF32": f"{tf32_ms / g_ms:.2f}"})

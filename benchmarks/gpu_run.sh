@@ -30,6 +30,8 @@
 #   overrides-off overrides-on   the verbs after it leave GGML's copies, conversions and embedding gradients
 #             to GGML / to ggrad's kernels where they apply (cuda/overrides.cu)
 #   alone16 alonebf16   the big GPT under autocast, ggrad only
+#   replay16  the big GPT f32, autocast f16 and bf16 eager and through ggrad.compile_step (recorded once, replayed)
+#             beside PyTorch eager and sdpa, and tests/gpu/test_compiled_step_gpu.py
 #   dp        data parallel with the all-reduce on the devices: tests/gpu/test_dp_peer_gpu.py and
 #             bench_dp_gpu.py (big GPT; PyTorch DDP beside it) on every GPU, or on one GPU shown as two
 #             (GGML_CUDA_DEVICES=2) where the machine has one
@@ -112,6 +114,10 @@ for verb in "$@"; do
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;
         gpu) $bench --configs w2 big --tf32 ;;
+        replay16) python3 -m pytest -q -p no:cacheprovider tests/gpu/test_compiled_step_gpu.py 2>&1 | tail -4
+            $bench --configs big --autocast f16 --replay --torch-variants sdpa
+            $bench --configs big --autocast bf16 --replay --torch-variants sdpa
+            $bench --configs w2 big --replay --tf32 ;;
         alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;
         f16|bf16) $bench --configs big --autocast "$verb" --torch-variants ${TORCH_VARIANTS-sdpa} ;;

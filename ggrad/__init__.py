@@ -68,6 +68,7 @@ from . import distributed  # noqa: E402  (torch.distributed; mpi4py is imported 
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: spawn)
 from . import models  # noqa: E402  (llama.cpp's GGUF models: ggrad.models.from_gguf)
 from .compiler import compile  # noqa: E402,A001  (torch.compile: returns the model, ggrad compiles each step)
+from .autograd.compiled_step import compile_step, CompiledStep  # noqa: E402  (a training step recorded once, replayed)
 from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
 from .settings import *  # noqa: E402,F401,F403  (default dtype, deterministic algorithms, inter-op threads)
 

@@ -24,7 +24,10 @@ still reuses the cached step graphs.
 
 import math
 
-from ..autograd import grad_mode, update_guards
+import numpy as np
+
+from .. import ggml
+from ..autograd import grad_mode, replay_notes, update_guards
 from . import gradient_checks
 from ..autograd.factory import full
 from ..autograd.tensor import Tensor
@@ -68,7 +71,7 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            return outputs * _as_data(self._scale, outputs)
+            return outputs * _scale_data(self, outputs, False)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("GradScaler.scale: outputs must be a Tensor or an iterable of Tensors")
@@ -97,7 +100,7 @@ class GradScaler:
             for params in per_device.values():
                 # all of a device's gradients times the inverse scale: one op (gradient_checks.Scaled); then nan exactly
                 # when some element is inf or nan: one op (gradient_checks.NonFinite)
-                grads = gradient_checks.scaled([p.grad for p in params], _as_data(1.0 / self._scale, params[0].grad))
+                grads = gradient_checks.scaled([p.grad for p in params], _scale_data(self, params[0].grad, True))
                 for p, g in zip(params, grads):
                     p.grad = g
                 found.append(gradient_checks.nonfinite(grads))
@@ -122,6 +125,8 @@ class GradScaler:
             raise RuntimeError("No inf checks were recorded for this optimizer.")
         state["stage"] = STEPPED
         if len(checks) == 1 and getattr(optimizer, "skips_in_graph", False):
+            if replay_notes.active() is not None:
+                replay_notes.note(_ReplayedSkip(self, optimizer, checks[0]))
             saved = {p: dict(s) for p, s in optimizer.state.items()}
             with update_guards.skipped_if_nan(checks[0]):
                 result = optimizer.step(*args, **kwargs)
@@ -131,6 +136,8 @@ class GradScaler:
             optimizer.state.clear()   # the device kept the old values; the host state goes back too
             optimizer.state.update(saved)
             return None
+        replay_notes.unsupported("GradScaler.step reads its check before the update (gradients on several "
+                                 "devices, or an optimizer that does not skip in the graph)")
         state["found"] = any(math.isnan(check.item()) for check in checks)
         return None if state["found"] else optimizer.step(*args, **kwargs)
 
@@ -138,6 +145,10 @@ class GradScaler:
         """Adapt the scale to the steps since the last update (or set it to `new_scale`)."""
         if not self._enabled:
             return
+        if replay_notes.active() is not None:
+            if isinstance(new_scale, Tensor):
+                replay_notes.unsupported("GradScaler.update(new_scale) with a Tensor reads it on the host")
+            replay_notes.note(_ReplayedUpdate(self, new_scale))
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
         else:
@@ -202,6 +213,64 @@ class GradScaler:
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
         self._growth_tracker = int(state_dict["_growth_tracker"])
+
+
+def _scale_data(scaler, like, inverse):
+    """The scale (or its inverse) as data of the graph; noted for a step compile_step records, whose
+    replays write the scale of their own time into it."""
+    data = _as_data(1.0 / scaler._scale if inverse else scaler._scale, like)
+    if replay_notes.active() is not None:
+        replay_notes.note(_ReplayedScale(scaler, data._node, inverse))
+    return data
+
+
+class _ReplayedScale(replay_notes.Action):
+    """The scale (or its inverse) written into a replayed step's graph before its compute."""
+
+    def __init__(self, scaler, node, inverse):
+        self.scaler, self.node, self.inverse = scaler, node, inverse
+        self.nodes = (node,)
+
+    def key(self):
+        return (id(self.scaler), self.scaler._enabled)
+
+    def before(self):
+        scale = self.scaler._scale
+        self.node.write(np.asarray(1.0 / scale if self.inverse else scale, dtype=np.float32).reshape(1))
+
+
+class _ReplayedSkip(replay_notes.Action):
+    """A GradScaler's step of `optimizer` replayed: the optimizer's host state saved before the step and
+    restored when the step's check (node of the graph) says its gradients were not finite."""
+
+    def __init__(self, scaler, optimizer, check):
+        self.scaler, self.optimizer, self.node = scaler, optimizer, check._node
+        self.saved = None
+
+    def before(self):
+        state = self.scaler._state(self.optimizer)
+        if state["stage"] is STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        self.saved = {p: dict(s) for p, s in self.optimizer.state.items()}
+
+    def after(self):
+        found = math.isnan(float(ggml.get_data(self.node, (1,))[0]))
+        state = self.scaler._state(self.optimizer)
+        state["stage"], state["found"] = STEPPED, found
+        if found:
+            self.optimizer.state.clear()
+            self.optimizer.state.update(self.saved)
+        self.saved = None
+
+
+class _ReplayedUpdate(replay_notes.Action):
+    """A GradScaler's update() replayed after the step's compute."""
+
+    def __init__(self, scaler, new_scale):
+        self.scaler, self.new_scale = scaler, new_scale
+
+    def after(self):
+        self.scaler.update(self.new_scale)
 
 
 def _as_data(value, like):

@@ -106,7 +106,9 @@ def _compute(rt, pending, alive, eval_callback, current):
     if replayed is not None:
         stats.cache_hits += 1
         entry, blocks = replayed
-        return _finish(rt, pending, entry.graph, alive, blocks, entry.rehomed)
+        _finish(rt, pending, entry.graph, alive, blocks, entry.rehomed)
+        _note_capture(entry, True, alive)
+        return
     blocks, planned, view_conts, moved = plan[3:]
     if trace is not None:
         stats.cache_misses += 1
@@ -118,6 +120,16 @@ def _compute(rt, pending, alive, eval_callback, current):
     else:
         rt.planned_for = None
     _finish(rt, pending, graph, alive, blocks)
+    _note_capture(rt.planned_for, False, alive)
+
+
+def _note_capture(entry, hit, alive):
+    """Complete the Replay `capture` took of this compute: the cached entry it computed (None where the
+    trace was not cached), whether that was a replay of it, and the memory of the host data it held."""
+    if _captured:
+        replay = _captured[-1]
+        replay.entry, replay.hit = entry, hit
+        replay.held_leaves = [t._block for t in alive if t._block is not None and t._block.pool is not None]
 
 
 def _replay(rt, trace, pending, alive, eval_callback, undo):
@@ -239,7 +251,7 @@ def _reuse(rt, entry, pending, alive, undo):
 
 
 def _run(rt, sched, graph, pending, scratch, eval_callback):
-    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size())   # held results are placed by now
+    rt.peak = max(rt.peak, rt.pool.in_use + sched.buffer_size() + rt.replay_buffer_bytes())   # held results placed
     for node, raw in pending.uploads:
         node.write(raw)
         stats.bytes_uploaded += raw.nbytes
@@ -307,6 +319,9 @@ class Replay:
 
     def __init__(self, scheduler, graph, pending, scratch):
         self.scheduler, self.graph, self.uploads = scheduler, graph, list(pending.uploads)
+        self.kept = [block for block, _ in pending.kept_inputs]   # memory of the computed tensors it reads
+        self.checks = [(count._node, error) for count, error in pending.checks]   # (graph node, error)
+        self.entry, self.hit, self.held_leaves = None, False, []   # set once the compute finished
         self._keep = (pending, scratch)   # the graph's tensor metadata and the uploads' memory
 
     def run(self):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ggml
 from ..ggml.errors import ArgumentError, DTypeError, ShapeError, UnsupportedDTypeError
-from . import recording, sizes
+from . import recording, replay_notes, sizes
 from .tensor import Tensor
 from .generator import Generator
 from .torch_dtypes import BOOL, INT8, INT16, INT64, UINT8, refuse_float64, resolve, to_storage
@@ -307,9 +307,28 @@ def randint_like(t: Tensor, low: int = 0, high: int | None = None, *, dtype: DTy
 
 def bernoulli_mask(shape: Sequence[int], keep: float, scale: float = 1.0,
                    device: DeviceLike | None = None) -> Tensor:
-    """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere."""
+    """A float tensor with `scale` where a draw succeeded (probability `keep`) and 0 elsewhere, drawn on the
+    host from the default generator (a step that compile_step replays draws its masks again, in order)."""
+    mask = tensor(_mask_values(shape, keep, scale), ggml.f32, device)
+    if replay_notes.active() is not None:
+        replay_notes.note(_ReplayedMask(mask._node, shape, keep, scale))
+    return mask
+
+
+def _mask_values(shape, keep, scale):
     keep_mask = _stream().random(shape, dtype=np.float32) < keep
-    return tensor(keep_mask.astype(np.float32) * np.float32(scale), ggml.f32, device)
+    return keep_mask.astype(np.float32) * np.float32(scale)
+
+
+class _ReplayedMask(replay_notes.Action):
+    """A mask of bernoulli_mask drawn again (the next draws of the generator) at each replay of a step."""
+
+    def __init__(self, node, shape, keep, scale):
+        self.node, self.shape, self.keep, self.scale = node, shape, keep, scale
+        self.nodes = (node,)
+
+    def before(self):
+        self.node.write(ggml.encode(_mask_values(self.shape, self.keep, self.scale), ggml.f32))
 
 
 def linspace(start: Number, end: Number, steps: int,

@@ -37,7 +37,7 @@ class Stats:
 
     def reset_peaks(self):
         for rt in list(_runtimes.values()):
-            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes()
+            rt.peak = rt.pool.in_use + rt.compute_buffer_bytes() + rt.replay_buffer_bytes()
 
     def __repr__(self):
         return f"Stats({self.as_dict()})"
@@ -110,14 +110,16 @@ class Block:
 
     A result of the last compute lives in the scheduler's compute buffer, where GGML's allocator put it
     (buffer and pool None, `node` its metadata): the next compute on the device moves it into a pooled
-    buffer first if anybody still holds it (`Runtime.evacuate`)."""
+    buffer first if anybody still holds it (`Runtime.evacuate`). `keep` holds what owns that compute
+    buffer when it is not the device's scheduler (an OwnedGraph's), so the memory outlives its owner."""
 
-    __slots__ = ("buffer", "pool", "node", "__weakref__")
+    __slots__ = ("buffer", "pool", "node", "keep", "__weakref__")
 
-    def __init__(self, buffer, pool, node=None):
+    def __init__(self, buffer, pool, node=None, keep=None):
         self.buffer = buffer
         self.pool = pool
         self.node = node
+        self.keep = keep
 
     def __del__(self):
         pool = self.pool
@@ -158,30 +160,52 @@ class Runtime:
         # and held host data may have other buffers. Planning again gives the splits new uids: the graph is
         # sent again.
         self.resends_graphs = device.backend_name == "RPC"
+        self.owned = weakref.WeakSet()   # OwnedGraphs of this device: graphs replayed in compute buffers of their own
 
     def compute_buffer_bytes(self):
         return self.scheduler.buffer_size() if self.scheduler is not None else 0
+
+    def replay_buffer_bytes(self):
+        """The compute buffers of this device's replayed steps (owned_graph.py)."""
+        return sum(owned.buffer_bytes() for owned in list(self.owned))
 
     def memory(self):
         """Device memory in bytes: the scheduler's compute buffer (intermediates of a step), persistent
         tensors (every tensor held: parameters, optimizer state, gradients, held results, cached uploads;
         `in_compute_buffer` of them are results of the last compute still where it made them), free
-        buffers kept for reuse, and the peak of compute buffer + pooled tensors over the computes since
-        `ggrad.reset_stats()` (as `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
+        buffers kept for reuse, the compute buffers of replayed steps (owned_graph.py), and the peak of
+        compute buffers + pooled tensors over the computes since `ggrad.reset_stats()` (as
+        `torch.cuda.max_memory_allocated`, free cached memory is not counted)."""
         held = 0
         for ref in self.in_compute_buffer:
             block = ref()
             if block is not None and block.pool is None:
                 held += block.node.nbytes
+        replays = self.replay_buffer_bytes()
         return {"compute_buffer": self.compute_buffer_bytes(), "persistent": self.pool.in_use + held,
-                "in_compute_buffer": held, "pooled": self.pool.bytes,
-                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes())}
+                "in_compute_buffer": held, "pooled": self.pool.bytes, "replay_buffers": replays,
+                "peak": max(self.peak, self.pool.in_use + self.compute_buffer_bytes() + replays)}
 
     def evacuate(self, pending):
         """Before a compute overwrites the compute buffer: move the results of the last compute that are
         still held (by a Tensor, or read by `pending`) into pooled buffers of their own, and point what
         `pending` built on their old memory (views, the graph cache's stand-ins) at the new."""
         held, self.in_compute_buffer = self.in_compute_buffer, []
+        moved = self.move_out(held)
+        if not moved:
+            return
+        trace = pending.trace
+        if trace is not None:   # stand-ins were bound to the old memory while the step recorded (views of
+            for g, slot in zip(trace.sources, trace.proxies):   # a replayed entry's follow them in _reuse)
+                if g.ptr in moved:
+                    for proxy in slot:
+                        placement.bind(proxy.ptr, g.ptr)
+                        moved.add(proxy.ptr)
+        placement.follow_sources(placement.views_of_chain(pending.contexts, moved))
+
+    def move_out(self, held):
+        """Move the Blocks of `held` (weak references) that are still alive and in a compute buffer into
+        pooled buffers of their own; returns the pointers of the metadata moved."""
         moved = set()
         home = None
         for ref in held:
@@ -196,18 +220,28 @@ class Runtime:
             buffer.place(copy)
             ggml.copy_tensor(node, copy)
             placement.bind(node.ptr, copy.ptr)
-            block.buffer, block.pool, block.node = buffer, self.pool, None
+            block.buffer, block.pool, block.node, block.keep = buffer, self.pool, None, None
             moved.add(node.ptr)
-        if not moved:
-            return
-        trace = pending.trace
-        if trace is not None:   # stand-ins were bound to the old memory while the step recorded (views of
-            for g, slot in zip(trace.sources, trace.proxies):   # a replayed entry's follow them in _reuse)
-                if g.ptr in moved:
-                    for proxy in slot:
-                        placement.bind(proxy.ptr, g.ptr)
-                        moved.add(proxy.ptr)
-        placement.follow_sources(placement.views_of_chain(pending.contexts, moved))
+        return moved
+
+    def hand_over(self, scheduler, entry):
+        """Give `scheduler` (which just computed `entry`'s graph, a trace_cache Entry or None) and the results
+        of that compute still in its buffer to a replayed step (owned_graph.py): this device plans its next
+        graph in a scheduler of its own, and the entry leaves the cache (its nodes are placed in the buffer
+        handed over; each result's Block keeps the scheduler's buffer). Returns the weak references to those
+        results' Blocks."""
+        if self.scheduler is scheduler:
+            self.scheduler = None
+        self.planned_for = None
+        if entry is not None and entry in self.cache:
+            self.cache.remove(entry)
+        held, results, self.in_compute_buffer = [], self.in_compute_buffer, []
+        for ref in results:
+            block = ref()
+            if block is not None and block.pool is None:
+                block.keep = scheduler
+                held.append(ref)
+        return held
 
     def scheduler_for(self, graph_size):
         if self.scheduler is None or self.scheduler.graph_size < graph_size:

@@ -8,21 +8,20 @@ host tensors of the graph, not constants baked into it: a call writes their new 
 the graph reads them from, computes the kept graph on its kept allocation and reads the outputs back.
 Writes the step makes into persistent buffers (a KV cache's `index_write_`) happen again at every call.
 
-Any other compute on the device lays the scheduler's memory out for its own graph; the next call then
-records the step again (define-by-run: the same values come out) and replays from there. The inputs enter
+The recorded graph keeps the compute buffer it was planned in (owned_graph.py), so other computes on the
+device between two calls (an evaluation, another model) do not make the step record again. The inputs enter
 the step as values on the device; those that index (an embedding's ids, a cache slot) are checked here, on
 the host, against the sizes they index at every call (an IndexError, nothing computed), so the graph holds
 neither clamps nor device-side checks of them (host_index.hide_values). Where the device's memory is the
 host's, inputs and outputs are copied through numpy views of the graph's tensors kept from the recording.
 """
 
-import time
-
 import numpy as np
 
 from .. import ggml
-from . import device_locks, execution, memory
+from . import device_locks, execution
 from .factory import tensor
+from .owned_graph import OwnedGraph
 from ..ggml.errors import IndexOutOfRangeError
 from .ops.host_index import hide_values
 
@@ -39,10 +38,9 @@ class StepReplay:
     def __init__(self, step, device):
         self.step = step
         self.device = ggml.device(device)
-        self.records = 0       # times the step was recorded (1 while nothing else computes on the device)
+        self.records = 0       # times the step was recorded
         self._inputs = self._outputs = self._replay = None
         self._bounds = self._writes = self._reads = ()
-        self._computes = -1    # memory.stats.computes after this step's last compute
 
     def __call__(self, *arrays):
         """The outputs as numpy arrays (a tuple when the step returns several)."""
@@ -53,11 +51,10 @@ class StepReplay:
             else:
                 _check_indices(arrays, self._bounds)
                 outputs = self._compute(arrays)
-            self._computes = memory.stats.computes
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _replayable(self, arrays):
-        if self._replay is None or memory.stats.computes != self._computes:
+        if self._replay is None:
             return False
         return all(t.shape == a.shape and t.dtype.numpy == a.dtype for t, a in zip(self._inputs, arrays))
 
@@ -84,7 +81,9 @@ class StepReplay:
             raise error
         self.records += 1
         # inputs and outputs are held: their memory is where the graph reads and writes them
-        self._replay = replays[0] if len(replays) == 1 else None
+        self._replay = None
+        if len(replays) == 1:
+            self._replay = OwnedGraph(replays[0], self.device, fixed=outputs)
         results = [t.numpy() for t in outputs]
         self._inputs, self._outputs, self._bounds = inputs, outputs, bounds
         self._writes = [_host_view(t) for t in inputs]
@@ -97,14 +96,7 @@ class StepReplay:
                 view[...] = a
             else:
                 t._node.write(ggml.encode(a, t.dtype))
-        replay = self._replay
-        start = time.perf_counter()
-        replay.scheduler.compute(replay.graph, execution.eval_hook)   # ggrad.profile() sees replays too
-        stats = memory.stats
-        stats.compute_seconds += time.perf_counter() - start
-        stats.computes += 1
-        stats.step_replays += 1
-        stats.nodes += replay.graph.n_nodes
+        self._replay.compute()
         return [view.copy() if view is not None else ggml.get_data(t._node, t.shape)
                 for t, view in zip(self._outputs, self._reads)]
 

@@ -83,6 +83,7 @@ class _Guard:
 
         def make():
             values = tensor(hparams.values, device=self.device)
+            hparams.uploaded(values._node)
             # hparams is kept with its selection: its id is not reused while this guard lives
             return hparams, self.select(values, tensor(np.asarray(skip, dtype=np.float32), device=self.device))
         return self._once(("hparams", id(hparams)), make)[1]

@@ -211,6 +211,8 @@ def parse_args(argv=None):
                    help="stop after this step and write the checkpoint, as an interruption would (the schedule "
                         "still spans --steps); --resume continues bitwise as the uninterrupted run")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eager", action="store_true",
+                   help="record every training step (default: ggrad.compile_step replays the recorded step)")
     p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     return p.parse_args(argv)
 
@@ -262,15 +264,21 @@ def main(argv=None):
         ggrad.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": schedule.state_dict(),
                     "step": step, "history": {"train": history["train"], "val": history["val"]}}, checkpoint)
 
+    def train_step(x, y):
+        logits = model(x)
+        loss = ggrad.cross_entropy(logits.reshape(-1, len(VOCAB)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    # the step's shapes never change: recorded once, then replayed with each batch (and the schedule's lr)
+    run_step = train_step if args.eager else ggrad.compile_step(train_step)
+
     for step in bar:
         seed = step_seed(args.seed, step)
         ggrad.manual_seed(seed)   # dropout draws from ggrad's generator
         x, y = batches(train, args.batch, args.context, np.random.default_rng(seed))
-        logits = model(ggrad.tensor(x, device=device))
-        loss = ggrad.cross_entropy(logits.reshape(-1, len(VOCAB)), ggrad.tensor(y.reshape(-1), device=device))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        loss = run_step(ggrad.tensor(x, device=device), ggrad.tensor(y.reshape(-1), device=device))
         schedule.step()
         pending.append((step + 1, loss))
         if (step + 1) % 10 == 0 or step + 1 in (args.steps, stop):

@@ -76,6 +76,29 @@ class Adam(Optimizer):
               beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=wd, eps=group["eps"], maximize=maximize)
         return params
 
+    def _replay_hyperparameters(self, stepped):
+        """A replayed step's host part (compile_step): each stepped parameter's count advanced, and the fused
+        updates' hyper-parameters in the order `adamw` makes them; None where an update is composed of ops
+        (amsgrad, half parameters), whose values are not all inputs of the graph."""
+        values = []
+        for group, params in zip(self.param_groups, stepped):
+            if group["amsgrad"] or any(p.dtype is not ggml.f32 for p in params):
+                return None
+            beta1, beta2 = group["betas"]
+            wd = group["weight_decay"] if self.decoupled else 0.0
+            made = {}
+            for p in params:
+                t = self.state[p]["step"]
+                if (p.device.name, t) not in made:
+                    made[(p.device.name, t)] = fused_hyperparameters(group["lr"], beta1, beta2, group["eps"], wd, t)
+            values.extend(made.values())
+        return values
+
+    def _replay_advance(self, stepped):
+        for params in stepped:
+            for p in params:
+                self.state[p]["step"] += 1
+
 
 def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
           weight_decay, eps, maximize=False):
@@ -94,13 +117,18 @@ def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
             key = (p.device.name, t)
             if key not in hparams:
                 hparams[key] = fused_updates.hyperparameters(
-                    [lr, beta1, beta2, eps, weight_decay, 1.0 / bc1, 1.0 / bc2], p.device)
+                    fused_hyperparameters(lr, beta1, beta2, eps, weight_decay, t), p.device)
             fused.append((p, grad, exp_avgs[i], exp_avg_sqs[i], hparams[key]))
             continue
         _adamw_composed(p, grad, exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i], amsgrad=amsgrad,
                         beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, bc1=bc1, bc2=bc2,
                         hparams=hparams)
     fused_updates.adamw_all(fused)   # the fused steps of a device as one event of the graph cache
+
+
+def fused_hyperparameters(lr, beta1, beta2, eps, weight_decay, t):
+    """The values of the fused update's hyper-parameters at step count t (fused_updates.adamw_)."""
+    return [lr, beta1, beta2, eps, weight_decay, 1.0 / (1.0 - beta1 ** t), 1.0 / (1.0 - beta2 ** t)]
 
 
 def _adamw_composed(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, amsgrad, beta1, beta2, lr, weight_decay,

@@ -12,7 +12,7 @@ import contextlib
 import numpy as np
 
 from .. import ggml
-from ..autograd import device_locks, memory, update_guards
+from ..autograd import device_locks, memory, replay_notes, update_guards
 from ..autograd.lowering import choice
 from ..autograd.memory import graph_of
 from ..autograd.tensor import Tensor
@@ -46,24 +46,42 @@ def _check(param, others, op):
 
 class Hyperparameters:
     """Optimizer hyper-parameters as a small f32 tensor, made in whichever step is pending when used
-    (shared by every parameter of a group within that step)."""
+    (shared by every parameter of a group within that step). `uploads` lists the nodes its values were
+    uploaded into (a replayed step writes the next step's values there: optimizer.py)."""
 
     def __init__(self, values, device):
         self.values = np.asarray(values, dtype=np.float32)
         self.device = ggml.device(device)
         self._graph = self._node = None
+        self.uploads = []
 
     def node(self, graph):
         if self._graph is not graph:
             self._node = graph.new_leaf(ggml.f32, (self.values.size,))
             graph.upload(self._node, self.values)
             self._graph = graph
+            self.uploads.append(self._node)
         return self._node
+
+    def uploaded(self, node):
+        """Note that `node` (a leaf of a step's graph) holds these values too (a guard's copy)."""
+        self.uploads.append(node)
 
 
 def hyperparameters(values, device):
-    """Hyper-parameters for `adamw_` / `sgd_` (see Hyperparameters)."""
-    return Hyperparameters(values, device)
+    """Hyper-parameters for `adamw_` / `sgd_` (see Hyperparameters); noted for a step being recorded by
+    `compile_step`, whose optimizer writes each replayed step's values into them."""
+    hparams = Hyperparameters(values, device)
+    if replay_notes.active() is not None:
+        replay_notes.note(MadeHyperparameters(hparams))
+    return hparams
+
+
+class MadeHyperparameters(replay_notes.Action):
+    """Hyperparameters made while a step records: the optimizer's step takes them (optimizer.py)."""
+
+    def __init__(self, hparams):
+        self.hparams = hparams
 
 
 def adamw_(param, grad, exp_avg, exp_avg_sq, hparams):

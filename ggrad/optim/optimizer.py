@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Union
 import numpy as np
 
 from .. import ggml
-from ..autograd import Tensor, grad_mode, realize
+from ..autograd import Tensor, grad_mode, realize, replay_notes
 from . import fused_updates
 from ..autograd.factory import tensor, zeros_like
 
@@ -226,6 +226,10 @@ class Optimizer:
         that adds more to the same graph (the in-graph all-reduce step) computes them itself."""
         devices = {}
         saved_state = {p: dict(s) for p, s in self.state.items()}
+        notes = replay_notes.active()
+        if notes is not None:   # compile_step is recording: note what a replay of this step must do
+            mark = len(notes.actions)
+            stepped = [[p for p in group["params"] if p.grad is not None] for group in self.param_groups]
         try:
             with grad_mode.no_grad(), fused_updates.all_or_nothing():
                 for group in self.param_groups:
@@ -236,7 +240,32 @@ class Optimizer:
             self.state.clear()
             self.state.update(saved_state)
             raise
+        if notes is not None:
+            _note_replayed_step(self, notes, mark, stepped)
         return list(devices.values())
+
+    # ---- a replayed step (ggrad.compile_step) -------------------------------------------------------
+    def _replay_hyperparameters(self, stepped) -> list | None:
+        """The values of the Hyperparameters (fused_updates) a step of the parameters `stepped` (per group)
+        makes, in the order it makes them, with the state as it is after the step's counters advanced;
+        None where the step's update is not replayed (an optimizer whose values are not all graph inputs)."""
+        return None
+
+    def _replay_advance(self, stepped) -> None:
+        """Advance the host state of the parameters `stepped` (per group) as a step does (step counts)."""
+
+    def _replay_key(self):
+        """What a recorded step's graph depends on here beside its hyper-parameters' values: each group's
+        options but the learning rate, its parameters, their memory and requires_grad, and the state's
+        dicts (a loaded state dict replaces them)."""
+        key = [id(self.state), len(self.state)]
+        for group in self.param_groups:
+            params = group["params"]
+            key.append(tuple((k, v) for k, v in group.items() if k not in _REPLAY_INPUTS))
+            key.append(tuple(map(id, params)))
+            key.append(tuple([id(p._node) for p in params]))
+            key.append(tuple([p.requires_grad for p in params]))
+        return tuple(key)
 
     def _update_group(self, group):
         """Schedule the updates of one group; return the parameters updated (each optimizer defines it)."""
@@ -294,6 +323,44 @@ class Optimizer:
             new_groups.append(g)
         self.state = new_state
         self.param_groups = new_groups
+
+
+_REPLAY_INPUTS = ("params", "lr", "initial_lr")   # group entries a replayed step takes as values, not structure
+
+
+class _ReplayedStep(replay_notes.Action):
+    """An optimizer step noted while compile_step records: at each replay the step counts advance and the
+    new hyper-parameters (learning rate, bias corrections) are written into the graph's nodes of them."""
+
+    def __init__(self, optimizer, stepped, made):
+        self.optimizer, self.stepped = optimizer, stepped
+        self.targets = [h.uploads for h in made]
+        self.nodes = [node for h in made for node in h.uploads]
+
+    def key(self):
+        return self.optimizer._replay_key()
+
+    def before(self):
+        opt = self.optimizer
+        opt._replay_advance(self.stepped)
+        for values, nodes in zip(opt._replay_hyperparameters(self.stepped), self.targets):
+            raw = np.asarray(values, dtype=np.float32)
+            for node in nodes:
+                node.write(raw)
+
+
+def _note_replayed_step(optimizer, notes, mark, stepped):
+    """Replace the Hyperparameters noted since `mark` by the step that made them, when the optimizer says
+    how to make them again and that agrees with what this step made (else the step is not replayed)."""
+    made = [a.hparams for a in notes.actions[mark:] if isinstance(a, fused_updates.MadeHyperparameters)]
+    notes.actions[mark:] = [a for a in notes.actions[mark:] if not isinstance(a, fused_updates.MadeHyperparameters)]
+    values = optimizer._replay_hyperparameters(stepped)
+    if values is None or len(values) != len(made) or not all(
+            np.array_equal(np.asarray(v, dtype=np.float32), h.values) for v, h in zip(values, made)):
+        replay_notes.unsupported(f"{type(optimizer).__name__}'s step is not replayed with these options "
+                                 "(its values are not all inputs of the graph)")
+        return
+    replay_notes.note(_ReplayedStep(optimizer, stepped, made))
 
 
 def _copy_value(v):

@@ -63,6 +63,18 @@ class SGD(Optimizer):
                 self.state[p]["momentum_buffer"] = buf
         return params
 
+    def _replay_hyperparameters(self, stepped):
+        """The fused updates' hyper-parameters of a replayed step (compile_step) in the order `sgd` makes
+        them ([lr, weight decay] per device; the decay is in the gradient with momentum); None where an
+        update is composed of ops (half parameters), whose learning rate is a constant of the graph."""
+        values = []
+        for group, params in zip(self.param_groups, stepped):
+            if any(p.dtype is not ggml.f32 for p in params):
+                return None
+            wd = group["weight_decay"] if group["momentum"] == 0 else 0.0
+            values.extend([group["lr"], wd] for _ in dict.fromkeys(p.device.name for p in params))
+        return values
+
 
 def sgd(params, grads, momentum_buffers, *, weight_decay, momentum, lr, dampening, nesterov, maximize=False):
     """Schedule one SGD update of each parameter (in place, when the pending graph is computed).

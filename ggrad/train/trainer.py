@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import ggml, nn, optim
 from ..autograd import Tensor, no_grad, ops, realize
+from ..autograd.compiled_step import compile_step
 from ..autograd.factory import tensor
 from .callbacks import CallbackList, History
 from .data import array_batches, as_numpy, batch_count, check_positive_int, is_batches, pairs
@@ -74,7 +75,8 @@ class Trainer:
         return None, None
 
     # ---- compile ------------------------------------------------------------------------------------
-    def compile(self, optimizer="adamw", loss="cross_entropy", metrics=None, lr=None, clipnorm=None):
+    def compile(self, optimizer="adamw", loss="cross_entropy", metrics=None, lr=None, clipnorm=None,
+                jit_compile=False):
         """Choose the optimizer, the loss and the metrics for `fit` and `evaluate`.
 
         Args:
@@ -87,6 +89,9 @@ class Trainer:
                 `metric(output, target) -> batch mean`.
             lr (float, optional): learning rate (overrides the optimizer's).
             clipnorm (float, optional): clip the gradients' joint norm to this before each step.
+            jit_compile (bool): `fit` records `train_step` once per batch shape and replays it for the
+                next batches (ggrad.compile_step: no op recorded in Python; the same values, bitwise). Keras'
+                name. Default: False.
         """
         if isinstance(loss, str):
             if loss not in LOSSES:
@@ -129,10 +134,11 @@ class Trainer:
         self.optimizer = opt
         self._compiled = {
             "loss_name": loss if isinstance(loss, str) else None, "loss": loss_fn, "metrics": metric_fns,
-            "clipnorm": clipnorm,
+            "clipnorm": clipnorm, "jit_compile": bool(jit_compile),
             "config": {"optimizer": optimizer if isinstance(optimizer, str) else None,
                        "loss": loss if isinstance(loss, str) else None,
-                       "metrics": [m for m in metrics or [] if isinstance(m, str)], "lr": lr, "clipnorm": clipnorm},
+                       "metrics": [m for m in metrics or [] if isinstance(m, str)], "lr": lr, "clipnorm": clipnorm,
+                       "jit_compile": bool(jit_compile)},
         }
 
     def _require_compiled(self, op):
@@ -228,6 +234,13 @@ class Trainer:
         self.optimizer.step()
         return loss, metrics
 
+    def _step_for_fit(self):
+        """`train_step`, or with compile(jit_compile=True) its replayed form, fed the batch as Tensors."""
+        if not self._compiled.get("jit_compile"):
+            return self.train_step
+        replayed, device = compile_step(self.train_step), self._device()
+        return lambda x, y: replayed(self._on_device(x, device), self._on_device(y, device))
+
     # ---- fit / evaluate / predict -------------------------------------------------------------------
     def fit(self, x, y=None, epochs=1, batch_size=32, validation_split=0.0, validation_data=None, shuffle=True,
             callbacks=None, verbose=1, initial_epoch=0, max_steps=None):
@@ -281,6 +294,7 @@ class Trainer:
         net = self._net()
         cbs = CallbackList(list(callbacks or []) + [history], self, net)   # last: it sees what the others add
         realize(self._device())  # materialize the parameters once, before the first step
+        train_step = self._step_for_fit()
         self.stop_training = False
         steps = 0
         cbs.on_train_begin({})
@@ -293,7 +307,7 @@ class Trainer:
             done = 0
             for b, (xb, yb) in enumerate(batches(shuffle)):
                 cbs.on_batch_begin(b, {})
-                loss, metrics = self.train_step(xb, yb)
+                loss, metrics = train_step(xb, yb)
                 tracker.add(loss, metrics, len(xb))
                 cbs.on_batch_end(b, {"batch": b, "size": len(xb), "loss": detached(loss)})
                 done, steps = done + 1, steps + 1

@@ -37,15 +37,33 @@ def test_persistent_writes_happen_at_every_replay_at_the_input_slot():
     assert replay.records == 1
 
 
-def test_another_compute_between_calls_records_the_step_again():
+def test_other_computes_between_calls_do_not_record_the_step_again():
+    """The step keeps its own compute buffer (owned_graph.py): another graph computed between two calls
+    lays out the device's scheduler, not the step's."""
     replay = StepReplay(lambda x: x * 2.0, "cpu")
     np.testing.assert_array_equal(replay(np.ones(3, np.float32)), 2.0)
-    (ggrad.ones(100) + 1).numpy()   # lays the device's memory out for another graph
+    other = ggrad.ones(100) + 1
+    np.testing.assert_array_equal(other.numpy(), 2.0)
     np.testing.assert_array_equal(replay(np.full(3, 4.0, np.float32)), 8.0)
+    big = ggrad.arange(1000, dtype=ggrad.float32) * 3.0
+    np.testing.assert_array_equal(big.numpy(), np.arange(1000, dtype=np.float32) * 3.0)
     np.testing.assert_array_equal(replay(np.full(3, 5.0, np.float32)), 10.0)
-    assert replay.records == 2
+    np.testing.assert_array_equal(other.numpy(), 2.0)   # results of other graphs are not overwritten
+    np.testing.assert_array_equal(big.numpy(), np.arange(1000, dtype=np.float32) * 3.0)
+    assert replay.records == 1
     np.testing.assert_array_equal(replay(np.ones(4, np.float32)), 2.0)   # another shape: recorded
-    assert replay.records == 3
+    assert replay.records == 2
+
+
+def test_replay_buffer_is_freed_with_the_step():
+    import gc
+    replay = StepReplay(lambda x: x * 2.0, "cpu")
+    replay(np.ones(3, np.float32))
+    replay(np.ones(3, np.float32))
+    assert ggrad.stats()["memory"]["CPU"]["replay_buffers"] > 0
+    del replay
+    gc.collect()
+    assert ggrad.stats()["memory"]["CPU"]["replay_buffers"] == 0
 
 
 def test_index_write_takes_a_tensor_index_checked_as_index_select():

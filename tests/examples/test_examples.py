@@ -60,6 +60,12 @@ def test_char_gpt_resume_is_bitwise_the_uninterrupted_run(tmp_path):
     for name, value in a["model"].items():
         assert np.array_equal(value.numpy(), b["model"][name].numpy()), name
     assert len(a["history"]["train"]) == 7 and a["history"] == b["history"]
+    eager = tmp_path / "eager"   # the replayed steps (compile_step, the default) are bitwise the eager ones
+    run_example("char_gpt.py", *common, "--eager", "--out", str(eager))
+    e = ggrad.load(eager / "checkpoint.gguf")
+    for name, value in a["model"].items():
+        assert np.array_equal(value.numpy(), e["model"][name].numpy()), name
+    assert a["history"] == e["history"]
     other = tmp_path / "other"   # the test can fail: another seed trains to other weights
     run_example("char_gpt.py", *common, "--seed", "1", "--out", str(other))
     c = ggrad.load(other / "checkpoint.gguf")

@@ -132,3 +132,26 @@ def test_trainer_bad_input():
         trainer.fit(x, y, max_steps=0, verbose=0)
     with pytest.raises(ValueError, match="different numbers of samples: 40 and 39"):
         trainer.fit([(x, y[:-1])], verbose=0)
+
+
+@pytest.mark.parametrize("optimizer,clipnorm", [("adamw", None), ("sgd", 0.5)])
+def test_fit_with_jit_compile_is_bitwise_the_eager_fit(optimizer, clipnorm):
+    """compile(jit_compile=True): each batch shape is recorded, then replayed (ggrad.compile_step); the
+    history (loss, accuracy, validation) and the weights are bitwise those of the eager loop, the partial
+    last batch of every epoch included."""
+    x, y = _blobs(203)
+    runs = []
+    for jit in (False, True):
+        ggrad.manual_seed(0)
+        model = TwoLayer()
+        trainer = Trainer(model)
+        trainer.compile(optimizer=optimizer, loss="cross_entropy", metrics=["accuracy"], lr=2e-2,
+                        clipnorm=clipnorm, jit_compile=jit)
+        before = ggrad.stats()["step_replays"]
+        history = trainer.fit(x, y, epochs=3, batch_size=32, validation_split=0.2, verbose=0)
+        runs.append((history.history, _weights(model), ggrad.stats()["step_replays"] - before))
+    (h0, w0, r0), (h1, w1, r1) = runs
+    assert h0 == h1
+    for a, b in zip(w0, w1):
+        np.testing.assert_array_equal(a, b)
+    assert r0 == 0 and r1 >= 3 * 5 - 3

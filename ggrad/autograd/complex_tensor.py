@@ -8,8 +8,8 @@ gradient it leaves is PyTorch's: `view_as_real(z.grad)` is the gradient of `view
 
 A ComplexTensor is not a `ggrad.Tensor`: ggrad's real functions (`ggrad.exp(z)`, `ggrad.matmul(z, w)`)
 refuse it with a TypeError instead of computing on its pairs; its methods and operators are the complex
-ops. Tensor's arithmetic operators take it (and Python complex numbers) as the other operand, and
-`ggrad.is_tensor` says True. What it has is what complex-valued model code uses: + - * / with complex,
+ops. The real binary ops (`+ - * / @`, `ggrad.mul`, `x.add`, ...) hand a complex operand (this or a complex
+number) to the complex op of their name (ops/complex_operands.py), and `ggrad.is_tensor` says True. What it has is what complex-valued model code uses: + - * / with complex,
 real and number operands, @ between complex tensors, reshape/view/flatten/unsqueeze/squeeze/permute/
 transpose/expand, indexing, `.real` / `.imag` (views), `abs`, `angle`, `conj`, `exp`, `sum` / `mean`,
 dtype, device, printing, `numpy()`. `conj()` computes the conjugate (PyTorch's is a lazy view:
@@ -27,6 +27,7 @@ import numpy as np
 from .. import ggml
 from . import ops, printing
 from .factory import full_like
+from .ops import complex_operands
 from .ops.broadcast import broadcast_shapes
 from .tensor import Tensor
 
@@ -541,3 +542,5 @@ FUNCTIONS = {
     "permute": ComplexTensor.permute, "transpose": ComplexTensor.transpose, "clone": ComplexTensor.clone,
     "detach": ComplexTensor.detach, "real": real, "imag": imag, "is_complex": is_complex,
 }
+# the real binary ops hand a complex operand to these (ops/complex_operands.py)
+complex_operands.register(ComplexTensor, {"add": add, "sub": sub, "mul": mul, "div": div, "matmul": matmul})

@@ -36,9 +36,11 @@ def _check(fn, *pair_shapes, real_shapes=(), rtol=1e-5, atol=1e-5):
         values = lib.view_as_real(out) if out.is_complex() else out
         weights = lib.tensor(np.linspace(-1, 2, int(np.prod(values.shape)), dtype=np.float32).reshape(values.shape))
         (values * weights).sum().backward()
-        results[lib] = [values.detach().numpy()] + [t.grad.numpy() for t in leaves]
+        results[lib] = [values.detach().numpy()] + [None if t.grad is None else t.grad.numpy() for t in leaves]
     for ours, theirs in zip(results[ggrad], results[torch]):
-        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("op", [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a / b,
@@ -218,6 +220,22 @@ def test_ggrad_functions_take_complex_tensors(fn):
     """torch.matmul(z, w), torch.cat([z, w]), torch.exp(z), ...: the functions hand a complex call to the
     complex op of their name."""
     _check(fn, (3, 4), (3, 4))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x, z: lib.mul(x, 1j), lambda lib, x, z: lib.add(x, 0.5 - 2j), lambda lib, x, z: lib.sub(x, 3j, alpha=2),
+    lambda lib, x, z: lib.div(x, 2j) + lib.true_divide(x, 1 + 1j), lambda lib, x, z: lib.add(x, z),
+    lambda lib, x, z: lib.sub(x, z) * lib.multiply(x, z), lambda lib, x, z: x.mul(2j) + x.add(z, alpha=3),
+    lambda lib, x, z: lib.divide(x, z) - x.div(1j), lambda lib, x, z: x.sub(1j).mul(x)])
+def test_real_tensor_functions_with_a_complex_operand(fn):
+    """torch.mul(x, 1j), torch.add(x, z), x.div(1j): a real tensor's binary functions and methods give the
+    complex result, with gradients, as PyTorch's."""
+    _check(lambda lib, z, x: fn(lib, x.abs() + 0.5, z), (2, 3), real_shapes=[(3,)])
+
+
+def test_integer_tensor_with_a_complex_number():
+    assert ggrad.allclose(ggrad.view_as_real(ggrad.arange(4) * (1 + 2j)),
+                          ggrad.tensor(torch.view_as_real(torch.arange(4) * (1 + 2j)).numpy()))
 
 
 def test_real_ops_without_a_complex_form_refuse_before_computing():

@@ -282,3 +282,47 @@ def test_a_real_tensor_to_complex64_and_complex_checkpoints(tmp_path):
     ggrad.save(module, tmp_path / "m.pt")
     again = ggrad.load(tmp_path / "m.pt", weights_only=False)
     np.testing.assert_array_equal(again.freqs_cis.numpy(), buffers["freqs_cis"].numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor([1 + 2j, 3, -0.5j]), lambda lib: lib.tensor(np.array([[1j, 2], [3, 4 - 1j]], dtype=np.complex64)),
+    lambda lib: lib.tensor([1.0, 2.0], dtype=lib.cfloat), lambda lib: lib.tensor(2 - 3j),
+    lambda lib: lib.zeros(2, 3, dtype=lib.cfloat), lambda lib: lib.ones((4,), dtype=lib.complex64),
+    lambda lib: lib.full((2, 2), 1 - 2j), lambda lib: lib.full((3,), 2.5, dtype=lib.cfloat),
+    lambda lib: lib.empty(0, 2, dtype=lib.cfloat), lambda lib: lib.zeros_like(lib.tensor([1j, 2j])),
+    lambda lib: lib.ones_like(lib.ones(2), dtype=lib.cfloat), lambda lib: lib.as_tensor([[1j]]),
+    lambda lib: lib.from_numpy(np.array([1 + 1j], dtype=np.complex64)), lambda lib: lib.eye(2, dtype=lib.cfloat),
+    lambda lib: lib.ones(3).new_zeros((2,), dtype=lib.cfloat), lambda lib: lib.tensor(lib.tensor([1j, 1]))])
+def test_factories_make_complex_tensors_as_pytorchs(make):
+    ours, theirs = make(ggrad), make(torch)
+    assert ours.is_complex() and theirs.is_complex()
+    assert ours.dtype == ggrad.complex64 and theirs.dtype == torch.complex64
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize("name", ["randn", "rand"])
+def test_random_complex_factories_draw_both_parts_as_pytorchs(name):
+    """randn(dtype=cfloat): each part of variance 1/2 (E|z|^2 = 1); rand: each part uniform in [0, 1)."""
+    ggrad.manual_seed(0)
+    ours = getattr(ggrad, name)(200, 100, dtype=ggrad.cfloat)
+    theirs = getattr(torch, name)(200, 100, dtype=torch.cfloat)
+    assert ours.dtype == ggrad.complex64 and ours.shape == (200, 100)
+    for part in ("real", "imag"):
+        a, b = getattr(ours, part).numpy(), getattr(theirs, part).numpy()
+        assert abs(a.mean() - b.mean()) < 0.02 and abs(a.var() - b.var()) < 0.02
+        assert a.min() < a.max()   # both parts drawn, not one copied into the other
+    assert not np.allclose(ours.real.numpy(), ours.imag.numpy())
+
+
+def test_complex_leaf_from_a_factory_gets_pytorchs_gradient():
+    values = [1 + 2j, -0.5 + 0.25j, 3j]
+    grads = []
+    for lib in (ggrad, torch):
+        z = lib.tensor(values, dtype=lib.cfloat, requires_grad=True)
+        w = lib.full((3,), 0.5 - 1j)
+        (z * w * z).abs().sum().backward()
+        assert z.is_leaf and z.requires_grad
+        grads.append(lib.view_as_real(z.grad).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)

@@ -50,6 +50,7 @@ from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa:
 from .resampling import pixel_shuffle, pixel_unshuffle, channel_shuffle, upsample  # noqa: F401
 from .bilinear import bilinear  # noqa: F401
 from .rrelu import rrelu  # noqa: F401
+from .grid_sampling import affine_grid, grid_sample  # noqa: F401
 from ..autograd.ops.sliding_windows import im2col as unfold, col2im as fold  # noqa: F401  (torch's F.unfold / F.fold)
 from .embedding_bag import embedding_bag  # noqa: F401
 from .adaptive_max_pool import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: F401

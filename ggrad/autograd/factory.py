@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -97,7 +97,7 @@ _complex_leaf = []   # complex_tensor.py's maker of complex leaves (it builds on
                      # requires_grad) -> a complex tensor
 
 
-def complex_leaves(maker):
+def complex_leaves(maker: Callable[[np.ndarray, Any, bool], Any]) -> None:
     """Called once by complex_tensor.py: complex data and complex dtypes make their leaves with `maker`."""
     _complex_leaf[:] = [maker]
 

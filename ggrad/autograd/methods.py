@@ -312,6 +312,9 @@ _METHODS.update({
 _METHODS.update({"real": property(lambda self: self), "imag": property(_imag), "conj": lambda self: self,
                  "resolve_conj": lambda self: self, "is_conj": lambda self: False, "conj_physical": lambda self: self,
                  "angle": complex_tensor.angle})
+# torch.polygamma(n, x) is x.polygamma(n): the tensor is not the op's first argument
+_METHODS.update({"polygamma": lambda self, n: ops.polygamma(n, self),
+                 "polygamma_": _inplace(lambda self, n: ops.polygamma(n, self), "polygamma_")})
 _UNWRAPPED = {"backward"}   # errors of a backward pass are its own: not renamed as an op's (boundary.py)
 
 for _name, _fn in _METHODS.items():

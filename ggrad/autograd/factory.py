@@ -290,7 +290,8 @@ def randn(*size: int | Sequence[int], generator: Generator | None = None,
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     shape = _shape(size, "randn")
     if _is_complex(dtype):   # real and imaginary parts each of variance 1/2, as PyTorch's complex normal
-        return tensor(_complex_draw(_stream(generator).standard_normal, shape, 0.5 ** 0.5), dtype, device, requires_grad)
+        values = _complex_draw(_stream(generator).standard_normal, shape, 0.5 ** 0.5)
+        return tensor(values, dtype, device, requires_grad)
     return tensor(_stream(generator).standard_normal(shape), dtype or ggml.f32, device, requires_grad)
 
 

@@ -48,9 +48,9 @@ from .embedding_bag import EmbeddingBag  # noqa: E402
 from .adaptive_max_pool import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
 from .conv3d import Conv3d  # noqa: E402
 from .conv_transpose3d import ConvTranspose3d  # noqa: E402
-from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,  # noqa: E402
-                   LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d,
-                   LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .ctc import CTCLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402

@@ -285,7 +285,8 @@ def test_a_real_tensor_to_complex64_and_complex_checkpoints(tmp_path):
 
 
 @pytest.mark.parametrize("make", [
-    lambda lib: lib.tensor([1 + 2j, 3, -0.5j]), lambda lib: lib.tensor(np.array([[1j, 2], [3, 4 - 1j]], dtype=np.complex64)),
+    lambda lib: lib.tensor([1 + 2j, 3, -0.5j]),
+    lambda lib: lib.tensor(np.array([[1j, 2], [3, 4 - 1j]], dtype=np.complex64)),
     lambda lib: lib.tensor([1.0, 2.0], dtype=lib.cfloat), lambda lib: lib.tensor(2 - 3j),
     lambda lib: lib.zeros(2, 3, dtype=lib.cfloat), lambda lib: lib.ones((4,), dtype=lib.complex64),
     lambda lib: lib.full((2, 2), 1 - 2j), lambda lib: lib.full((3,), 2.5, dtype=lib.cfloat),

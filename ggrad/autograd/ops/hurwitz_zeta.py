@@ -1,13 +1,14 @@
-"""The Hurwitz zeta function and polygamma (PyTorch's torch.special.zeta, torch.polygamma), composed from
-GGML's elementwise ops.
+"""The Hurwitz zeta function and polygamma (PyTorch's torch.special.zeta, torch.polygamma), composed from GGML's
+elementwise ops.
 
 zeta(s, q) = sum_k (q + k)^-s by the Euler-Maclaurin formula: the first N = 18 terms, then
 (q + N)^(1-s) / (s - 1) + (q + N)^-s / 2 + sum_j B_2j / (2j)! s (s+1) ... (s+2j-2) (q + N)^(-s-2j+1), 12 Bernoulli
-terms (accurate while q + N >= 9). Domain as PyTorch's: inf at s = 1 and at the poles q = 0, -1, -2, ...; nan for s < 1, and for q < 0
-with a non-integer s. Difference: for q <= -9 the tail would start too close to 0 (PyTorch adds terms until
-it does not); the result is then nan instead of PyTorch's value.
-polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for n = 0; its gradient is
-polygamma(n + 1, x), as PyTorch's. zeta's gradient (PyTorch has none) is the formula's own.
+terms (accurate while q + N >= 9). Domain as PyTorch's: inf at s = 1 and at the poles q = 0, -1, -2, ...; nan for
+s < 1, and for q < 0 with a non-integer s. Difference: for q <= -9 the tail would start too close to 0 (PyTorch
+adds terms until it does not); the result is then nan instead of PyTorch's value.
+
+polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for n = 0; its gradient is polygamma(n + 1, x),
+as PyTorch's. zeta's gradient (PyTorch has none) is the formula's own.
 """
 
 import math

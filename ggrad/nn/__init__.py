@@ -55,6 +55,6 @@ from .ctc import CTCLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
-                                  PoissonNLLLoss, GaussianNLLLoss)
+                                  PoissonNLLLoss, GaussianNLLLoss, TripletMarginWithDistanceLoss)
 from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)
 from . import parallel  # noqa: E402  (torch.nn.parallel.DistributedDataParallel)

@@ -307,6 +307,7 @@ from .special_functions import ndtr as ndtr
 from .special_functions import log_ndtr as log_ndtr
 from .special_functions import ndtri as ndtri
 from .special_functions import multigammaln as multigammaln
+from .special_functions import multigammaln as mvlgamma
 from .statistics import var_mean as var_mean
 from .statistics import std_mean as std_mean
 from .statistics import median as median

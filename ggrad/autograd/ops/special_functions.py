@@ -147,7 +147,7 @@ ndtri = float_math("Ndtri", _ndtri, lambda p, y: un.Exp.apply(y * y * 0.5 + _LOG
 declare(ndtri)
 
 
-@declare()
+@declare(method=True, inplace=True, aliases=("mvlgamma",))
 def multigammaln(input, p):  # noqa: A002
     """The log of the multivariate gamma function of dimension p: p(p-1)/4 log(pi) + sum_j lgamma(a - j/2),
     j = 0 .. p-1 (inf where an a - j/2 is a pole, as PyTorch's). RuntimeError for p < 1."""

@@ -309,7 +309,10 @@ def _half_operand(graph, g):
 
 
 def _rows_follow(g):
-    """Whether node g's rows over all its batches are one run of equally spaced rows."""
+    """Whether node g's rows over all its batches are one run of equally spaced rows, each contiguous (a 2-D
+    view of them is then g itself: GGML's views take their elements as adjacent)."""
+    if g.nb[0] != g.dtype.type_size:
+        return False
     stride = g.nb[1] * g.ne[1]
     for d in (2, 3):
         if g.ne[d] > 1 and g.nb[d] != stride:

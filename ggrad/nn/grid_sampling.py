@@ -2,9 +2,10 @@
 
 affine_grid multiplies the normalised output coordinates [x, y(, z), 1] by each theta. grid_sample turns
 each grid point into source coordinates (PyTorch's unnormalisation, border clipping or reflection), then
-gathers the 2**k neighbours (bilinear/trilinear, zero outside the input for "zeros") or the nearest one,
-and blends them with weights made from the coordinates' fractions: the input's gradient flows through the
-gather, the grid's through the weights, as PyTorch's are. Bicubic sampling is not built.
+gathers the 2**k neighbours (bilinear/trilinear, zero outside the input for "zeros"), the nearest one, or
+(bicubic, 2-D) the 4 x 4 around the point with PyTorch's cubic convolution weights (A = -0.75; each tap's
+position padded on its own, as PyTorch's), and blends them with weights made from the coordinates'
+fractions: the input's gradient flows through the gather, the grid's through the weights, as PyTorch's are.
 """
 
 import itertools
@@ -12,7 +13,7 @@ import warnings
 
 from ..autograd.factory import linspace, ones
 from ..autograd.ops import floor, fmod, gather, round as round_half_even, stack, where
-from ..ggml.errors import ArgumentError, ShapeError
+from ..ggml.errors import ShapeError
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -104,8 +105,8 @@ def _check(input, grid, mode, padding_mode):  # noqa: A002 (PyTorch's name)
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic":
-        raise ArgumentError("grid_sample: mode='bicubic' is not built in ggrad; use 'bilinear' or 'nearest'")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{input.dtype} and grid has {grid.dtype}")
@@ -126,7 +127,7 @@ def _check(input, grid, mode, padding_mode):  # noqa: A002 (PyTorch's name)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
     """Samples `input` (N, C, H, W) at `grid` (N, Ho, Wo, 2) of normalised (x, y) in [-1, 1] (5-D: (N, C, D,
     H, W) at (N, Do, Ho, Wo, 3)); mode "bilinear" or "nearest", padding_mode "zeros", "border" or
-    "reflection", align_corners default False, as PyTorch."""
+    "reflection", align_corners default False, as PyTorch; mode "bicubic" for 4-D input."""
     _check(input, grid, mode, padding_mode)
     align_corners = _align_corners(align_corners)
     n, c, spatial = input.shape[0], input.shape[1], tuple(input.shape[2:])
@@ -135,6 +136,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     for s in out_spatial:
         points *= s
     flat_grid = grid.reshape(n, points, k)
+    if mode == "bicubic":
+        taps = [_cubic_taps(_unnormalize(flat_grid[:, :, k - 1 - d], spatial[d], align_corners), spatial[d],
+                            padding_mode, align_corners) for d in range(k)]
+        return _blend(input, taps, spatial, out_spatial)
     coords = [_source_coordinate(flat_grid[:, :, k - 1 - d], spatial[d], padding_mode, align_corners)
               for d in range(k)]   # per input dim, in input order (the grid's last entry is the first dim)
     if mode == "nearest":
@@ -145,6 +150,44 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             low = floor(x).detach()
             frac = x - low
             taps.append([(low, 1.0 - frac), (low + 1.0, frac)])
+    if mode == "nearest" and grid.requires_grad:   # the grid gets PyTorch's zero gradient
+        taps[0] = [(taps[0][0][0], coords[0] * 0.0 + 1.0)]
+    return _blend(input, taps, spatial, out_spatial)
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_taps(x, n, padding_mode, align_corners):
+    """The 4 (position, weight) taps of cubic convolution around x: positions floor(x) - 1 .. floor(x) + 2,
+    each padded as PyTorch pads them (border: clipped; reflection: reflected, then clipped)."""
+    low = floor(x).detach()
+    t = x - low
+    a = _CUBIC_A
+    weights = [((a * (t + 1.0) - 5.0 * a) * (t + 1.0) + 8.0 * a) * (t + 1.0) - 4.0 * a,
+               ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0,
+               ((a + 2.0) * (1.0 - t) - (a + 3.0)) * (1.0 - t) * (1.0 - t) + 1.0,
+               ((a * (2.0 - t) - 5.0 * a) * (2.0 - t) + 8.0 * a) * (2.0 - t) - 4.0 * a]
+    taps = []
+    for i, w in enumerate(weights):
+        position = low + float(i - 1)
+        if padding_mode == "border":
+            position = position.clamp(0.0, n - 1.0)
+        elif padding_mode == "reflection":
+            position = _reflect(position, 0.0, 2.0 * (n - 1)) if align_corners else \
+                _reflect(position, -1.0, 2.0 * n - 1.0)
+            position = position.clamp(0.0, n - 1.0)
+        taps.append((position.detach(), w))
+    return taps
+
+
+def _blend(input, taps, spatial, out_spatial):  # noqa: A002
+    """sum over the corners (one tap per dim) of the gathered input times the taps' weights product, zero
+    where a tap falls outside the input."""
+    n, c = input.shape[0], input.shape[1]
+    points = 1
+    for s in out_spatial:
+        points *= s
     values = input.reshape(n, c, -1)
     out = None
     for corner in itertools.product(*taps):
@@ -155,12 +198,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             stride = 1
             for s in spatial[d + 1:]:
                 stride *= s
-            term = position.clamp(0, spatial[d] - 1) * stride
+            term = position.round().clamp(0, spatial[d] - 1) * stride
             index = term if index is None else index + term
             if w is not None:
                 weight = w if weight is None else weight * w
-        if weight is None:   # nearest: the grid gets PyTorch's zero gradient
-            weight = coords[0] * 0.0 + 1.0 if grid.requires_grad else None
         mask = inside.to(input.dtype)
         weight = mask if weight is None else weight * mask
         picked = gather(values, 2, index.long().unsqueeze(1).expand(n, c, points))

@@ -1,5 +1,5 @@
 """F.grid_sample and F.affine_grid against PyTorch: values and the input's, grid's and theta's gradients for
-2-D and 3-D, every mode, padding mode and align_corners; PyTorch's errors."""
+2-D and 3-D, every mode (bicubic: 2-D), padding mode and align_corners; PyTorch's errors."""
 import itertools
 
 import numpy as np
@@ -14,7 +14,8 @@ SHAPES = {2: ((4, 5), (3, 6)), 3: ((3, 4, 5), (2, 3, 4))}
 
 
 @pytest.mark.parametrize("k, mode, padding_mode, align_corners", list(itertools.product(
-    (2, 3), ("bilinear", "nearest"), ("zeros", "border", "reflection"), (False, True))))
+    (2, 3), ("bilinear", "nearest"), ("zeros", "border", "reflection"), (False, True))) + list(itertools.product(
+    (2,), ("bicubic",), ("zeros", "border", "reflection"), (False, True))))
 def test_grid_sample(k, mode, padding_mode, align_corners):
     spatial, out_spatial = SHAPES[k]
     x = RNG.standard_normal((2, 3) + spatial).astype(np.float32)
@@ -63,6 +64,7 @@ def test_affine_grid_of_size_one_dims():
     lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 3, 3), lib.zeros(2, 2, 2, 2)),
     lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 3, 3), lib.zeros(1, 2, 2, 3)),
     lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 3, 3), lib.zeros(1, 2, 2, 2, 2)),
+    lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 2, 3, 3), lib.zeros(1, 2, 2, 2, 3), mode="bicubic"),
     lambda lib: lib.nn.functional.affine_grid(lib.zeros(1, 2, 3), (1, 1, 4)),
     lambda lib: lib.nn.functional.affine_grid(lib.zeros(1, 3, 3), (1, 1, 4, 4)),
     lambda lib: lib.nn.functional.affine_grid(lib.zeros(1, 2, 3), (1, 1, 0, 4)),

@@ -52,6 +52,7 @@ from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTrans
                    LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .ctc import CTCLoss  # noqa: E402
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,

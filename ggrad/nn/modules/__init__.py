@@ -6,6 +6,7 @@ from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hards
                          ELU, CELU, SELU, GLU, GELU, Hardshrink, LeakyReLU, LogSigmoid, Softplus, Softshrink,
                          MultiheadAttention, PReLU, Softsign, Tanhshrink, Softmin, Softmax, LogSoftmax,
                          Softmax2d)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d
 from .channelshuffle import ChannelShuffle
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
@@ -58,4 +59,5 @@ __all__ = ["Fold", "Unfold", "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", 
            "TransformerDecoderLayer", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
-           "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "TripletMarginWithDistanceLoss"]
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "TripletMarginWithDistanceLoss",
+           "AdaptiveLogSoftmaxWithLoss"]

@@ -11,6 +11,7 @@ fractions: the input's gradient flows through the gather, the grid's through the
 import itertools
 import warnings
 
+from ..autograd.arguments import kinds
 from ..autograd.factory import linspace, ones
 from ..autograd.ops import floor, fmod, gather, round as round_half_even, stack, where
 from ..ggml.errors import ShapeError
@@ -33,6 +34,7 @@ def _base_coordinates(n, align_corners):
     return line if align_corners else line * ((n - 1) / n)
 
 
+@kinds(size=None)   # checked below in PyTorch's order (theta's dtype first)
 def affine_grid(theta, size, align_corners=None):
     """Sampling grid (N, H, W, 2) for 2-D (theta (N, 2, 3), size (N, C, H, W)) or (N, D, H, W, 3) for 3-D
     affine transforms (theta (N, 3, 4)); align_corners defaults to False, as PyTorch."""
@@ -124,6 +126,7 @@ def _check(input, grid, mode, padding_mode):  # noqa: A002 (PyTorch's name)
                          f"{list(input.shape)} with dimension {input.shape.index(0)} being empty")
 
 
+@kinds(mode=None, padding_mode=None)   # PyTorch's ValueError for any value but its names
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
     """Samples `input` (N, C, H, W) at `grid` (N, Ho, Wo, 2) of normalised (x, y) in [-1, 1] (5-D: (N, C, D,
     H, W) at (N, Do, Ho, Wo, 3)); mode "bilinear" or "nearest", padding_mode "zeros", "border" or

@@ -152,6 +152,8 @@ def multigammaln(input, p):  # noqa: A002
     """The log of the multivariate gamma function of dimension p: p(p-1)/4 log(pi) + sum_j lgamma(a - j/2),
     j = 0 .. p-1 (inf where an a - j/2 is a pole, as PyTorch's). RuntimeError for p < 1."""
     a = _float(input, "multigammaln")
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     total = lgamma(a)

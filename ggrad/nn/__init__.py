@@ -50,7 +50,7 @@ from .conv3d import Conv3d  # noqa: E402
 from .conv_transpose3d import ConvTranspose3d  # noqa: E402
 from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402
                    LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
-                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, UninitializedParameter)
 from .ctc import CTCLoss  # noqa: E402
 from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402

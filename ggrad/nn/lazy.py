@@ -1,13 +1,16 @@
 """Lazy modules (PyTorch's LazyLinear, LazyConv*, LazyConvTranspose*, LazyBatchNorm*, LazyInstanceNorm*): the
 input size is read from the first forward's input, which builds the module they stand for and becomes it.
 
-At the first call the module is built with the inferred size (in_features from the input's last dim,
-in_channels / num_features from its channel dim) and this object takes its state and class, so hooks and
-references to it stay valid and `type(m)` is then Linear, Conv2d, ... as PyTorch's `cls_to_become`. Difference
-from PyTorch: there are no uninitialised parameters before that call (`parameters()` is empty), so an
-optimizer is made after a first forward (PyTorch's own docs advise that dry run).
+Until then the parameters are `UninitializedParameter`s (empty), as PyTorch's, so an optimizer may be made
+before the first forward. At the first call the module is built with the inferred size (in_features from the
+input's last dim, in_channels / num_features from its channel dim), each placeholder takes its parameter's
+values in place (the optimizer keeps the same objects) and becomes a Parameter, and this object takes the
+built module's state and class, so hooks and references to it stay valid and `type(m)` is then Linear,
+Conv2d, ... as PyTorch's `cls_to_become`. Differences from PyTorch: the buffers (BatchNorm's running
+statistics) appear at that call, and a state dict cannot be loaded before it.
 """
 
+from ..autograd import Parameter
 from .batch_norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .conv3d import Conv3d
@@ -16,9 +19,23 @@ from .group_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 from .module import Module
 
-__all__ = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+__all__ = ["UninitializedParameter", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
            "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
            "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+
+
+class UninitializedParameter(Parameter):
+    """A lazy module's parameter before its first forward: empty, until it takes its values in place."""
+
+    __slots__ = ()
+
+    def materialize(self, values):
+        """Take `values` (a Tensor) in place and become a Parameter."""
+        self.data = values.detach()
+        self.__class__ = Parameter
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
 
 
 class _LazyModule(Module):
@@ -33,8 +50,18 @@ class _LazyModule(Module):
         super().__init__()
         kwargs = {**{name: value for position, name, value in self.defaults if len(args) <= position}, **kwargs}
         object.__setattr__(self, "_lazy_arguments", (args, kwargs))
+        # a module of the smallest valid size checks the arguments and names the parameters to hold
+        probe_size = (args[0] if args else kwargs.get("out_channels", 1)) if self.spatial is not None else 1
+        probe = self.cls_to_become(probe_size, *args, **kwargs)
+        for name, param in probe._parameters.items():
+            if param is None:
+                self.register_parameter(name, None)
+            else:
+                placeholder = UninitializedParameter(param.new_empty((0,)), requires_grad=param.requires_grad)
+                self.register_parameter(name, placeholder)
 
     def has_uninitialized_params(self):
+        """True until the first forward (then this is the built module's class, which has no such method)."""
         return True
 
     def _inferred_size(self, input):  # noqa: A002 (PyTorch's name)
@@ -49,6 +76,10 @@ class _LazyModule(Module):
         """Build the module this one stands for, sized by `input`, and become it."""
         args_, kwargs_ = self._lazy_arguments
         built = self.cls_to_become(self._inferred_size(input), *args_, **kwargs_)
+        for name, placeholder in self._parameters.items():
+            if placeholder is not None:   # the optimizer's objects take the built values
+                placeholder.materialize(built._parameters[name])
+                built._parameters[name] = placeholder
         training, hooks = self.training, self.__dict__.get("_hooks")
         self.__dict__.clear()
         self.__dict__.update(built.__dict__)

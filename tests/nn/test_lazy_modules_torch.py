@@ -34,7 +34,9 @@ def test_lazy_module_becomes_pytorchs(name, args, kwargs, shape):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     theirs = getattr(torch.nn, name)(*args, **kwargs)
     ours = getattr(ggrad.nn, name)(*args, **kwargs)
-    assert list(ours.parameters()) == [] and ours.has_uninitialized_params()
+    assert ours.has_uninitialized_params() and theirs.has_uninitialized_params()
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert all(isinstance(p, ggrad.nn.parameter.UninitializedParameter) for p in ours.parameters())
     expected = theirs(torch.tensor(x))
     out = ours(ggrad.tensor(x))
     assert type(ours).__name__ == type(theirs).__name__ == name[4:]
@@ -66,6 +68,33 @@ def test_hooks_and_training_carry_over():
     opt.step()
     assert not np.allclose(before, model[0].weight.detach().numpy())
     assert "LazyLinear" not in repr(model) and "Linear(in_features=4, out_features=3" in repr(model)
+
+
+def test_an_optimizer_made_before_the_first_forward_trains_the_built_parameters():
+    """PyTorch's lazy parameters materialise in place: an optimizer made first holds the trained objects."""
+    x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4)
+    models, optimizers, losses = [], [], []
+    for lib in (torch, ggrad):
+        model = lib.nn.Sequential(lib.nn.LazyLinear(3), lib.nn.Tanh(), lib.nn.LazyLinear(2, bias=False))
+        before = list(model.parameters())
+        optimizers.append(lib.optim.SGD(model.parameters(), lr=0.5))
+        model(lib.tensor(x))
+        after = list(model.parameters())
+        assert len(before) == len(after) == 3 and all(a is b for a, b in zip(before, after))
+        assert all(type(p) is lib.nn.Parameter for p in after)
+        models.append(model)
+    models[1].load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in models[0].state_dict().items()})
+    for lib, model, opt in ((torch, models[0], optimizers[0]), (ggrad, models[1], optimizers[1])):
+        trace = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(lib.tensor(x)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            trace.append(loss.item())
+        losses.append(trace)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    assert losses[0][-1] < losses[0][0]
 
 
 def test_lazy_conv_refuses_an_input_of_the_wrong_rank():

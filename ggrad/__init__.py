@@ -58,7 +58,9 @@ _sys.modules["ggrad.optim.swa_utils"] = _swa_utils
 from . import amp  # noqa: E402
 from . import utils  # noqa: E402  (ggrad.utils.data: Dataset, DataLoader)
 from . import linalg  # noqa: E402  (torch.linalg's norms and products)
+from .triangular import cholesky_inverse, cholesky_solve  # noqa: E402  (torch.cholesky_solve, ...)
 from . import special  # noqa: E402  (torch.special)
+from . import fft  # noqa: E402  (torch.fft, as products with cosine and sine matrices)
 from . import jit, random, testing  # noqa: E402  (torch.jit's names, torch.random, torch.testing.assert_close)
 from . import func  # noqa: E402  (torch.func's transforms: jvp)
 from .amp import autocast  # noqa: E402  (ggrad.autocast, as torch.autocast)

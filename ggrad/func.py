@@ -1,4 +1,4 @@
-"""`ggrad.func`: PyTorch's function transforms; `jvp` for now.
+"""`ggrad.func`: PyTorch's function transforms: `jvp`, and `functional_call` (nn/utils/stateless.py).
 
 `jvp(func, primals, tangents)` runs `func(*primals)` with each primal made a dual tensor
 (autograd/forward_ad.py: tangents by the double-backward trick) and returns `(output, jvp_out)`,
@@ -9,6 +9,7 @@ depend on the primals. The outputs come back detached (no history), as PyTorch's
 from .autograd import forward_ad, grad_mode
 from .autograd.factory import zeros_like
 from .autograd.tensor import Tensor
+from .nn.utils.stateless import functional_call  # noqa: F401  (torch.func.functional_call)
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):

@@ -1,5 +1,7 @@
-"""`linalg.cholesky` and `linalg.solve_triangular` for small matrices, composed of ggrad ops (GGML has no
-factorization or solver), so gradients flow through them and they stay in the graph.
+"""`linalg.cholesky` and `linalg.solve_triangular` for small matrices, and on them `cholesky_solve` and
+`cholesky_inverse` (solving with and inverting a symmetric positive-definite matrix from its factor, as
+Gaussian-process code does), composed of ggrad ops (GGML has no factorization or solver), so gradients flow
+through them and they stay in the graph.
 
 Both loop over the matrix's n rows or columns in Python, a few ops each (about 6 n nodes): meant for the
 small matrices of distributions and statistics (tens of rows), not for large linear algebra. Batches
@@ -8,10 +10,10 @@ compute, as PyTorch's synchronous check) and raises LinAlgError, as PyTorch's.
 """
 
 from .autograd import Tensor
-from .autograd.factory import zeros_like
+from .autograd.factory import eye, zeros_like
 from .autograd.ops import broadcast_shapes, cat, isnan, matmul, stack
 
-__all__ = ["LinAlgError", "cholesky", "solve_triangular"]
+__all__ = ["LinAlgError", "cholesky", "solve_triangular", "cholesky_solve", "cholesky_inverse"]
 
 
 class LinAlgError(RuntimeError):
@@ -79,3 +81,22 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
             value = value - matmul(A[..., i, lo:hi].unsqueeze(-2), known).squeeze(-2)
         rows[i] = value if unitriangular else value / A[..., i, i:i + 1]
     return stack(rows, -2)
+
+
+def cholesky_solve(B, L, upper=False):
+    """X with (L L^T) X = B (upper: (U^T U) X = B) for a Cholesky factor L (..., n, n) and B (..., n, k):
+    two triangular solves, as PyTorch's torch.cholesky_solve."""
+    _square(L, "cholesky_solve")
+    if not isinstance(B, Tensor) or B.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {getattr(B, 'ndim', 0)} dimensions "
+                           "instead")
+    lower = L.transpose(-2, -1) if upper else L
+    inner = solve_triangular(lower, B, upper=False)
+    return solve_triangular(lower.transpose(-2, -1), inner, upper=True)
+
+
+def cholesky_inverse(L, upper=False):
+    """(L L^T)^-1 (upper: (U^T U)^-1) from a Cholesky factor (..., n, n), as PyTorch's torch.cholesky_inverse."""
+    _square(L, "cholesky_inverse")
+    identity = eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(tuple(L.shape))
+    return cholesky_solve(identity, L, upper=upper)

@@ -1,22 +1,22 @@
 """Complex tensors where PyTorch scripts meet them (rotary embeddings): complex64 emulated over float32 pairs.
 
 GGML has no complex type. A `ComplexTensor` holds one float32 Tensor of shape (*shape, 2), the real and
-imaginary parts side by side (the layout of PyTorch's `view_as_real`), and composes every complex op from
-real ops on it. Autograd therefore reaches through complex values with no rule of its own, and the
-gradient it leaves is PyTorch's: `view_as_real(z.grad)` is the gradient of `view_as_real(z)`
-(dL/dre + i dL/dim, PyTorch's conjugate Wirtinger convention).
+imaginary parts side by side (the layout of PyTorch's `view_as_real`), and composes every complex op from real
+ops on it. Autograd therefore reaches through complex values with no rule of its own, and the gradient it leaves
+is PyTorch's: `view_as_real(z.grad)` is the gradient of `view_as_real(z)` (dL/dre + i dL/dim, PyTorch's
+conjugate Wirtinger convention).
 
-A ComplexTensor is not a `ggrad.Tensor`: ggrad's real functions (`ggrad.exp(z)`, `ggrad.matmul(z, w)`)
-refuse it with a TypeError instead of computing on its pairs; its methods and operators are the complex
-ops. Tensor's arithmetic operators take it (and Python complex numbers) as the other operand, and
-`ggrad.is_tensor` says True. What it has is what complex-valued model code uses: + - * / with complex,
-real and number operands, @ between complex tensors, reshape/view/flatten/unsqueeze/squeeze/permute/
-transpose/expand, indexing, `.real` / `.imag` (views), `abs`, `angle`, `conj`, `exp`, `sum` / `mean`,
-dtype, device, printing, `numpy()`. `conj()` computes the conjugate (PyTorch's is a lazy view:
-`is_conj()` is False here and `view_as_real` of a conjugate works). Factories (`zeros(..., dtype=
-complex64)`) and `tensor(complex data)` are not emulated: `view_as_complex`, `complex`, `polar`,
-`x.to(complex64)` and arithmetic with Python complex numbers make complex tensors. Module buffers may be
-complex, and ggrad.save / load keep them.
+A ComplexTensor is not a `ggrad.Tensor`: ggrad's real functions (`ggrad.exp(z)`, `ggrad.matmul(z, w)`) refuse it
+with a TypeError instead of computing on its pairs; its methods and operators are the complex ops. The real
+binary ops (`+ - * / @`, `ggrad.mul`, `x.add`, ...) hand a complex operand (this or a complex number) to the
+complex op of their name (ops/complex_operands.py), and `ggrad.is_tensor` says True. What it has is what
+complex-valued model code uses: + - * / with complex, real and number operands, @ between complex tensors,
+reshape/view/flatten/unsqueeze/squeeze/permute/transpose/expand, indexing, `.real` / `.imag` (views), `abs`,
+`angle`, `conj`, `exp`, `sum` / `mean`, dtype, device, printing, `numpy()`. `conj()` computes the conjugate
+(PyTorch's is a lazy view: `is_conj()` is False here and `view_as_real` of a conjugate works). `tensor(complex
+data)` and the factories with `dtype=complex64` (zeros, ones, full, empty, eye, rand, randn, the `_like` and
+`new_` forms) make complex leaves (factory.py asks `_leaf` here); complex128 data becomes complex64, as float64
+becomes float32. Module buffers may be complex, and ggrad.save / load keep them.
 """
 
 import builtins
@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import ggml
 from . import ops, printing
-from .factory import full_like
+from .factory import complex_leaves, full_like, tensor
+from .ops import complex_operands
 from .ops.broadcast import broadcast_shapes
 from .tensor import Tensor
 
@@ -338,6 +339,9 @@ class ComplexTensor:
         pairs = np.ascontiguousarray(self._pairs.detach().numpy(), dtype=np.float32)
         return pairs.view(np.complex64).reshape(self.shape)
 
+    def __array__(self, dtype=None, copy=None):
+        return self.numpy() if dtype is None else self.numpy().astype(dtype)
+
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
@@ -541,3 +545,15 @@ FUNCTIONS = {
     "permute": ComplexTensor.permute, "transpose": ComplexTensor.transpose, "clone": ComplexTensor.clone,
     "detach": ComplexTensor.detach, "real": real, "imag": imag, "is_complex": is_complex,
 }
+# the real binary ops hand a complex operand to these (ops/complex_operands.py)
+complex_operands.register(ComplexTensor, {"add": add, "sub": sub, "mul": mul, "div": div, "matmul": matmul})
+
+
+def _leaf(values, device, requires_grad):
+    """The complex leaf of `values` (a numpy array, complex or real) on `device`: `tensor(complex data)`,
+    `zeros(..., dtype=complex64)` and the other factories (factory.py)."""
+    pairs = np.stack([np.real(values), np.imag(values)], -1).astype(np.float32)
+    return ComplexTensor(tensor(pairs, device=device, requires_grad=requires_grad))
+
+
+complex_leaves(_leaf)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -93,13 +93,29 @@ def _host_array(array, dtype):
     return array.astype(np.float32, copy=False)
 
 
+_complex_leaf = []   # complex_tensor.py's maker of complex leaves (it builds on this module): (array, device,
+                     # requires_grad) -> a complex tensor
+
+
+def complex_leaves(maker: Callable[[np.ndarray, Any, bool], Any]) -> None:
+    """Called once by complex_tensor.py: complex data and complex dtypes make their leaves with `maker`."""
+    _complex_leaf[:] = [maker]
+
+
+def _is_complex(dtype):
+    return getattr(dtype, "is_complex", False) is True
+
+
 def tensor(data: ArrayLike,
            dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor)."""
+    """A new leaf tensor holding a copy of `data` (numpy array, nested lists, scalar or Tensor); complex data
+    (or `dtype=complex64`) makes a complex tensor (complex_tensor.py)."""
     dev = ggml.device(device)
     if isinstance(data, Tensor):
         data = data.numpy()
     array = np.asarray(data)
+    if (dtype is None and array.dtype.kind == "c") or _is_complex(dtype):
+        return _complex_leaf[0](array, dev, requires_grad)
     if array.dtype == object:
         raise TypeError("tensor: data must be numbers or (nested) sequences of numbers")
     dt = _resolve_dtype(dtype, array)
@@ -152,6 +168,8 @@ def full(size: Size, fill_value: Number,
     if not isinstance(size, (tuple, list)):
         size = (size,)   # an extension: PyTorch's full wants a sequence
     size = _checked_size(size, "full")
+    if isinstance(fill_value, (complex, np.complexfloating)) or _is_complex(dtype):
+        return tensor(np.full(size, fill_value, dtype=np.complex64), dtype, device, requires_grad)
     if dtype is None:
         dtype = BOOL if isinstance(fill_value, bool) else INT64 if isinstance(fill_value, numbers.Integral) else ggml.f32
     dt = resolve(dtype)
@@ -262,12 +280,24 @@ def eye(n: int, m: int | None = None,
 
 def rand(*size: int | Sequence[int], generator: Generator | None = None,
          dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    return tensor(_stream(generator).random(_shape(size, "rand")), dtype or ggml.f32, device, requires_grad)
+    shape = _shape(size, "rand")
+    if _is_complex(dtype):   # real and imaginary parts each uniform in [0, 1), as PyTorch
+        return tensor(_complex_draw(_stream(generator).random, shape, 1.0), dtype, device, requires_grad)
+    return tensor(_stream(generator).random(shape), dtype or ggml.f32, device, requires_grad)
 
 
 def randn(*size: int | Sequence[int], generator: Generator | None = None,
           dtype: DTypeLike | None = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    return tensor(_stream(generator).standard_normal(_shape(size, "randn")), dtype or ggml.f32, device, requires_grad)
+    shape = _shape(size, "randn")
+    if _is_complex(dtype):   # real and imaginary parts each of variance 1/2, as PyTorch's complex normal
+        values = _complex_draw(_stream(generator).standard_normal, shape, 0.5 ** 0.5)
+        return tensor(values, dtype, device, requires_grad)
+    return tensor(_stream(generator).standard_normal(shape), dtype or ggml.f32, device, requires_grad)
+
+
+def _complex_draw(draw, shape, scale):
+    parts = draw(shape + (2,)) * scale
+    return parts[..., 0] + 1j * parts[..., 1]
 
 
 def randint(low: int, high: int | Sequence[int] | None = None, size: Sequence[int] | None = None,

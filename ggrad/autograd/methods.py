@@ -3,10 +3,6 @@
 Kept apart from tensor.py so the Tensor class holds state and reads, and this file reads as a table.
 """
 
-import functools
-
-import numpy as np
-
 from .. import ggml
 from . import complex_tensor, declaration, engine, grad_api, grad_mode, legacy, ops, torch_dtypes, view_tracking
 from . import inplace_views, random_fill  # noqa: F401  (they declare Tensor methods: uniform_, t_, ...)
@@ -37,20 +33,6 @@ def _reduce(self):
 
 def _flip(fn):
     return lambda self, other: fn(other, self)
-
-
-def _or_complex(fn, combine, flipped=False):
-    """An arithmetic operator that hands a complex operand (a ComplexTensor, a Python complex) to the
-    complex op `combine` (complex_tensor.py); the real path pays nothing but this call."""
-    @functools.wraps(fn)
-    def operator(self, other, *args, **kwargs):
-        try:
-            return fn(self, other, *args, **kwargs)
-        except TypeError:
-            if not isinstance(other, (complex_tensor.ComplexTensor, complex, np.complexfloating)):
-                raise
-        return combine(other, self) if flipped else combine(self, other)
-    return operator
 
 
 def _imag(self):
@@ -292,6 +274,9 @@ def _copy_(self, src):
 
 
 _METHODS = {
+    "__add__": ops.add, "__radd__": _flip(ops.add), "__sub__": ops.sub, "__rsub__": _flip(ops.sub),
+    "__mul__": ops.mul, "__rmul__": _flip(ops.mul), "__truediv__": ops.div, "__rtruediv__": _flip(ops.div),
+    "__matmul__": ops.matmul, "__rmatmul__": _flip(ops.matmul),
     "__pow__": ops.pow, "__rpow__": _flip(ops.pow), "__neg__": ops.neg, "__abs__": ops.abs,
     "__getitem__": _getitem, "__setitem__": _setitem,
     "__gt__": _compare(logical.gt), "__lt__": _compare(logical.lt), "__ge__": _compare(logical.ge),
@@ -323,16 +308,13 @@ _METHODS.update({
     "data_ptr": view_tracking.data_ptr, "_base": property(view_tracking.base_of), "_is_view": view_tracking.is_view,
     "backward": _backward,
 })
-# arithmetic operators hand a complex operand to the complex op (complex_tensor.py)
-for _name, _op, _complex_op in (("add", ops.add, complex_tensor.add), ("sub", ops.sub, complex_tensor.sub),
-                                ("mul", ops.mul, complex_tensor.mul), ("truediv", ops.div, complex_tensor.div),
-                                ("matmul", ops.matmul, complex_tensor.matmul)):
-    _METHODS[f"__{_name}__"] = _or_complex(_op, _complex_op)
-    _METHODS[f"__r{_name}__"] = _or_complex(_flip(_op), _complex_op, flipped=True)
 # a real tensor's complex-number views, as PyTorch's: its own real part and conjugate, no imaginary part
 _METHODS.update({"real": property(lambda self: self), "imag": property(_imag), "conj": lambda self: self,
                  "resolve_conj": lambda self: self, "is_conj": lambda self: False, "conj_physical": lambda self: self,
                  "angle": complex_tensor.angle})
+# torch.polygamma(n, x) is x.polygamma(n): the tensor is not the op's first argument
+_METHODS.update({"polygamma": lambda self, n: ops.polygamma(n, self),
+                 "polygamma_": _inplace(lambda self, n: ops.polygamma(n, self), "polygamma_")})
 _UNWRAPPED = {"backward"}   # errors of a backward pass are its own: not renamed as an op's (boundary.py)
 
 for _name, _fn in _METHODS.items():

@@ -28,6 +28,7 @@ class DType:
     """
 
     __slots__ = ("name", "value", "numpy", "block_size", "type_size")
+    is_complex = False   # torch.dtype's read; ggrad emulates complex64 above GGML (autograd/complex_tensor.py)
 
     def __init__(self, name, value):
         self.name = name

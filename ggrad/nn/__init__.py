@@ -48,10 +48,14 @@ from .embedding_bag import EmbeddingBag  # noqa: E402
 from .adaptive_max_pool import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
 from .conv3d import Conv3d  # noqa: E402
 from .conv_transpose3d import ConvTranspose3d  # noqa: E402
+from .lazy import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: E402
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                   LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, UninitializedParameter)
 from .ctc import CTCLoss  # noqa: E402
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .rrelu import RReLU  # noqa: E402
 from .margin_loss_modules import (MarginRankingLoss, SoftMarginLoss, HingeEmbeddingLoss,  # noqa: E402
                                   CosineEmbeddingLoss, TripletMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
-                                  PoissonNLLLoss, GaussianNLLLoss)
+                                  PoissonNLLLoss, GaussianNLLLoss, TripletMarginWithDistanceLoss)
 from . import modules, parameter  # noqa: E402  (PyTorch's paths: torch.nn.modules.linear, torch.nn.parameter)
 from . import parallel  # noqa: E402  (torch.nn.parallel.DistributedDataParallel)

@@ -50,6 +50,7 @@ from .similarity import normalize, cosine_similarity, pairwise_distance  # noqa:
 from .resampling import pixel_shuffle, pixel_unshuffle, channel_shuffle, upsample  # noqa: F401
 from .bilinear import bilinear  # noqa: F401
 from .rrelu import rrelu  # noqa: F401
+from .grid_sampling import affine_grid, grid_sample  # noqa: F401
 from ..autograd.ops.sliding_windows import im2col as unfold, col2im as fold  # noqa: F401  (torch's F.unfold / F.fold)
 from .embedding_bag import embedding_bag  # noqa: F401
 from .adaptive_max_pool import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: F401
@@ -58,7 +59,8 @@ from ..autograd.ops.conv_transpose3d import conv_transpose3d  # noqa: F401
 from ..autograd.ops.ctc import ctc_loss  # noqa: F401
 from .margin_losses import (margin_ranking_loss, soft_margin_loss, hinge_embedding_loss,  # noqa: F401
                             cosine_embedding_loss, triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
-                            poisson_nll_loss, gaussian_nll_loss)
+                            poisson_nll_loss, gaussian_nll_loss, triplet_margin_with_distance_loss)
+from .gumbel_softmax import gumbel_softmax  # noqa: F401
 from ..ggml.errors import ArgumentError, ShapeError
 from ..autograd.arguments import kinds
 
@@ -76,7 +78,8 @@ __all__ += ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "upsample", "
             "embedding_bag", "adaptive_max_pool1d", "adaptive_max_pool2d", "conv3d", "conv_transpose3d",
             "ctc_loss",
             "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
-            "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
+            "triplet_margin_loss", "triplet_margin_with_distance_loss", "gumbel_softmax", "grid_sample",
+            "affine_grid", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
             "gaussian_nll_loss"]
 
 # The causal mask's bias: finite, so it never turns a row into NaN. Boolean masks block with -inf, as PyTorch.

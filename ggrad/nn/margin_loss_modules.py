@@ -3,10 +3,10 @@
 from .loss import _Loss
 from .margin_losses import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
                             multi_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
-                            triplet_margin_loss)
+                            triplet_margin_loss, triplet_margin_with_distance_loss)
 
 __all__ = ["MarginRankingLoss", "SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
-           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
+           "TripletMarginWithDistanceLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
 
 
 class MarginRankingLoss(_Loss):
@@ -60,6 +60,18 @@ class TripletMarginLoss(_Loss):
         return triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
                                    self.reduction)
 
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """`triplet_margin_with_distance_loss(a, p, n, distance_function, margin, swap)`."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(reduction)
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                 margin=self.margin, swap=self.swap, reduction=self.reduction)
 
 class MultiLabelSoftMarginLoss(_Loss):
     """`multilabel_soft_margin_loss(x, y, weight)`."""

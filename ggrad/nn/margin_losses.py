@@ -1,6 +1,6 @@
 """PyTorch's ranking, margin and likelihood losses as functions (torch.nn.functional's), composed from Tensor
-ops: margin_ranking, soft_margin, hinge_embedding, cosine_embedding, triplet_margin, multilabel_soft_margin,
-multi_margin, poisson_nll, gaussian_nll. Their modules are in margin_loss_modules.
+ops: margin_ranking, soft_margin, hinge_embedding, cosine_embedding, triplet_margin (and with a distance
+function), multilabel_soft_margin, multi_margin, poisson_nll, gaussian_nll. Their modules are in margin_loss_modules.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ..ggml.errors import ShapeError
 from .similarity import pairwise_distance
 
 __all__ = ["margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss",
-           "triplet_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
+           "triplet_margin_loss", "triplet_margin_with_distance_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "poisson_nll_loss",
            "gaussian_nll_loss"]
 
 
@@ -75,6 +75,23 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(clamp(d_pos - d_neg + margin, min=0.0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function d (default: the pairwise 2-norm distance)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, distance(positive, negative))
     return _reduce(clamp(d_pos - d_neg + margin, min=0.0), reduction)
 
 

@@ -36,9 +36,11 @@ def _check(fn, *pair_shapes, real_shapes=(), rtol=1e-5, atol=1e-5):
         values = lib.view_as_real(out) if out.is_complex() else out
         weights = lib.tensor(np.linspace(-1, 2, int(np.prod(values.shape)), dtype=np.float32).reshape(values.shape))
         (values * weights).sum().backward()
-        results[lib] = [values.detach().numpy()] + [t.grad.numpy() for t in leaves]
+        results[lib] = [values.detach().numpy()] + [None if t.grad is None else t.grad.numpy() for t in leaves]
     for ours, theirs in zip(results[ggrad], results[torch]):
-        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("op", [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a / b,
@@ -220,6 +222,22 @@ def test_ggrad_functions_take_complex_tensors(fn):
     _check(fn, (3, 4), (3, 4))
 
 
+@pytest.mark.parametrize("fn", [
+    lambda lib, x, z: lib.mul(x, 1j), lambda lib, x, z: lib.add(x, 0.5 - 2j), lambda lib, x, z: lib.sub(x, 3j, alpha=2),
+    lambda lib, x, z: lib.div(x, 2j) + lib.true_divide(x, 1 + 1j), lambda lib, x, z: lib.add(x, z),
+    lambda lib, x, z: lib.sub(x, z) * lib.multiply(x, z), lambda lib, x, z: x.mul(2j) + x.add(z, alpha=3),
+    lambda lib, x, z: lib.divide(x, z) - x.div(1j), lambda lib, x, z: x.sub(1j).mul(x)])
+def test_real_tensor_functions_with_a_complex_operand(fn):
+    """torch.mul(x, 1j), torch.add(x, z), x.div(1j): a real tensor's binary functions and methods give the
+    complex result, with gradients, as PyTorch's."""
+    _check(lambda lib, z, x: fn(lib, x.abs() + 0.5, z), (2, 3), real_shapes=[(3,)])
+
+
+def test_integer_tensor_with_a_complex_number():
+    assert ggrad.allclose(ggrad.view_as_real(ggrad.arange(4) * (1 + 2j)),
+                          ggrad.tensor(torch.view_as_real(torch.arange(4) * (1 + 2j)).numpy()))
+
+
 def test_real_ops_without_a_complex_form_refuse_before_computing():
     z = ggrad.view_as_complex(ggrad.tensor([[1.5, 2.0], [0.5, -1.0]]))
     for call in (lambda: ggrad.round(z), lambda: ggrad.isnan(z), lambda: ggrad.sigmoid(z), lambda: ggrad.floor(z)):
@@ -264,3 +282,48 @@ def test_a_real_tensor_to_complex64_and_complex_checkpoints(tmp_path):
     ggrad.save(module, tmp_path / "m.pt")
     again = ggrad.load(tmp_path / "m.pt", weights_only=False)
     np.testing.assert_array_equal(again.freqs_cis.numpy(), buffers["freqs_cis"].numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor([1 + 2j, 3, -0.5j]),
+    lambda lib: lib.tensor(np.array([[1j, 2], [3, 4 - 1j]], dtype=np.complex64)),
+    lambda lib: lib.tensor([1.0, 2.0], dtype=lib.cfloat), lambda lib: lib.tensor(2 - 3j),
+    lambda lib: lib.zeros(2, 3, dtype=lib.cfloat), lambda lib: lib.ones((4,), dtype=lib.complex64),
+    lambda lib: lib.full((2, 2), 1 - 2j), lambda lib: lib.full((3,), 2.5, dtype=lib.cfloat),
+    lambda lib: lib.empty(0, 2, dtype=lib.cfloat), lambda lib: lib.zeros_like(lib.tensor([1j, 2j])),
+    lambda lib: lib.ones_like(lib.ones(2), dtype=lib.cfloat), lambda lib: lib.as_tensor([[1j]]),
+    lambda lib: lib.from_numpy(np.array([1 + 1j], dtype=np.complex64)), lambda lib: lib.eye(2, dtype=lib.cfloat),
+    lambda lib: lib.ones(3).new_zeros((2,), dtype=lib.cfloat), lambda lib: lib.tensor(lib.tensor([1j, 1]))])
+def test_factories_make_complex_tensors_as_pytorchs(make):
+    ours, theirs = make(ggrad), make(torch)
+    assert ours.is_complex() and theirs.is_complex()
+    assert ours.dtype == ggrad.complex64 and theirs.dtype == torch.complex64
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize("name", ["randn", "rand"])
+def test_random_complex_factories_draw_both_parts_as_pytorchs(name):
+    """randn(dtype=cfloat): each part of variance 1/2 (E|z|^2 = 1); rand: each part uniform in [0, 1)."""
+    ggrad.manual_seed(0)
+    ours = getattr(ggrad, name)(200, 100, dtype=ggrad.cfloat)
+    theirs = getattr(torch, name)(200, 100, dtype=torch.cfloat)
+    assert ours.dtype == ggrad.complex64 and ours.shape == (200, 100)
+    for part in ("real", "imag"):
+        a, b = getattr(ours, part).numpy(), getattr(theirs, part).numpy()
+        assert abs(a.mean() - b.mean()) < 0.02 and abs(a.var() - b.var()) < 0.02
+        assert a.min() < a.max()   # both parts drawn, not one copied into the other
+    assert not np.allclose(ours.real.numpy(), ours.imag.numpy())
+
+
+def test_complex_leaf_from_a_factory_gets_pytorchs_gradient():
+    values = [1 + 2j, -0.5 + 0.25j, 3j]
+    grads = []
+    for lib in (ggrad, torch):
+        z = lib.tensor(values, dtype=lib.cfloat, requires_grad=True)
+        w = lib.full((3,), 0.5 - 1j)
+        (z * w * z).abs().sum().backward()
+        assert z.is_leaf and z.requires_grad
+        grads.append(lib.view_as_real(z.grad).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)

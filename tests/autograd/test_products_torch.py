@@ -195,3 +195,21 @@ def test_linear_gradients_in_one_op_match_torch(no_graph_cache, choices, x_shape
         assert (mine is None) == (t.grad is None)
         if t.grad is not None:
             np.testing.assert_allclose(mine, t.grad.numpy(), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape, perm", [((3, 4, 5), (1, 2, 0)), ((2, 3, 4, 5), (1, 2, 3, 0)),
+                                         ((2, 3, 4, 5), (2, 3, 1, 0)), ((3, 4, 5), (2, 0, 1))])
+def test_a_permuted_view_whose_rows_are_strided_times_a_matrix(shape, perm):
+    """x.movedim(0, -1) @ w: the view's rows follow one another but their elements are strided; folding its
+    batches into one 2-D product must copy it (it read the memory as contiguous rows: wrong values)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[perm[-1]], 3)).astype(np.float32)
+    results = []
+    for lib in (ggrad, torch):
+        xt, wt = lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+        out = xt.permute(*perm) @ wt
+        (out * out).sum().backward()
+        results.append((out.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)

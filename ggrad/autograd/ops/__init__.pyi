@@ -229,6 +229,7 @@ from .array_builders import hamming_window as hamming_window
 from .array_builders import blackman_window as blackman_window
 from .array_builders import bartlett_window as bartlett_window
 from .array_builders import kaiser_window as kaiser_window
+from .bessel import i0 as i0
 from .calculus import trapezoid as trapezoid
 from .calculus import trapz as trapz
 from .calculus import cumulative_trapezoid as cumulative_trapezoid
@@ -249,6 +250,8 @@ from .float_parts import copysign as copysign
 from .float_parts import frexp as frexp
 from .gamma_functions import digamma as digamma
 from .gamma_functions import lgamma as lgamma
+from .hurwitz_zeta import zeta as zeta
+from .hurwitz_zeta import polygamma as polygamma
 from .incomplete_gamma import igamma as igamma
 from .incomplete_gamma import igammac as igammac
 from .inverse_erf import erfinv as erfinv
@@ -302,7 +305,9 @@ from .special_functions import sinc as sinc
 from .special_functions import entr as entr
 from .special_functions import ndtr as ndtr
 from .special_functions import log_ndtr as log_ndtr
+from .special_functions import ndtri as ndtri
 from .special_functions import multigammaln as multigammaln
+from .special_functions import multigammaln as mvlgamma
 from .statistics import var_mean as var_mean
 from .statistics import std_mean as std_mean
 from .statistics import median as median

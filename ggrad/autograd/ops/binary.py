@@ -17,6 +17,7 @@ from .broadcast import broadcast_shapes, expand_to, full_operand, reduce_to
 from . import unary as un
 from .unary import ScaleBias
 from . import folding
+from .complex_operands import complex_form
 from ..declaration import declare
 
 
@@ -158,7 +159,8 @@ def _by_squaring(x, n):
 
 # ---- public functions ----------------------------------------------------------------------------
 def _is_number(x):
-    return not isinstance(x, Tensor) and isinstance(x, numbers.Number)   # Tensors skip the slower ABC check
+    """A real Python or numpy number (a complex one is an operand of the complex forms)."""
+    return not isinstance(x, Tensor) and isinstance(x, numbers.Real)   # Tensors skip the slower ABC check
 
 
 def _float_and_number(a, b):
@@ -169,7 +171,13 @@ def _float_and_number(a, b):
 
 
 def _broadcast_apply(fn, a, b, op, commutative):
-    a, b = promote(a, b, op)
+    try:
+        a, b = promote(a, b, op)
+    except TypeError:   # an operand no real op takes: a complex one goes to the complex op
+        form = complex_form(op, a, b)
+        if form is None:
+            raise
+        return form(a, b)
     if a.shape == b.shape:
         return fn.apply(a, b)
     out_shape = broadcast_shapes(a.shape, b.shape, op)

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from .. import grad_mode, sizes
 from .broadcast import broadcast_shapes, leading_sums_node, reduce_to
 from . import folding, quant
+from .complex_operands import complex_form
 from ..pending import contiguous_node, copy_node
 from ..memory import pending_graph
 from ..lowering import choice
@@ -376,7 +377,10 @@ def _half_operand(graph, g):
 
 
 def _rows_follow(g):
-    """Whether node g's rows over all its batches are one run of equally spaced rows."""
+    """Whether node g's rows over all its batches are one run of equally spaced rows, each contiguous (a 2-D
+    view of them is then g itself: GGML's views take their elements as adjacent)."""
+    if g.nb[0] != g.dtype.type_size:
+        return False
     stride = g.nb[1] * g.ne[1]
     for d in (2, 3):
         if g.ne[d] > 1 and g.nb[d] != stride:
@@ -491,6 +495,9 @@ def product_with_bias(x, w, bias, w_transposed=False):
 def matmul(a, b):
     """a @ b with PyTorch's rules for 1-D operands and broadcast batch dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        form = complex_form("matmul", a, b)
+        if form is not None:
+            return form(a, b)
         raise TypeError(f"matmul: expected Tensors, got {type(a).__name__} and {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got {a.shape} and {b.shape}")

@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from . import unary as un
 from .broadcast import broadcast_shapes, expand_to
 from .gamma_functions import lgamma
-from .math import erfc, float_math, log1p
+from .math import erfc, float_math, log1p, nan_carrier
 from .selection import where
 from ..declaration import declare
 
@@ -122,11 +122,38 @@ def log_ndtr(input):  # noqa: A002
                  where(x >= _ASYMPTOTIC_BELOW, un.Log.apply(ndtr(middle)), asymptotic))
 
 
-@declare()
+def _ndtri_lower(q):
+    """ndtri for q in (0, 1/2]: Abramowitz and Stegun's rational start (26.2.23, within 4.5e-4) in
+    t = sqrt(-2 log q), then two Newton steps on log_ndtr(y) = log q (quadratic: float32 accuracy from the
+    centre to q = 1e-38, where 2q - 1 would have rounded q away)."""
+    log_q = un.Log.apply(un.Clamp.apply(q, 1e-38, 0.5))
+    t = (log_q * -2.0).sqrt()
+    y = (2.515517 + t * (0.802853 + t * 0.010328)) / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))) - t
+    for _ in range(2):
+        log_cdf = log_ndtr(y)
+        y = y - (log_cdf - log_q) * un.Exp.apply(log_cdf + y * y * 0.5 + _LOG_SQRT_2PI)
+    return y
+
+
+def _ndtri(p):
+    upper = p > 0.5
+    y = _ndtri_lower(where(upper, 1.0 - p, p))
+    y = where(upper, -y, y)
+    return where(p == 0, -math.inf, where(p == 1, math.inf, where((p < 0) | (p > 1), math.nan, y))) + nan_carrier(p)
+
+
+ndtri = float_math("Ndtri", _ndtri, lambda p, y: un.Exp.apply(y * y * 0.5 + _LOG_SQRT_2PI),
+                   "y = ndtri p, the inverse of the standard normal CDF (ndtr); gradient sqrt(2 pi) e^(y^2 / 2)")
+declare(ndtri)
+
+
+@declare(method=True, inplace=True, aliases=("mvlgamma",))
 def multigammaln(input, p):  # noqa: A002
     """The log of the multivariate gamma function of dimension p: p(p-1)/4 log(pi) + sum_j lgamma(a - j/2),
     j = 0 .. p-1 (inf where an a - j/2 is a pole, as PyTorch's). RuntimeError for p < 1."""
     a = _float(input, "multigammaln")
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     total = lgamma(a)

@@ -2,5 +2,6 @@
 
 from ..bilinear import Bilinear
 from ..linear import Identity, Linear
+from ..lazy import LazyLinear
 
-__all__ = ["Bilinear", "Identity", "Linear"]
+__all__ = ["Bilinear", "Identity", "LazyLinear", "Linear"]

@@ -4,10 +4,10 @@ from ..loss import (L1Loss, NLLLoss, KLDivLoss, MSELoss, BCELoss, BCEWithLogitsL
                     CrossEntropyLoss)
 from ..margin_loss_modules import (PoissonNLLLoss, GaussianNLLLoss, HingeEmbeddingLoss, SoftMarginLoss,
                                    MultiLabelSoftMarginLoss, CosineEmbeddingLoss, MarginRankingLoss, MultiMarginLoss,
-                                   TripletMarginLoss)
+                                   TripletMarginLoss, TripletMarginWithDistanceLoss)
 from ..ctc import CTCLoss
 
 __all__ = ["L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
            "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss",
            "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
-           "MultiMarginLoss", "TripletMarginLoss", "CTCLoss"]
+           "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]

@@ -179,9 +179,10 @@ def main():
     g, t = statistics.median(mine["times"]), statistics.median(theirs["times"])
     what = "peak RSS" if on_cpu else "peak device memory"
     row = {"ggrad tok/s": f"{tokens / g:,.0f}", "torch tok/s": f"{tokens / t:,.0f}", "ratio": f"{t / g:.2f}",
-           f"ggrad {what} MiB": f"{mine['peak'] / 2 ** 20:,.0f}", f"torch {what} MiB": f"{theirs['peak'] / 2 ** 20:,.0f}",
+           f"ggrad {what} MiB": f"{mine['peak'] / 2 ** 20:,.0f}",
+           f"torch {what} MiB": f"{theirs['peak'] / 2 ** 20:,.0f}",
            "memory ratio": f"{mine['peak'] / theirs['peak']:.2f}"}
-    base = f"{args.type} base" if args.type != "f32" else "f32 base"
+    base = f"{args.type} base"
     print_table(f"LoRA step (r={args.r}, {n / 1e6:.0f}M-parameter Llama, {base}, batch {args.batch} x seq {args.seq}, "
                 f"{precision}{', checkpointed' if args.checkpointing else ''}): ggrad on {args.device} "
                 f"({mine['device']}, {args.threads} threads) vs PyTorch + peft ({theirs['versions']}, "

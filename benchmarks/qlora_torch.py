@@ -68,7 +68,10 @@ def main(args):
         opt.step()
         losses.append(loss.item())   # waits for the device
         times.append(time.perf_counter() - t0)
-    peak = torch.cuda.max_memory_allocated(device) if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if cuda:
+        peak = torch.cuda.max_memory_allocated(device)
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"times": times[args["warmup"]:], "losses": losses, "peak": peak,
                       "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
                                   f"peft {peft.__version__}"}))

@@ -3,7 +3,7 @@
 GGML's CPU backend multiplies q4_0 (and q4_K, iq4_nl, mxfp4, ...) weights fastest in an interleaved
 layout that it cannot read back and that no op but `mul_mat` understands (`ggml.repack`). A weight marked
 with `keep_repacked(w)` therefore keeps its own bytes (read by `numpy()`, `state_dict()`, exports,
-embeddings and the input gradient's `out_prod`) and gets a repacked copy that the forward product reads
+embeddings and the input gradient) and gets a repacked copy that the forward product reads
 (`twin_of`). The copy is remade when the weight changes (a new node or version: `copy_`,
 `load_state_dict`) and not used off the CPU. The cost is the weight's bytes a second time, unless the weight
 is a view of a memory-mapped GGUF file (`from_gguf` on the CPU): then its pages are given back to the kernel

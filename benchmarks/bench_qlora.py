@@ -22,7 +22,6 @@ printed: with `--type f32` on the CPU (float32 everywhere) they agree, a check t
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gguf_decode import placeholder_vocabulary  # noqa: E402
 from common import print_table, set_threads  # noqa: E402
-from qlora_data import HF_OF, batches  # noqa: E402
+from qlora_data import HF_OF, batches, peak_rss  # noqa: E402
 
 import ggrad  # noqa: E402
 from ggrad import models, nn, optim  # noqa: E402
@@ -129,7 +128,7 @@ def ggrad_child(args):
         losses.append(loss.item())
         times.append(time.perf_counter() - t0)
     if dev.is_cpu:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = peak_rss()
     else:
         peak = ggrad.stats()["memory"][dev.name]["peak"]
     print(json.dumps({"times": times[args["warmup"]:], "losses": losses, "peak": peak,

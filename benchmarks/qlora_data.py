@@ -1,5 +1,5 @@
 """What both sides of bench_qlora.py share (numpy only: its PyTorch side must not load GGML, nor its ggrad side
-PyTorch): the adapted projections under both names, and the batches."""
+PyTorch): the adapted projections under both names, the batches, the peak memory on the CPU."""
 
 import numpy as np
 
@@ -15,3 +15,10 @@ def batches(vocab, batch, seq, n):
     data = np.tile(rng.integers(0, vocab, 97), (seq + 200) // 97 + 2)
     starts = rng.integers(0, 97, (n, batch))
     return [np.stack([data[s:s + seq + 1] for s in row]) for row in starts]
+
+
+def peak_rss():
+    """This process's peak resident memory in bytes (VmHWM: getrusage's ru_maxrss would count the parent's
+    memory at the fork before this program's exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))

@@ -8,7 +8,6 @@ come from the .npz bench_qlora.py wrote; the batches are its ggrad side's (qlora
 """
 
 import json
-import resource
 import sys
 import time
 
@@ -17,7 +16,7 @@ import torch
 import transformers
 import peft
 
-from qlora_data import HF_OF, batches
+from qlora_data import HF_OF, batches, peak_rss
 
 
 def hf_model(c, weights, device, dtype):
@@ -71,7 +70,7 @@ def main(args):
     if cuda:
         peak = torch.cuda.max_memory_allocated(device)
     else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = peak_rss()
     print(json.dumps({"times": times[args["warmup"]:], "losses": losses, "peak": peak,
                       "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
                                   f"peft {peft.__version__}"}))

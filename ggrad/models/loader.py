@@ -38,6 +38,16 @@ def expected_tensors(config):
     return names
 
 
+def _mapped(file):
+    """`file` mapped into memory, or None where it cannot be (alignment, a file system without mmap)."""
+    if not can_map(file):
+        return None
+    try:
+        return MappedGGUF(file)
+    except OSError:
+        return None
+
+
 def from_gguf(path, device=None, context=None, repack=True):
     """The model of llama.cpp GGUF file `path` (architectures llama and qwen2).
 
@@ -81,7 +91,7 @@ def from_gguf(path, device=None, context=None, repack=True):
         if not (info.dtype.name in ("f32", "f16", "bf16") or info.dtype.is_quantized):
             raise FormatError(f"{where}: tensor {info.name} is {info.dtype.name}; a model's weights are float or "
                               "quantized")
-    mapped = MappedGGUF(file) if as_device(device).is_cpu and can_map(file) else None
+    mapped = _mapped(file) if as_device(device).is_cpu else None
     loaded = {info.name: from_mapped(mapped, info) if mapped is not None
               else from_raw(file.read_data(info), info.dtype, info.shape, device) for info in file.tensors}
     try:

@@ -130,7 +130,7 @@ def ggrad_child(args):
     if dev.is_cpu:
         peak = peak_rss()
     else:
-        peak = ggrad.stats()["memory"][dev.name]["peak"]
+        peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan"))
     print(json.dumps({"times": times[args["warmup"]:], "losses": losses, "peak": peak,
                       "device": dev.description}))
 

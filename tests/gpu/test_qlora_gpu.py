@@ -61,7 +61,7 @@ def _check(path, device, autocast, one_split):
     if autocast:
         assert abs(losses[-5:].mean() - ref[-5:].mean()) < 0.05 * ref[:3].mean(), (losses, ref)
     else:
-        np.testing.assert_allclose(losses[:5], ref[:5], rtol=2e-3)
+        np.testing.assert_allclose(losses[:5], ref[:5], rtol=1e-2)   # activations rounded to q8_1 there, q8_0 here
 
 
 @pytest.mark.parametrize("autocast", [False, True], ids=["f32", "autocast-bf16"])

@@ -11,6 +11,7 @@ used; pages written to stay): what a weight that is multiplied through a repacke
 
 import mmap
 import os
+import sys
 
 from ._lib import ffi, lib
 from .buffer import Buffer
@@ -54,8 +55,9 @@ class MappedGGUF:
         return t
 
     def page_out(self, tensor):
-        """Give the kernel back the whole pages of GTensor `tensor` (one of `tensor()`'s); False where this
-        kernel cannot (before Linux 5.4) or the tensor is not in this mapping."""
+        """Give the kernel back the whole pages of GTensor `tensor` (one of `tensor()`'s); False where the
+        system cannot (not Linux, or before Linux 5.4: MADV_PAGEOUT is Linux's) or the tensor is not in this
+        mapping."""
         offset = int(ffi.cast("uintptr_t", tensor.ptr.data)) - int(ffi.cast("uintptr_t", self._memory))
         if not 0 <= offset <= len(self._map) - tensor.nbytes:
             return False
@@ -63,8 +65,11 @@ class MappedGGUF:
         end = (offset + tensor.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
         if end <= first:
             return False
+        advise = getattr(self._map, "madvise", None)   # none on Windows
+        if advise is None or not sys.platform.startswith("linux"):
+            return False
         try:
-            self._map.madvise(getattr(mmap, "MADV_PAGEOUT", _MADV_PAGEOUT), first, end - first)
+            advise(getattr(mmap, "MADV_PAGEOUT", _MADV_PAGEOUT), first, end - first)
         except OSError:   # EINVAL: a kernel without MADV_PAGEOUT
             return False
         return True

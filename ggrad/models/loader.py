@@ -48,7 +48,7 @@ def _mapped(file):
         return None
 
 
-def from_gguf(path, device=None, context=None, repack=True):
+def from_gguf(path, device=None, context=None, repack=True, mmap=True):
     """The model of llama.cpp GGUF file `path` (architectures llama and qwen2).
 
     Args:
@@ -60,6 +60,9 @@ def from_gguf(path, device=None, context=None, repack=True):
             interleaved layout for (q4_0, q4_K, iq4_nl, ...) through such copies, as llama.cpp does
             (`nn.repack_`: faster; the file's bytes of those weights stay mapped but are not held once
             repacked). False multiplies the file's layout.
+        mmap (bool): on the CPU, read the tensors in place from the file mapped into memory, as llama.cpp
+            does (`ggml.mapped`; the file must not be changed in place while the model lives). False reads a
+            copy of each (llama.cpp's --no-mmap).
 
     Raises:
         FormatError: not a GGUF file, truncated or damaged, an architecture other than llama and qwen2, a
@@ -91,7 +94,7 @@ def from_gguf(path, device=None, context=None, repack=True):
         if not (info.dtype.name in ("f32", "f16", "bf16") or info.dtype.is_quantized):
             raise FormatError(f"{where}: tensor {info.name} is {info.dtype.name}; a model's weights are float or "
                               "quantized")
-    mapped = _mapped(file) if as_device(device).is_cpu else None
+    mapped = _mapped(file) if mmap and as_device(device).is_cpu else None
     loaded = {info.name: from_mapped(mapped, info) if mapped is not None
               else from_raw(file.read_data(info), info.dtype, info.shape, device) for info in file.tensors}
     try:

@@ -46,6 +46,15 @@ def test_weights_are_the_files_bytes_in_place(tmp_path, repack):
         np.testing.assert_array_equal(to_raw(t), stored[name], err_msg=name)
 
 
+def test_mmap_false_reads_copies(tmp_path):
+    """from_gguf(mmap=False) reads each tensor into memory of its own (llama.cpp's --no-mmap): the same model."""
+    path = _model_file(tmp_path / "m.gguf")
+    model, copied = gm.from_gguf(path), gm.from_gguf(path, mmap=False)
+    assert not isinstance(getattr(copied.blk[0].attn_q.weight._block, "buffer", None), MappedGGUF)
+    ids = np.random.default_rng(3).integers(0, 64, (1, 8))
+    np.testing.assert_array_equal(_logits(copied, ids), _logits(model, ids))
+
+
 def test_training_writes_stay_in_the_process(tmp_path):
     """An optimizer step on a loaded float weight (the norms) and on LoRA adapters over the mapped q4_0 base
     changes the model, not the file (the map is copy-on-write)."""

@@ -7,7 +7,10 @@ with a GPT-2 style vocabulary of placeholder tokens so that llama.cpp loads it; 
 Per type: prompt processing (tokens/s of one forward over a --prompt-token prompt) and greedy decoding
 (tokens/s of --new tokens after it: ggrad's `generate`, the decode step replayed per token, its KV cache
 of --context positions; llama.cpp's `eval` one token at a time, in a child process, the argmax of its one row
-of logits taken on the host). The fastest of --repeats runs (after a warm-up run) counts. Without llama-cpp-python ggrad is reported alone, and the table says so. ggrad loads with `repack=True` (its default:
+of logits taken on the host). The fastest of --repeats runs (after a warm-up run) counts. On a machine
+shared with other work the decode ratio is also given in process CPU time (tokens per CPU second of each
+side, which others' load stretches less than wall time; at one thread it is the compute's own, at more it
+counts the threads' waits too). Without llama-cpp-python ggrad is reported alone, and the table says so. ggrad loads with `repack=True` (its default:
 weights GGML's CPU has an interleaved layout for are multiplied through CPU_REPACK copies, as llama.cpp
 does); `--one-copy` adds ggrad's figures with `repack=False` (the file's layout only).
 
@@ -72,15 +75,16 @@ def ggrad_run(path, prompt, new, repeats, context, repack=True):
             t0 = time.perf_counter()
             model(ids, last_only=True).numpy()
             prefill.append(time.perf_counter() - t0)
-    decode, tokens = [], None
+    decode, cpu, tokens = [], [], None
     for _ in range(repeats + 1):   # the first run records the decode step
         stream = model.generate(ids, new + 1, temperature=0, stream=True)
         out = [next(stream)]          # after the prompt's graph
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out += list(stream)
         decode.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         tokens = np.array(out)[:, 0]
-    return len(prompt) / best(prefill), new / best(decode[1:]), tokens
+    return len(prompt) / best(prefill), new / best(decode[1:]), new / best(cpu[1:]), tokens
 
 
 # llama.cpp in a child process (its GGML is another build than ggrad's): prompt, then one token per eval
@@ -98,19 +102,20 @@ def last_argmax():   # the one row of logits llama.cpp computed (the last token'
     return int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(vocab,))))
 
 
-prefill, decode = [], []
+prefill, decode, cpu = [], [], []
 for _ in range(repeats + 1):
     llm.reset()
     t0 = time.perf_counter()
     llm.eval(prompt)
     prefill.append(time.perf_counter() - t0)
     out = [last_argmax()]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(new):
         llm.eval([out[-1]])
         out.append(last_argmax())
     decode.append(time.perf_counter() - t0)
-print(json.dumps([prefill[1:], decode[1:], out]))
+    cpu.append(time.process_time() - c0)
+print(json.dumps([prefill[1:], decode[1:], cpu[1:], out]))
 """
 
 
@@ -119,8 +124,8 @@ def llama_cpp_run(path, prompt, new, repeats, context, threads):
     run = subprocess.run([sys.executable, "-c", LLAMA_CPP_CHILD, args], capture_output=True, text=True)
     if run.returncode:
         raise RuntimeError(f"llama-cpp-python failed on {path}:\n{run.stderr[-3000:]}")
-    prefill, decode, tokens = json.loads(run.stdout.strip().splitlines()[-1])
-    return len(prompt) / best(prefill), new / best(decode), np.array(tokens)
+    prefill, decode, cpu, tokens = json.loads(run.stdout.strip().splitlines()[-1])
+    return len(prompt) / best(prefill), new / best(decode), new / best(cpu), np.array(tokens)
 
 
 def main():
@@ -139,17 +144,19 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         for dtype in args.types:
             path, n = write_model(folder, dtype, args.context)
-            pp, tg, ours = ggrad_run(path, prompt, args.new, args.repeats, args.context)
+            pp, tg, tg_cpu, ours = ggrad_run(path, prompt, args.new, args.repeats, args.context)
             row = {"type": dtype, "params": f"{n / 1e6:.0f}M", "ggrad pp tok/s": f"{pp:.0f}",
                    "ggrad decode tok/s": f"{tg:.1f}"}
             if args.one_copy:
-                pp1, tg1, _ = ggrad_run(path, prompt, args.new, args.repeats, args.context, repack=False)
+                pp1, tg1, _, _ = ggrad_run(path, prompt, args.new, args.repeats, args.context, repack=False)
                 row.update({"one-copy pp tok/s": f"{pp1:.0f}", "one-copy decode tok/s": f"{tg1:.1f}"})
             if HAVE_LLAMA_CPP:
-                lpp, ltg, theirs = llama_cpp_run(path, prompt, args.new, args.repeats, args.context, args.threads)
+                lpp, ltg, ltg_cpu, theirs = llama_cpp_run(path, prompt, args.new, args.repeats, args.context,
+                                                          args.threads)
                 same = int(np.argmax(ours != theirs)) if (ours != theirs).any() else len(ours)
                 row.update({"llama.cpp pp tok/s": f"{lpp:.0f}", "llama.cpp decode tok/s": f"{ltg:.1f}",
                             "decode ratio": f"{tg / ltg:.2f}", "pp ratio": f"{pp / lpp:.2f}",
+                            "decode ratio, CPU time": f"{tg_cpu / ltg_cpu:.2f}",
                             "same greedy tokens": f"{same}/{len(ours)}"})
             rows.append(row)
     note = "" if HAVE_LLAMA_CPP else " (llama-cpp-python not installed: ggrad alone)"

@@ -32,6 +32,9 @@
 #   alone16 alonebf16   the big GPT under autocast, ggrad only
 #   replay16  the big GPT f32, autocast f16 and bf16 eager and through ggrad.compile_step (recorded once, replayed)
 #             beside PyTorch eager and sdpa, and tests/gpu/test_compiled_step_gpu.py
+#   qlora     a QLoRA step of the 112M Llama (q4_0 GGUF base, r=16, seq 256, autocast bf16) against PyTorch +
+#             peft on the same model in bf16: tokens/s and peak memory (bench_qlora.py; $QLORA_ARGS adds
+#             options, e.g. "--checkpointing" or "--batch 8")
 #   dp        data parallel with the all-reduce on the devices: tests/gpu/test_dp_peer_gpu.py and
 #             bench_dp_gpu.py (big GPT; PyTorch DDP beside it) on every GPU, or on one GPU shown as two
 #             (GGML_CUDA_DEVICES=2) where the machine has one
@@ -136,6 +139,7 @@ for verb in "$@"; do
                 && nvcc -O3 -std=c++17 -arch=sm_90 -I $inc -o /tmp/flash_attn_cuda benchmarks/flash_attn_cuda.cu \
                        ggrad/ggml/cuda/flash_attn.cu /tmp/fa_cpu.o /tmp/fa_isa.o \
                 && /tmp/flash_attn_cuda timing ;;
+        qlora) python3 benchmarks/bench_qlora.py --device $device --threads 16 --steps ${QLORA_STEPS:-10} ${QLORA_ARGS:-} ;;
         dp) gpus=$(nvidia-smi -L | wc -l)
             dp_env=$([ "$gpus" -lt 2 ] && echo GGML_CUDA_DEVICES=2)
             python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_dp_peer_gpu.py 2>&1 | tail -4

@@ -2,13 +2,17 @@
 
 `Tensor.numpy()` converts (bf16 to float32, quantized types dequantized); checkpoints and quantized
 weights need the stored bits themselves, so that a save and load round trip is exact for every type.
+`from_mapped` makes a CPU leaf over a tensor of a memory-mapped GGUF file (`ggml.mapped`), its bytes read
+in place, and `page_out` gives such a leaf's pages back to the kernel.
 """
 
 import numpy as np
 
 from .. import ggml
+from ..ggml.mapped import MappedGGUF
 from . import memory, view_tracking
 from .recording import leaf_bytes
+from .tensor import Tensor
 
 
 def to_raw(t):
@@ -33,3 +37,19 @@ def from_raw(raw, dtype, shape, device=None):
     raw = np.ascontiguousarray(raw).view(np.uint8).reshape(-1)
     shape = tuple(int(s) for s in shape)
     return leaf_bytes(dev, raw, dtype, shape)
+
+
+def from_mapped(mapped, info):
+    """A computed leaf Tensor on the CPU over tensor `info` (a gguf.TensorInfo) of MappedGGUF `mapped`: its
+    bytes stay in the file's mapping (no copy), which the Tensor keeps alive."""
+    node = mapped.tensor(info)
+    return Tensor._make(node, info.shape, info.dtype, ggml.cpu(), None, memory.Block(mapped, None))
+
+
+def page_out(t):
+    """Give the kernel back the pages of `t` where `t` is still `from_mapped`'s leaf (a weight read only
+    through another copy); True if it did."""
+    block = t._block
+    if t._pending is not None or block is None or not isinstance(block.buffer, MappedGGUF):
+        return False
+    return block.buffer.page_out(t._node)

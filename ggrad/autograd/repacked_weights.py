@@ -3,16 +3,18 @@
 GGML's CPU backend multiplies q4_0 (and q4_K, iq4_nl, mxfp4, ...) weights fastest in an interleaved
 layout that it cannot read back and that no op but `mul_mat` understands (`ggml.repack`). A weight marked
 with `keep_repacked(w)` therefore keeps its own bytes (read by `numpy()`, `state_dict()`, exports,
-embeddings and the input gradient's `out_prod`) and gets a repacked copy that the forward product reads
+embeddings and the input gradient) and gets a repacked copy that the forward product reads
 (`twin_of`). The copy is remade when the weight changes (a new node or version: `copy_`,
-`load_state_dict`) and not used off the CPU. The cost is the weight's bytes a second time.
+`load_state_dict`) and not used off the CPU. The cost is the weight's bytes a second time, unless the weight
+is a view of a memory-mapped GGUF file (`from_gguf` on the CPU): then its pages are given back to the kernel
+once repacked (`raw.page_out`) and read from the file again only when something reads the weight itself.
 """
 
 import weakref
 
 from ..ggml.repack import repacked
 from .memory import Block
-from .raw import to_raw
+from .raw import page_out, to_raw
 from .tensor import Tensor
 
 _marked = {}   # id(weight) -> [weakref to it, its node and version when repacked, the repacked Tensor]
@@ -55,6 +57,7 @@ def _make_twin(w):
     made = repacked(to_raw(w), w.dtype, tuple(reversed(w.shape)))
     if made is None:
         return None
+    page_out(w)   # where w is a view of a mapped file, the repacked copy is the one held
     # a computed leaf of its own memory (Block without a pool: `made` frees it when the Tensor goes)
     return Tensor._make(made.tensor, w.shape, w.dtype, w.device, None, Block(made, None))
 

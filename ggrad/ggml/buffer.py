@@ -27,6 +27,18 @@ class Buffer:
         self.alignment = int(lib.ggml_backend_buffer_get_alignment(ptr))
         self._offset = 0
 
+    @classmethod
+    def wrapping(cls, ptr, size):
+        """A Buffer over an existing `ggml_backend_buffer_t` (e.g. `ggml_backend_cpu_buffer_from_ptr`'s, over
+        memory its caller keeps alive), freed when dropped."""
+        if ptr == ffi.NULL:
+            raise MemoryError(f"Buffer.wrapping: GGML made no buffer over {size} bytes")
+        buffer = object.__new__(cls)
+        buffer.ptr = ffi.gc(ptr, lib.ggml_backend_buffer_free)
+        buffer._managed, buffer.size, buffer._offset = True, int(size), 0
+        buffer.alignment = int(lib.ggml_backend_buffer_get_alignment(ptr))
+        return buffer
+
     @property
     def is_host(self):
         return bool(lib.ggml_backend_buffer_is_host(self.ptr))

@@ -111,7 +111,8 @@ class Block(Module):
         self.ffn_down = weights.linear(f"{prefix}.ffn_down", c.intermediate_size, c.hidden_size)
 
     def forward(self, x, positions, mask, kv_cache=None, freq_factors=None):
-        """x (B, T, hidden); positions int32 (B*T,); mask additive, broadcastable to (B, 1, T, S)."""
+        """x (B, T, hidden); positions int32 (B*T,); mask additive, (B, 1, T, S) or broadcastable to it, or
+        already tiled for the grouped query rows by `grouped_mask` (the model does that once for all blocks)."""
         h = x + self.attention(self.attn_norm(x), positions, mask, kv_cache, freq_factors)
         m = self.ffn_norm(h)
         return h + self.ffn_down(F.silu(self.ffn_gate(m)) * self.ffn_up(m))
@@ -134,18 +135,25 @@ class Block(Module):
         v = (v if v.dtype is f32 else v.float()).reshape(b, t, hkv, d).permute(0, 2, 1, 3)
         if kv_cache is not None:
             k, v = kv_cache.update(k, v)
-        s = k.shape[2]
-        group = h // hkv
         # the `group` query heads of one key/value head as rows of one head: the keys and values are not copied
-        q = q.reshape(b, hkv, group * t, d)
-        rows = mask.shape[0] if mask.ndim == 4 else 1
-        mask = mask.reshape(rows, 1, 1, t, s)
-        if group > 1:
-            mask = mask.expand(rows, 1, group, t, s)
-        mask = F.fit_mask(mask.reshape(rows, 1, group * t, s), (b, hkv, group * t, s), "llama attention")
+        q = q.reshape(b, hkv, (h // hkv) * t, d)
+        if mask.shape[-2] != q.shape[2]:   # not grouped_mask's yet
+            mask = grouped_mask(mask, b, t, c)
         out, _ = F.attend(q, k, v, mask, 1.0 / math.sqrt(d), 0.0, False)
         out = out.reshape(b, h, t, d).permute(0, 2, 1, 3).reshape(b, t, h * d)
         return self.attn_output(out)
+
+
+def grouped_mask(mask, b, t, config):
+    """The additive mask (B or 1, 1, T, S) tiled for the query rows of grouped-query attention: (B, kv heads,
+    group * T, S), the `group` query heads of a key/value head one after another (one copy for all blocks)."""
+    hkv, group = config.num_kv_heads, config.num_heads // config.num_kv_heads
+    s = mask.shape[-1]
+    rows = mask.shape[0] if mask.ndim == 4 else 1
+    mask = mask.reshape(rows, 1, 1, t, s)
+    if group > 1:
+        mask = mask.expand(rows, 1, group, t, s)
+    return F.fit_mask(mask.reshape(rows, 1, group * t, s), (b, hkv, group * t, s), "llama attention")
 
 
 class LlamaModel(Module):
@@ -189,6 +197,7 @@ class LlamaModel(Module):
             raise ShapeError(f"LlamaModel: ids must be (batch, seq), got shape {tuple(ids.shape)}")
         b, t = ids.shape
         positions, mask = self._positions_and_mask(b, t, kv_cache, ids.device)
+        mask = grouped_mask(mask, b, t, self.config)
         h = self.token_embd(ids if ids.dtype is i32 else ids.to(i32))
         h = h if h.dtype is f32 else h.float()
         factors = None if self.rope_freqs is None else self.rope_freqs.weight

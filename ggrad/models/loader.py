@@ -5,15 +5,19 @@ The file is validated by `ggrad.ggml.gguf.read` (structure, sizes, truncation), 
 architecture needs must be there with the shape the config implies (a missing or misshapen one raises
 FormatError naming it), in a type GGML multiplies (float or quantized). `output.weight` absent means the
 output layer is tied to `token_embd.weight`; `rope_freqs.weight` (Llama 3's RoPE scaling) is used where
-present. Tensors llama.cpp's loader would not know are refused, as llama.cpp refuses them.
+present. Tensors llama.cpp's loader would not know are refused, as llama.cpp refuses them. On the CPU the
+tensors are read in place from the memory-mapped file, as llama.cpp maps its files (`ggml.mapped`: page
+cache rather than a copy; a repacked weight's own bytes are given back to the kernel once repacked).
 """
 
 import os
 
-from ..autograd.raw import from_raw
+from ..autograd.raw import from_mapped, from_raw
 from ..autograd.repacked_weights import keep_repacked
+from ..ggml import device as as_device
 from ..ggml import gguf
 from ..ggml.errors import FormatError
+from ..ggml.mapped import MappedGGUF, can_map
 from ..nn.quantized import repack_
 from .config import ModelConfig
 from .llama import LlamaModel, Weights
@@ -34,7 +38,17 @@ def expected_tensors(config):
     return names
 
 
-def from_gguf(path, device=None, context=None, repack=True):
+def _mapped(file):
+    """`file` mapped into memory, or None where it cannot be (alignment, a file system without mmap)."""
+    if not can_map(file):
+        return None
+    try:
+        return MappedGGUF(file)
+    except OSError:
+        return None
+
+
+def from_gguf(path, device=None, context=None, repack=True, mmap=True):
     """The model of llama.cpp GGUF file `path` (architectures llama and qwen2).
 
     Args:
@@ -44,7 +58,11 @@ def from_gguf(path, device=None, context=None, repack=True):
             file's context length, at most 2048).
         repack (bool): on the CPU, multiply the quantized weights that GGML's CPU kernels have an
             interleaved layout for (q4_0, q4_K, iq4_nl, ...) through such copies, as llama.cpp does
-            (`nn.repack_`: faster, those weights' bytes held twice). False keeps one copy.
+            (`nn.repack_`: faster; the file's bytes of those weights stay mapped but are not held once
+            repacked). False multiplies the file's layout.
+        mmap (bool): on the CPU, read the tensors in place from the file mapped into memory, as llama.cpp
+            does (`ggml.mapped`; the file must not be changed in place while the model lives). False reads a
+            copy of each (llama.cpp's --no-mmap).
 
     Raises:
         FormatError: not a GGUF file, truncated or damaged, an architecture other than llama and qwen2, a
@@ -72,12 +90,13 @@ def from_gguf(path, device=None, context=None, repack=True):
                           f"has {embd.shape[0]} rows")
     config.vocab_size = embd.shape[0]
     config.tie_word_embeddings = "output.weight" not in file.by_name
-    loaded = {}
     for info in file.tensors:
         if not (info.dtype.name in ("f32", "f16", "bf16") or info.dtype.is_quantized):
             raise FormatError(f"{where}: tensor {info.name} is {info.dtype.name}; a model's weights are float or "
                               "quantized")
-        loaded[info.name] = from_raw(file.read_data(info), info.dtype, info.shape, device)
+    mapped = _mapped(file) if mmap and as_device(device).is_cpu else None
+    loaded = {info.name: from_mapped(mapped, info) if mapped is not None
+              else from_raw(file.read_data(info), info.dtype, info.shape, device) for info in file.tensors}
     try:
         model = LlamaModel(config, Weights(loaded, device), context)
     except ValueError as e:   # ShapeError: a tensor's shape disagrees with the metadata

@@ -132,6 +132,20 @@ def test_matmul_with_a_quantized_weight_matches_the_dequantized_product(name, on
     np.testing.assert_allclose(xt.grad.numpy(), g @ wd, rtol=1e-5, atol=1e-5)
 
 
+def test_the_input_gradient_of_a_quantized_product_is_differentiable(one_thread):
+    """create_graph: x's gradient g @ w (w dequantized in the graph) differentiates again, in x."""
+    rng = np.random.default_rng(4)
+    qw = ggrad.quantize(ggrad.tensor(rng.standard_normal((16, 64)).astype(np.float32)), "q4_0")
+    wd = qw.dequantize().numpy()
+    x = ggrad.tensor(rng.standard_normal((3, 64)).astype(np.float32), requires_grad=True)
+    y = x @ qw.T
+    (gx,) = ggrad.autograd.grad((y * y).sum(), x, create_graph=True)
+    np.testing.assert_allclose(gx.detach().numpy(), 2 * y.detach().numpy() @ wd, rtol=1e-5, atol=1e-4)
+    (gxx,) = ggrad.autograd.grad(gx.sum(), x)
+    expected = np.broadcast_to(2 * wd.sum(axis=1) @ wd, (3, 64))
+    np.testing.assert_allclose(gxx.numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
 def test_linear_and_batched_inputs_with_a_quantized_weight(one_thread):
     rng = np.random.default_rng(2)
     qw = ggrad.quantize(ggrad.tensor(rng.standard_normal((8, 64)).astype(np.float32)), "q8_0")

@@ -4,14 +4,16 @@ A quantized Tensor holds GGML's blocks (`dtype` is the GGML type, `shape` the lo
 (the last dimension) are a whole number of blocks. Quantizing runs on the host through GGML's
 `ggml_quantize_chunk` (`ggml.encode`); dequantizing is GGML's cast to f32 in the graph. A matmul with
 a quantized weight runs GGML's `mul_mat` on the blocks themselves (or on a copy repacked for the
-CPU's kernels, `repacked_weights`); its input gradient is GGML's `out_prod` with the quantized weight.
+CPU's kernels, `repacked_weights`); its input gradient multiplies by the weight dequantized in the graph
+(`DequantizedRows`: a float copy in the compute buffer for that product; GGML's `out_prod` on quantized
+blocks dequantizes every row of the weight once per row of the gradient, and only the CPU runs it).
 Quantized tensors are not differentiable (as in PyTorch).
 """
 
 import numpy as np
 
 from ... import ggml
-from ...ggml import f32, ops
+from ...ggml import f32, i32, ops
 from ...ggml.errors import DTypeError, ShapeError
 from .. import view_tracking
 from ..primitive import Primitive
@@ -76,6 +78,21 @@ def dequantize(t):
     return Dequantize.apply(t)
 
 
+class DequantizedRows(Primitive):
+    """A 2-D quantized weight as float32, read by GGML's get_rows over all its rows (indices made in the graph):
+    the backends run get_rows on more quantized types than the cast (CUDA: the K and IQ types too)."""
+
+    @staticmethod
+    def build(ctx, graph, w):
+        c = graph.ctx
+        rows = ops.cast(c, ops.arange(c, 0.0, float(w.ne[1]), 1.0), i32)   # exact below 2**24 rows
+        return ops.get_rows(c, w, rows)
+
+    @staticmethod
+    def result_dtype(w):
+        return f32
+
+
 class QuantizedMatMulNT(Primitive):
     """y = x @ w^T for f32 x (M, K) and a quantized w (N, K); gradient to x only."""
 
@@ -96,8 +113,8 @@ class QuantizedMatMulNT(Primitive):
     @staticmethod
     def backward(ctx, g):
         (w,) = ctx.saved_tensors
-        # dx = g @ w = out_prod(w, g^T): no dequantized copy of w is made
-        return QuantizedOutProd.apply(w, mv.transpose(g, 0, 1)), None
+        dense = DequantizedRows.apply(w) if w.shape[0] < 2 ** 24 else Dequantize.apply(w)
+        return g @ dense, None   # dx = g @ w
 
 
 class RepackedMatMulNT(QuantizedMatMulNT):
@@ -119,29 +136,6 @@ class RepackedMatMulNT(QuantizedMatMulNT):
     @staticmethod
     def backward(ctx, g):
         return QuantizedMatMulNT.backward(ctx, g) + (None,)
-
-
-class QuantizedOutProd(Primitive):
-    """g @ w as GGML's out_prod(w, g^T) for a quantized w (N, K) and g^T (N, M); its own gradient
-    (create_graph) for g^T is (gg @ w^T)^T."""
-    saves = (0,)
-
-    @staticmethod
-    def build(ctx, graph, w, gt):
-        return ops.out_prod(graph.ctx, w, gt)
-
-    @staticmethod
-    def backward(ctx, gg):
-        (w,) = ctx.saved_tensors
-        return None, mv.transpose(QuantizedMatMulNT.apply(gg, w), 0, 1)
-
-    @staticmethod
-    def shape(w, gt):
-        return (gt.shape[1], w.shape[1])
-
-    @staticmethod
-    def result_dtype(w, gt):
-        return f32
 
 
 def matmul_nt_quantized(x, w):

@@ -1,24 +1,30 @@
-"""`ggrad.linalg`: PyTorch's torch.linalg namespace for what GGML's ops compute (norms, products).
+"""`ggrad.linalg`: PyTorch's torch.linalg namespace.
 
-Decompositions and solvers have no GGML op: `cholesky` and `solve_triangular` are composed of ggrad ops
-for small matrices (ggrad/triangular.py); svd, qr, inv, solve, det and eig* are absent here rather than
-computed on the host without gradients. So are the matrix norms that need singular values
-('nuc', 2, -2): asking for one raises a ValueError naming it.
+Norms and products are GGML's ops; `cholesky` and `solve_triangular` are composed of ggrad ops for small
+matrices (ggrad/triangular.py). GGML has no other factorization: inv, det, slogdet, solve, lstsq, pinv, qr,
+svd, svdvals, eigh, eigvalsh, matrix_rank and matrix_exp run numpy's LAPACK on the host in float64, one
+synchronisation a call, with PyTorch's gradients in the graph (ggrad/autograd/ops/linear_solvers.py and
+decompositions.py); the matrix norms 'nuc', 2 and -2 and `cond` stand on svdvals.
 """
 
 from .autograd import Tensor
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
+from .autograd.ops.decompositions import (eigh, eigvalsh, linalg_qr as qr, linalg_svd as svd, matrix_rank,
+                                          svdvals)
+from .autograd.ops.linear_solvers import inv, linalg_det as det, lstsq, matrix_exp, pinv, slogdet, solve
 from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
 from .triangular import LinAlgError, cholesky, solve_triangular
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
-           "solve_triangular", "LinAlgError"]
+           "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
+           "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "cond"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)
-    """The matrix norm of A over the two dims `dim`: 'fro' (Frobenius), inf / -inf (largest / smallest
-    row sum of |A|), 1 / -1 (largest / smallest column sum of |A|)."""
+    """The matrix norm of A over the two dims `dim`: 'fro' (Frobenius), 'nuc' (the sum of the singular values),
+    2 / -2 (the largest / smallest singular value: these three read A to the host, one synchronisation),
+    inf / -inf (largest / smallest row sum of |A|), 1 / -1 (largest / smallest column sum of |A|)."""
     _check_tensor(A, "matrix_norm")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got shape "
@@ -33,7 +39,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa:
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):
-        raise ValueError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which GGML does not compute")
+        values = svdvals(A.movedim((rows, cols), (-2, -1)))
+        out = values.sum(-1) if ord == "nuc" else values.amax(-1) if ord == 2 else values.amin(-1)
+        return out.unsqueeze(min(rows, cols)).unsqueeze(max(rows, cols)) if keepdim else out
     if ord not in (1, -1, float("inf"), -float("inf")):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord!r} not supported.")
     summed, over = (cols, rows) if abs(ord) == float("inf") else (rows, cols)   # inf: row sums; 1: column sums
@@ -105,3 +113,17 @@ def multi_dot(tensors, *, out=None):
     for t in tensors[1:]:
         result = matmul(result, t)
     return result
+
+
+def cond(A, p=None):
+    """The condition number of A in the matrix norm `p`, as torch.linalg.cond: None / 2 (the largest over the
+    smallest singular value), -2 (its inverse), or 'fro', 'nuc', inf, -inf, 1, -1 (norm(A) norm(A^-1), square
+    A). Reads A to the host (one synchronisation, two for the norms of A^-1)."""
+    _check_tensor(A, "cond")
+    if p in (None, 2, -2):
+        values = svdvals(A)
+        largest, smallest = values.amax(-1), values.amin(-1)
+        return largest / smallest if p != -2 else smallest / largest
+    if p not in ("fro", "nuc", 1, -1, float("inf"), -float("inf")):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)

@@ -12,12 +12,9 @@ compute, as PyTorch's synchronous check) and raises LinAlgError, as PyTorch's.
 from .autograd import Tensor
 from .autograd.factory import eye, zeros_like
 from .autograd.ops import broadcast_shapes, cat, isnan, matmul, stack
+from .autograd.ops.host_lapack import LinAlgError
 
 __all__ = ["LinAlgError", "cholesky", "solve_triangular", "cholesky_solve", "cholesky_inverse"]
-
-
-class LinAlgError(RuntimeError):
-    """A matrix the factorization or solver cannot handle (PyTorch's torch.linalg.LinAlgError)."""
 
 
 def _square(A, op):

@@ -245,6 +245,14 @@ from .conv import conv2d as conv2d
 from .conv import conv1d as conv1d
 from .conv import conv_transpose2d as conv_transpose2d
 from .conv import conv_transpose1d as conv_transpose1d
+from .linear_solvers import inverse as inverse
+from .linear_solvers import det as det
+from .linear_solvers import slogdet as slogdet
+from .linear_solvers import logdet as logdet
+from .linear_solvers import pinverse as pinverse
+from .linear_solvers import matrix_exp as matrix_exp
+from .decompositions import qr as qr
+from .decompositions import svd as svd
 from .einsum_lowering import einsum as einsum
 from .float_parts import copysign as copysign
 from .float_parts import frexp as frexp

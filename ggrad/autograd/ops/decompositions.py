@@ -187,9 +187,9 @@ class _Eigh(Function):
         return matmul(matmul(V, inner), _mT(V)), None
 
 
-def _check_uplo(UPLO, op):
+def _check_uplo(UPLO):
     if UPLO not in ("L", "U"):
-        raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
 @autocast_op("linalg_eigh", FLOAT32)
@@ -198,7 +198,7 @@ def eigh(A, UPLO="L"):
     read, as torch.linalg.eigh. Computes what is pending and reads A to the host (one synchronisation). The
     gradient is PyTorch's (the eigenvectors' part is not defined for repeated eigenvalues)."""
     check_matrix(A, "linalg.eigh", square=True)
-    _check_uplo(UPLO, "linalg.eigh")
+    _check_uplo(UPLO)
     return _eigh_result(*_Eigh.apply(A, UPLO))
 
 
@@ -207,7 +207,7 @@ def eigvalsh(A, UPLO="L"):
     """The eigenvalues (ascending) of a symmetric A (..., n, n), as torch.linalg.eigvalsh (computed on the
     host: one synchronisation); gradient V diag(G) V^T."""
     check_matrix(A, "linalg.eigvalsh", square=True)
-    _check_uplo(UPLO, "linalg.eigvalsh")
+    _check_uplo(UPLO)
     return _Eigh.apply(A, UPLO)[0]
 
 

@@ -18,13 +18,18 @@ class LinAlgError(RuntimeError):
     """A matrix the factorization or solver cannot handle (PyTorch's torch.linalg.LinAlgError)."""
 
 
+def scalar_name(dtype):
+    """PyTorch's ScalarType name of a dtype ("Float", "Long"), as its linalg messages give it."""
+    return _SCALAR_NAMES.get(dtype.torch_name, dtype.torch_name)
+
+
 def check_matrix(A, op, square=False, name="A"):
     """Raise PyTorch's error unless A is a float32 Tensor of (batches of) matrices, square ones if `square`."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' (position 1) must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    dtype = _SCALAR_NAMES.get(A.dtype.torch_name, A.dtype.torch_name)
+    dtype = scalar_name(A.dtype)
     if not A.dtype.is_float:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype}")
     if A.dtype.torch_name != "float32":

@@ -12,13 +12,15 @@ import numpy as np
 
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
+from ..factory import eye
 from ..function import Function
 from ..tensor import Tensor
 from .broadcast import broadcast_shapes
 from .host_lapack import (LinAlgError, batch_prefix, check_matrix, constant, host, rank_cutoff,
-                          singular_elements)
+                          scalar_name, singular_elements)
 from .joins import cat
 from .products import matmul
+from .selection import where
 
 _slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -65,23 +67,17 @@ def inverse(input):  # noqa: A002 (PyTorch's names)
     return inv(input)
 
 
-def _cofactors64(A):
-    """det(A) A^-T for every matrix, singular ones included (by the SVD: U diag(prod of the other s) V^T,
-    times the signs of det U and det V)."""
-    U, s, Vh = np.linalg.svd(A)
-    n = s.shape[-1]
-    others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], -1)
-    signs = np.linalg.det(U) * np.linalg.det(Vh)
-    return (U * others[..., None, :]) @ Vh * signs[..., None, None]
-
-
 class _Determinant(Function):
     @staticmethod
     def forward(ctx, A):
         A64 = host(A)
-        det = np.linalg.det(A64)
-        ctx.invertible = bool(np.all(det != 0)) and not singular_elements(A64) if A64.size else True
-        ctx.cofactors = None if ctx.invertible else constant(_cofactors64(A64), A)
+        det = np.array(np.linalg.det(A64))
+        singular = np.zeros(A64.shape[:-2], bool)
+        for index, _ in singular_elements(A64):
+            singular.reshape(-1)[index] = True
+        det[singular] = 0.0
+        # singular matrices get PyTorch's zero gradient (det A^-T with det = 0): A^-1 of the identity there
+        ctx.singular = constant(singular[..., None, None], A, bool) if singular.any() else None
         out = constant(det, A)
         ctx.save_for_backward(A, out)
         return out
@@ -89,15 +85,15 @@ class _Determinant(Function):
     @staticmethod
     def backward(ctx, g):
         A, det = ctx.saved_tensors
-        if ctx.invertible:   # d det / dA = det A^-T, in the graph (differentiable again)
-            return (g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
-        return g.unsqueeze(-1).unsqueeze(-1) * ctx.cofactors
+        if ctx.singular is not None:
+            A = where(ctx.singular, eye(A.shape[-1], device=A.device), A)
+        return (g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
 
 
 @autocast_op("linalg_det", FLOAT32)
 def linalg_det(A):
     """det(A) of a square matrix or a batch, as torch.linalg.det; computes what is pending and reads A to the
-    host (one synchronisation). Its gradient det(A) A^-T (the cofactors, by the SVD, for a singular A)."""
+    host (one synchronisation). Its gradient det(A) A^-T (zero for an exactly singular A, as PyTorch's)."""
     check_matrix(A, "linalg.det", square=True)
     return _Determinant.apply(A)
 
@@ -231,7 +227,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     taken as zero, as torch.linalg.pinv; computes what is pending and reads A to the host (one
     synchronisation). Its gradient is PyTorch's formula in the graph (exact where the rank does not change)."""
     if not isinstance(A, Tensor) or A.ndim < 2 or not A.dtype.is_float:
-        described = f"{A.dtype.torch_name}{{{list(A.shape)}}}" if isinstance(A, Tensor) else type(A).__name__
+        described = f"{scalar_name(A.dtype)}{{{list(A.shape)}}}" if isinstance(A, Tensor) else type(A).__name__
         raise RuntimeError(f"linalg.pinv({described}): expected a tensor with 2 or more dimensions of float, "
                            "double, cfloat or cdouble types")
     check_matrix(A, "linalg.pinv", square=hermitian)

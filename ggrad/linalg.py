@@ -11,14 +11,15 @@ from .autograd import Tensor
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
 from .autograd.ops.decompositions import (eigh, eigvalsh, linalg_qr as qr, linalg_svd as svd, matrix_rank,
                                           svdvals)
-from .autograd.ops.linear_solvers import inv, linalg_det as det, lstsq, matrix_exp, pinv, slogdet, solve
+from .autograd.ops.linear_solvers import (inv, linalg_det as det, lstsq, matrix_exp, matrix_power, pinv, slogdet,
+                                          solve)
 from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
 from .triangular import LinAlgError, cholesky, solve_triangular
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
            "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
-           "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "cond"]
+           "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)

@@ -117,6 +117,7 @@ def test_pinv_of_a_rank_deficient_matrix_and_hermitian():
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (2, 4, 2)])
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.filterwarnings("ignore:torch.qr is deprecated")
 def test_qr(shape, mode):
     a = _well_conditioned(*shape)
     grad = mode == "reduced" or (mode == "complete" and shape[-2] <= shape[-1])
@@ -199,6 +200,13 @@ def test_matrix_exp(batch):
     _compare(lambda lib, A: A.matrix_exp(), a, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 5])
+def test_matrix_power(n):
+    a = _well_conditioned(2, 3, 3) / 2
+    _compare(lambda lib, A: lib.linalg.matrix_power(A, n), a, grad=n != 0)
+    _compare(lambda lib, A: A.matrix_power(n), a, grad=n != 0)
+
+
 def _error(call):
     for lib in (torch, ggrad):
         try:
@@ -231,6 +239,10 @@ ERRORS = [
     lambda lib: lib.linalg.pinv(lib.ones(2)),
     lambda lib: lib.linalg.lstsq(lib.ones(3, 2), lib.ones(2, 1)),
     lambda lib: lib.linalg.matrix_rank(lib.ones(2)),
+    lambda lib: lib.linalg.matrix_power(lib.ones(2, 3), 2),
+    lambda lib: lib.linalg.matrix_power(lib.ones(2), 2),
+    lambda lib: lib.linalg.matrix_power(lib.ones(2, 2), -1),
+    lambda lib: lib.matrix_power(lib.ones(2, 2), 0.5),
     lambda lib: lib.linalg.qr(lib.ones(3, 2, requires_grad=True), mode="r").R.sum().backward(),
     lambda lib: lib.linalg.qr(lib.ones(3, 2, requires_grad=True), mode="complete").Q.sum().backward(),
 ]

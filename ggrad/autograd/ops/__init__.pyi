@@ -251,6 +251,7 @@ from .linear_solvers import slogdet as slogdet
 from .linear_solvers import logdet as logdet
 from .linear_solvers import pinverse as pinverse
 from .linear_solvers import matrix_exp as matrix_exp
+from .linear_solvers import matrix_power as matrix_power
 from .decompositions import qr as qr
 from .decompositions import svd as svd
 from .einsum_lowering import einsum as einsum

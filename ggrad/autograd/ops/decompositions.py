@@ -12,6 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..arguments import BOOL, kinds
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
 from ..factory import eye, zeros
@@ -87,6 +88,7 @@ def linalg_qr(A, mode="reduced"):
 
 
 @declare(method=True)
+@kinds(some=BOOL)
 def qr(input, some=True):  # noqa: A002
     """torch.qr: linalg.qr with mode 'reduced' (some=True) or 'complete' (computed on the host: one
     synchronisation)."""
@@ -153,6 +155,7 @@ def svdvals(A, *, driver=None):
 
 
 @declare(method=True)
+@kinds(some=BOOL, compute_uv=BOOL)
 def svd(input, some=True, compute_uv=True):  # noqa: A002
     """torch.svd: (U, S, V) with input = U diag(S) V^T (some=True: the reduced factors); compute_uv=False gives
     zero U (m x m) and V (n x n), as PyTorch. Computed on the host: one synchronisation."""

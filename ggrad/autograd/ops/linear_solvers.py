@@ -10,6 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..arguments import NUMBER, kinds
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
 from ..factory import eye
@@ -235,6 +236,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 
 
 @declare(method=True)
+@kinds(rcond=NUMBER)
 def pinverse(input, rcond=1e-15):  # noqa: A002
     """torch.pinverse: linalg.pinv with rtol=rcond (computed on the host: one synchronisation)."""
     return pinv(input, rtol=rcond)
@@ -311,3 +313,30 @@ def matrix_exp(A):
     matrix (in the graph, differentiable again)."""
     check_matrix(A, "linalg.matrix_exp", square=True)
     return _MatrixExp.apply(A)
+
+
+@declare(method=True)
+def matrix_power(input, n):  # noqa: A002
+    """input^n for square matrices (..., m, m) and an integer n, as torch.linalg.matrix_power: products by
+    repeated squaring in the graph (floating point: ggrad's matmul; PyTorch also takes integers); a negative n inverts first (linalg.inv, on the host: one
+    synchronisation), n = 0 gives identities."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"matrix_power(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
+    if n == 0:
+        return eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(tuple(input.shape)).contiguous()
+    base, n = (inv(input), -n) if n < 0 else (input, n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result

@@ -8,6 +8,7 @@ decompositions.py); the matrix norms 'nuc', 2 and -2 and `cond` stand on svdvals
 """
 
 from .autograd import Tensor
+from .autograd.autocast_hook import FLOAT32, autocast_op
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
 from .autograd.ops.decompositions import (eigh, eigvalsh, linalg_qr as qr, linalg_svd as svd, matrix_rank,
                                           svdvals)
@@ -116,6 +117,7 @@ def multi_dot(tensors, *, out=None):
     return result
 
 
+@autocast_op("linalg_cond", FLOAT32)
 def cond(A, p=None):
     """The condition number of A in the matrix norm `p`, as torch.linalg.cond: None / 2 (the largest over the
     smallest singular value), -2 (its inverse), or 'fro', 'nuc', inf, -inf, 1, -1 (norm(A) norm(A^-1), square

@@ -77,14 +77,11 @@ def _given(obj, values):
     return False
 
 
-_LINALG_NAMED = re.compile(r"(torch\.)?linalg\.\w+:")   # PyTorch names the linalg op (torch.inverse: linalg.inv)
-
-
 def _rename(error, name):
     """Put `name` in front of `error`'s message when the message does not name it (a shared helper or numpy
     raised it): the error keeps its type and traceback."""
     if len(error.args) == 1 and isinstance(error.args[0], str) and \
-            not re.search(rf"\b{re.escape(name)}\b", error.args[0]) and not _LINALG_NAMED.match(error.args[0]):
+            not re.search(rf"\b{re.escape(name)}\b", error.args[0]):
         error.args = (f"{name}(): {error.args[0]}",)
 
 

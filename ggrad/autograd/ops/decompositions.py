@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..arguments import BOOL, kinds
+from ..arguments import BOOL, require
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
 from ..factory import eye, zeros
@@ -88,10 +88,11 @@ def linalg_qr(A, mode="reduced"):
 
 
 @declare(method=True)
-@kinds(some=BOOL)
+@autocast_op("qr", FLOAT32)
 def qr(input, some=True):  # noqa: A002
     """torch.qr: linalg.qr with mode 'reduced' (some=True) or 'complete' (computed on the host: one
     synchronisation)."""
+    require("qr", "some", some, BOOL)
     return linalg_qr(input, "reduced" if some else "complete")
 
 
@@ -155,10 +156,12 @@ def svdvals(A, *, driver=None):
 
 
 @declare(method=True)
-@kinds(some=BOOL, compute_uv=BOOL)
+@autocast_op("svd", FLOAT32)
 def svd(input, some=True, compute_uv=True):  # noqa: A002
     """torch.svd: (U, S, V) with input = U diag(S) V^T (some=True: the reduced factors); compute_uv=False gives
     zero U (m x m) and V (n x n), as PyTorch. Computed on the host: one synchronisation."""
+    require("svd", "some", some, BOOL)
+    require("svd", "compute_uv", compute_uv, BOOL)
     check_matrix(input, "linalg.svd")
     if not compute_uv:
         m, n = input.shape[-2:]
@@ -214,6 +217,7 @@ def eigvalsh(A, UPLO="L"):
     return _Eigh.apply(A, UPLO)[0]
 
 
+@autocast_op("linalg_matrix_rank", FLOAT32)
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     """The number of singular values (|eigenvalues| where hermitian) above max(atol, rtol * the largest), as
     torch.linalg.matrix_rank (rtol defaults to eps * max(m, n) where neither is given): an int64 tensor of

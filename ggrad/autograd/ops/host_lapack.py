@@ -23,8 +23,9 @@ def scalar_name(dtype):
     return _SCALAR_NAMES.get(dtype.torch_name, dtype.torch_name)
 
 
-def check_matrix(A, op, square=False, name="A"):
-    """Raise PyTorch's error unless A is a float32 Tensor of (batches of) matrices, square ones if `square`."""
+def check_matrix(A, op, square=False, name="A", low_precision=False):
+    """Raise PyTorch's error unless A is a float32 Tensor (float16 and bfloat16 too where `low_precision`) of
+    (batches of) matrices, square ones if `square`."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}(): argument '{name}' (position 1) must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
@@ -32,7 +33,7 @@ def check_matrix(A, op, square=False, name="A"):
     dtype = scalar_name(A.dtype)
     if not A.dtype.is_float:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype}")
-    if A.dtype.torch_name != "float32":
+    if A.dtype.torch_name != "float32" and not low_precision:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {dtype}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are {A.shape[-2]} by "

@@ -10,7 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..arguments import NUMBER, kinds
+from ..arguments import NUMBER, require
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
 from ..factory import eye
@@ -91,7 +91,6 @@ class _Determinant(Function):
         return (g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
 
 
-@autocast_op("linalg_det", FLOAT32)
 def linalg_det(A):
     """det(A) of a square matrix or a batch, as torch.linalg.det; computes what is pending and reads A to the
     host (one synchronisation). Its gradient det(A) A^-T (zero for an exactly singular A, as PyTorch's)."""
@@ -120,7 +119,6 @@ class _LogAbsDet(Function):
         return g.unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
 
 
-@autocast_op("linalg_slogdet", FLOAT32)
 def slogdet(A):
     """(sign, log|det A|) of a square matrix or a batch, as torch.linalg.slogdet (sign 0 and -inf for a singular
     one); computes what is pending and reads A to the host (one synchronisation). The gradient of logabsdet
@@ -222,12 +220,11 @@ class _PseudoInverse(Function):
         return g_A, None, None, None
 
 
-@autocast_op("linalg_pinv", FLOAT32)
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudoinverse of A (..., m, n), singular values at or below max(atol, rtol * s_max)
     taken as zero, as torch.linalg.pinv; computes what is pending and reads A to the host (one
     synchronisation). Its gradient is PyTorch's formula in the graph (exact where the rank does not change)."""
-    if not isinstance(A, Tensor) or A.ndim < 2 or not A.dtype.is_float:
+    if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype.torch_name != "float32":
         described = f"{scalar_name(A.dtype)}{{{list(A.shape)}}}" if isinstance(A, Tensor) else type(A).__name__
         raise RuntimeError(f"linalg.pinv({described}): expected a tensor with 2 or more dimensions of float, "
                            "double, cfloat or cdouble types")
@@ -236,12 +233,14 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 
 
 @declare(method=True)
-@kinds(rcond=NUMBER)
+@autocast_op("pinverse", FLOAT32)
 def pinverse(input, rcond=1e-15):  # noqa: A002
     """torch.pinverse: linalg.pinv with rtol=rcond (computed on the host: one synchronisation)."""
+    require("pinverse", "rcond", rcond, NUMBER)
     return pinv(input, rtol=rcond)
 
 
+@autocast_op("linalg_lstsq", FLOAT32)
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution X of A X = B for A (..., m, n) and B (..., m, k) (or a vector B (..., m)),
     as torch.linalg.lstsq: (solution, residuals, rank, singular_values), the last three as PyTorch's driver
@@ -293,7 +292,7 @@ class _MatrixExp(Function):
     @staticmethod
     def forward(ctx, A):
         ctx.save_for_backward(A)
-        return constant(_exp64(host(A)), A)
+        return constant(_exp64(host(A)), A).to(A.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -306,12 +305,11 @@ class _MatrixExp(Function):
 
 
 @declare(method=True)
-@autocast_op("linalg_matrix_exp", FLOAT32)
 def matrix_exp(A):
-    """e^A of a square matrix or a batch, as torch.linalg.matrix_exp / torch.matrix_exp; computes what is
-    pending and reads A to the host (one synchronisation). Its gradient is matrix_exp of a 2n x 2n block
-    matrix (in the graph, differentiable again)."""
-    check_matrix(A, "linalg.matrix_exp", square=True)
+    """e^A of a square matrix or a batch, as torch.linalg.matrix_exp / torch.matrix_exp (in A's dtype, float16
+    and bfloat16 too); computes what is pending and reads A to the host (one synchronisation). Its gradient is
+    matrix_exp of a 2n x 2n block matrix (in the graph, differentiable again)."""
+    check_matrix(A, "linalg.matrix_exp", square=True, low_precision=True)
     return _MatrixExp.apply(A)
 
 

@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..arguments import BOOL, require
+from ..arguments import FLAG, require
 from ..autocast_hook import FLOAT32, autocast_op
 from ..declaration import declare
 from ..factory import eye, zeros
@@ -92,7 +92,7 @@ def linalg_qr(A, mode="reduced"):
 def qr(input, some=True):  # noqa: A002
     """torch.qr: linalg.qr with mode 'reduced' (some=True) or 'complete' (computed on the host: one
     synchronisation)."""
-    require("qr", "some", some, BOOL)
+    require("qr", "some", some, FLAG)
     return linalg_qr(input, "reduced" if some else "complete")
 
 
@@ -160,8 +160,8 @@ def svdvals(A, *, driver=None):
 def svd(input, some=True, compute_uv=True):  # noqa: A002
     """torch.svd: (U, S, V) with input = U diag(S) V^T (some=True: the reduced factors); compute_uv=False gives
     zero U (m x m) and V (n x n), as PyTorch. Computed on the host: one synchronisation."""
-    require("svd", "some", some, BOOL)
-    require("svd", "compute_uv", compute_uv, BOOL)
+    require("svd", "some", some, FLAG)
+    require("svd", "compute_uv", compute_uv, FLAG)
     check_matrix(input, "linalg.svd")
     if not compute_uv:
         m, n = input.shape[-2:]

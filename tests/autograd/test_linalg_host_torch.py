@@ -229,6 +229,24 @@ def test_dtypes_under_cpu_autocast_as_pytorchs(name):
     assert dtypes[0] == dtypes[1]
 
 
+EMPTY = [
+    lambda lib: lib.linalg.inv(lib.zeros(0, 2, 2)), lambda lib: lib.linalg.det(lib.zeros(0, 0)),
+    lambda lib: lib.linalg.det(lib.zeros(3, 0, 0)), lambda lib: lib.linalg.slogdet(lib.zeros(0, 2, 2)),
+    lambda lib: lib.linalg.solve(lib.zeros(0, 2, 2), lib.zeros(0, 2, 1)), lambda lib: lib.linalg.svd(lib.zeros(2, 0)),
+    lambda lib: lib.linalg.svdvals(lib.zeros(0, 3)), lambda lib: lib.linalg.qr(lib.zeros(0, 3)),
+    lambda lib: lib.linalg.eigh(lib.zeros(0, 0)), lambda lib: lib.linalg.pinv(lib.zeros(0, 3)),
+    lambda lib: lib.linalg.matrix_rank(lib.zeros(0, 3)), lambda lib: lib.linalg.matrix_exp(lib.zeros(0, 2, 2)),
+    lambda lib: lib.linalg.lstsq(lib.zeros(0, 3), lib.zeros(0, 1)),
+]
+
+
+@pytest.mark.parametrize("call", EMPTY)
+def test_empty_inputs_as_pytorchs(call):
+    for ours, theirs in zip(_outputs(call(ggrad)), _outputs(call(torch))):
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def _error(call):
     for lib in (torch, ggrad):
         try:

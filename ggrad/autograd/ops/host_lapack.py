@@ -68,7 +68,7 @@ def first_zero_pivot(matrix):
 
 def singular_elements(matrices):
     """(flat batch index, first zero pivot) of each exactly singular matrix of a (..., n, n) array, in order."""
-    flat = matrices.reshape((-1,) + matrices.shape[-2:])
+    flat = matrices.reshape((int(np.prod(matrices.shape[:-2])),) + matrices.shape[-2:])
     found = ((b, first_zero_pivot(m)) for b, m in enumerate(flat))
     return [(b, info) for b, info in found if info]
 

@@ -2,9 +2,10 @@
 
 Norms and products are GGML's ops; `cholesky` and `solve_triangular` are composed of ggrad ops for small
 matrices (ggrad/triangular.py). GGML has no other factorization: inv, det, slogdet, solve, lstsq, pinv, qr,
-svd, svdvals, eigh, eigvalsh, matrix_rank and matrix_exp run numpy's LAPACK on the host in float64, one
-synchronisation a call, with PyTorch's gradients in the graph (ggrad/autograd/ops/linear_solvers.py and
-decompositions.py); the matrix norms 'nuc', 2 and -2 and `cond` stand on svdvals.
+svd, svdvals, eigh, eigvalsh, matrix_rank and matrix_exp run numpy's LAPACK on the host in float64, and lu /
+lu_factor an elimination of ggrad's own there, one synchronisation a call, with PyTorch's gradients in the
+graph (ggrad/autograd/ops/linear_solvers.py, decompositions.py, lu.py); the matrix norms 'nuc', 2 and -2 and
+`cond` stand on svdvals.
 """
 
 from .autograd import Tensor
@@ -12,6 +13,7 @@ from .autograd.autocast_hook import FLOAT32, autocast_op
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
 from .autograd.ops.decompositions import (eigh, eigvalsh, linalg_qr as qr, linalg_svd as svd, matrix_rank,
                                           svdvals)
+from .autograd.ops.lu import lu, lu_factor, lu_solve
 from .autograd.ops.linear_solvers import (inv, linalg_det as det, lstsq, matrix_exp, matrix_power, pinv, slogdet,
                                           solve)
 from .autograd.ops.reduce import normalize_dims
@@ -20,7 +22,8 @@ from .triangular import LinAlgError, cholesky, solve_triangular
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
            "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
-           "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond"]
+           "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond", "lu", "lu_factor",
+           "lu_solve"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)

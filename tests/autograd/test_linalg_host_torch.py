@@ -207,6 +207,28 @@ def test_matrix_power(n):
     _compare(lambda lib, A: A.matrix_power(n), a, grad=n != 0)
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3), (2, 4, 2)])
+def test_lu_lu_factor_lu_unpack(shape):
+    a = RNG.standard_normal(shape).astype(np.float32)
+    _compare(lambda lib, A: tuple(lib.linalg.lu(A)), a)
+    _compare(lambda lib, A: lib.linalg.lu_factor(A).LU, a)
+    _compare(lambda lib, A: lib.linalg.lu_factor(A).pivots, a, grad=False)
+    _compare(lambda lib, A: tuple(lib.lu_unpack(*lib.linalg.lu_factor(A))), a)
+    _compare(lambda lib, A: tuple(lib.lu_unpack(*lib.linalg.lu_factor(A), unpack_data=False)), a, grad=False)
+
+
+def test_lu_of_a_singular_matrix_factors():
+    _compare(lambda lib, A: tuple(lib.linalg.lu(A)), np.array([[1.0, 2.0], [2.0, 4.0]], np.float32), grad=False)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve(left, adjoint):
+    a = _well_conditioned(2, 3, 3)
+    b = RNG.standard_normal((2, 3, 2) if left else (2, 2, 3)).astype(np.float32)
+    _compare(lambda lib, A, B: lib.linalg.lu_solve(*lib.linalg.lu_factor(A), B, left=left, adjoint=adjoint), a, b)
+
+
 AUTOCAST = {
     "inverse": lambda lib, A: lib.inverse(A), "solve": lambda lib, A: lib.linalg.solve(A, A),
     "lstsq": lambda lib, A: lib.linalg.lstsq(A, A).solution, "pinverse": lambda lib, A: lib.pinverse(A),
@@ -282,6 +304,14 @@ ERRORS = [
     lambda lib: lib.linalg.lstsq(lib.ones(3, 2), lib.ones(2, 1)),
     lambda lib: lib.linalg.matrix_rank(lib.ones(2)),
     lambda lib: lib.linalg.matrix_power(lib.ones(2, 3), 2),
+    lambda lib: lib.linalg.lu_factor(lib.tensor([[1.0, 2.0], [2.0, 4.0]])),
+    lambda lib: lib.linalg.lu_factor(lib.stack([lib.eye(2), lib.tensor([[1.0, 2.0], [2.0, 4.0]])])),
+    lambda lib: lib.linalg.lu_factor(lib.ones(2)),
+    lambda lib: lib.linalg.lu(lib.ones(2, 2, dtype=lib.int64)),
+    lambda lib: lib.linalg.lu(lib.randn(3, 3), pivot=False),
+    lambda lib: lib.linalg.lu_solve(lib.eye(2), lib.ones(2, dtype=lib.int32), lib.ones(3, 1)),
+    lambda lib: lib.linalg.lu_solve(lib.ones(2, 3), lib.ones(2, dtype=lib.int32), lib.ones(2, 1)),
+    lambda lib: lib.lu_unpack(lib.eye(2), lib.ones(2)),
     lambda lib: lib.linalg.matrix_power(lib.ones(2), 2),
     lambda lib: lib.linalg.matrix_power(lib.ones(2, 2), -1),
     lambda lib: lib.matrix_power(lib.ones(2, 2), 0.5),

@@ -14,7 +14,7 @@ the exports for type checkers.
 from .. import declaration
 from . import (activations, arith, array_builders, bessel, binary, broadcast, calculus, conv,  # noqa: F401
                decompositions, einsum_lowering, extrema, float_parts, gamma_functions, hurwitz_zeta,
-               incomplete_gamma, indexing, inverse_erf, joins, linear_solvers, logical, loss,
+               incomplete_gamma, indexing, inverse_erf, joins, linear_solvers, logical, loss, lu,
                mask_index, math, membership, neural, numeric_extras, products, quant, reduce,
                reduce_into, resample, rotation, sampling, scan, scatter_ops, search, selection,
                shape_ops, sliding_windows, sorting, special_functions, statistics, tensor_products,

@@ -273,6 +273,7 @@ from .loss import smooth_l1_loss as smooth_l1_loss
 from .loss import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
 from .loss import binary_cross_entropy as binary_cross_entropy
 from .loss import kl_div as kl_div
+from .lu import lu_unpack as lu_unpack
 from .reduce_into import scatter_reduce as scatter_reduce
 from .scatter_ops import index_add as index_add
 from .scatter_ops import scatter_add as scatter_add

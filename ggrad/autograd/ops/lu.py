@@ -12,6 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..arguments import TENSOR, require
 from ..declaration import declare
 from ..factory import eye, tensor
 from ..function import Function
@@ -159,7 +160,8 @@ def _pivot_order(pivots, m):
 
 
 def _check_pivots(LU, pivots, op):
-    if not isinstance(pivots, Tensor) or pivots.dtype.torch_name != "int32":
+    require(op.split(".")[-1], "LU_pivots", pivots, TENSOR)
+    if pivots.dtype.torch_name != "int32":
         raise RuntimeError(f"{op}: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
                            "Note: this function is intended to be used with the output produced by "
                            "torch.linalg.lu_factor")

@@ -91,7 +91,8 @@ def test_second_derivative_of_inverse_and_logdet():
 @pytest.mark.parametrize("left", [True, False])
 def test_solve_matrix_and_vector_right_hand_sides_broadcast(left):
     a = _well_conditioned(2, 3, 3)
-    _compare(lambda lib, A, B: lib.linalg.solve(A, B, left=left), a, RNG.standard_normal((4, 1, 3, 3)).astype(np.float32))
+    b = RNG.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    _compare(lambda lib, A, B: lib.linalg.solve(A, B, left=left), a, b)
     _compare(lambda lib, A, B: lib.linalg.solve(A, B), a, RNG.standard_normal((2, 3)).astype(np.float32))
     _compare(lambda lib, A, B: lib.linalg.solve(A, B), a[0], RNG.standard_normal(3).astype(np.float32))
 
@@ -236,7 +237,8 @@ AUTOCAST = {
     "torch.svd": lambda lib, A: lib.svd(A).S, "svdvals": lambda lib, A: lib.linalg.svdvals(A),
     "eigh": lambda lib, A: lib.linalg.eigh(A).eigenvalues, "eigvalsh": lambda lib, A: lib.linalg.eigvalsh(A),
     "matrix_rank": lambda lib, A: lib.linalg.matrix_rank(A), "cond": lambda lib, A: lib.linalg.cond(A),
-    "matrix_exp": lambda lib, A: lib.linalg.matrix_exp(A), "matrix_power": lambda lib, A: lib.linalg.matrix_power(A, -1),
+    "matrix_exp": lambda lib, A: lib.linalg.matrix_exp(A),
+    "matrix_power": lambda lib, A: lib.linalg.matrix_power(A, -1),
 }
 
 

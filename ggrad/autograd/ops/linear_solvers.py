@@ -316,8 +316,8 @@ def matrix_exp(A):
 @declare(method=True)
 def matrix_power(input, n):  # noqa: A002
     """input^n for square matrices (..., m, m) and an integer n, as torch.linalg.matrix_power: products by
-    repeated squaring in the graph (floating point: ggrad's matmul; PyTorch also takes integers); a negative n inverts first (linalg.inv, on the host: one
-    synchronisation), n = 0 gives identities."""
+    repeated squaring in the graph (floating point: ggrad's matmul; PyTorch also takes integers); a negative
+    n inverts first (linalg.inv, on the host: one synchronisation), n = 0 gives identities."""
     if not isinstance(input, Tensor):
         raise TypeError(f"matrix_power(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):

@@ -88,6 +88,32 @@ def test_second_derivative_of_inverse_and_logdet():
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
 
 
+SECOND_ORDER = {
+    "eigh": lambda lib, A: (lib.linalg.eigh(A).eigenvectors ** 2 * lib.arange(1, 4, dtype=lib.float32)).sum()
+    + lib.linalg.eigvalsh(A).pow(2).sum(),
+    "svd": lambda lib, A: (lib.linalg.svd(A, full_matrices=False).U ** 2 * lib.arange(1, 4, dtype=lib.float32)).sum()
+    + lib.linalg.svdvals(A).pow(3).sum(),
+    "qr": lambda lib, A: lib.linalg.qr(A).R.pow(2).sum() + lib.linalg.qr(A).Q.pow(3).sum(),
+    "pinv": lambda lib, A: lib.linalg.pinv(A[:, :2]).pow(2).sum(),
+    "solve": lambda lib, A: lib.linalg.solve(A, A.sum(0)).pow(2).sum(),
+    "det": lambda lib, A: lib.linalg.det(A).pow(2),
+    "matrix_exp": lambda lib, A: lib.linalg.matrix_exp(A).pow(2).sum(),
+    "lu": lambda lib, A: lib.linalg.lu(A).L.pow(2).sum() + lib.linalg.lu(A).U.pow(2).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_derivatives_as_pytorchs(name):
+    a = _symmetric(3, 3) if name in ("eigh", "svd") else _well_conditioned(3, 3)
+    grads = []
+    for lib in (ggrad, torch):
+        A = lib.tensor(a, requires_grad=True)
+        (g,) = lib.autograd.grad(SECOND_ORDER[name](lib, A), A, create_graph=True)
+        (g * g).sum().backward()
+        grads.append(A.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-6 * np.abs(grads[1]).max())
+
+
 @pytest.mark.parametrize("left", [True, False])
 def test_solve_matrix_and_vector_right_hand_sides_broadcast(left):
     a = _well_conditioned(2, 3, 3)

@@ -8,6 +8,8 @@ graph (ggrad/autograd/ops/linear_solvers.py, decompositions.py, lu.py); the matr
 `cond` stand on svdvals.
 """
 
+import math
+
 from .autograd import Tensor
 from .autograd.autocast_hook import FLOAT32, autocast_op
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
@@ -23,7 +25,7 @@ from .triangular import LinAlgError, cholesky, solve_triangular
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
            "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
            "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond", "lu", "lu_factor",
-           "lu_solve"]
+           "lu_solve", "tensorinv", "tensorsolve", "diagonal"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)
@@ -133,3 +135,38 @@ def cond(A, p=None):
     if p not in ("fro", "nuc", 1, -1, float("inf"), -float("inf")):
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def tensorinv(A, ind=2):
+    """The inverse of A read as a matrix of its first `ind` dims by the rest (shape A.shape[ind:] +
+    A.shape[:ind]), as torch.linalg.tensorinv: linalg.inv of the reshaped A (one synchronisation)."""
+    _check_tensor(A, "tensorinv")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, columns = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != columns:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {columns} != {rows}")
+    return inv(A.reshape(rows, columns)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.ndim) = B (the dims `dims` of A moved to its end first), as
+    torch.linalg.tensorsolve: linalg.solve of A reshaped to a square matrix (one synchronisation)."""
+    _check_tensor(A, "tensorsolve")
+    _check_tensor(B, "tensorsolve")
+    if dims is not None:
+        dims = normalize_dims(tuple(dims), A.ndim)
+        A = A.movedim(dims, tuple(range(A.ndim - len(dims), A.ndim)))
+    rows, columns = B.numel(), math.prod(A.shape[B.ndim:])
+    if rows != columns or math.prod(A.shape[:B.ndim]) != rows:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {columns} != {rows}")
+    return solve(A.reshape(rows, columns), B.reshape(rows)).reshape(tuple(A.shape[B.ndim:]))
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of the matrices of A (a view), as torch.linalg.diagonal: Tensor.diagonal with the last
+    two dims by default."""
+    _check_tensor(A, "diagonal")
+    return A.diagonal(offset, dim1, dim2)

@@ -258,6 +258,16 @@ def test_lu_solve(left, adjoint):
     _compare(lambda lib, A, B: lib.linalg.lu_solve(*lib.linalg.lu_factor(A), B, left=left, adjoint=adjoint), a, b)
 
 
+def test_tensorinv_tensorsolve_diagonal():
+    a = _well_conditioned(24, 24).reshape(4, 6, 8, 3)
+    _compare(lambda lib, A: lib.linalg.tensorinv(A, ind=2), a)
+    _compare(lambda lib, A: lib.linalg.tensorinv(A.reshape(24, 24), ind=1), a)
+    b = RNG.standard_normal((4, 6)).astype(np.float32)
+    _compare(lambda lib, A, B: lib.linalg.tensorsolve(A, B), a, b)
+    _compare(lambda lib, A, B: lib.linalg.tensorsolve(A.permute(2, 0, 3, 1), B, dims=(0, 2)), a, b)
+    _compare(lambda lib, A: lib.linalg.diagonal(A, offset=1), a)
+
+
 AUTOCAST = {
     "inverse": lambda lib, A: lib.inverse(A), "solve": lambda lib, A: lib.linalg.solve(A, A),
     "lstsq": lambda lib, A: lib.linalg.lstsq(A, A).solution, "pinverse": lambda lib, A: lib.pinverse(A),
@@ -342,6 +352,9 @@ ERRORS = [
     lambda lib: lib.linalg.lu_solve(lib.eye(2), lib.ones(2, dtype=lib.int32), lib.ones(3, 1)),
     lambda lib: lib.linalg.lu_solve(lib.ones(2, 3), lib.ones(2, dtype=lib.int32), lib.ones(2, 1)),
     lambda lib: lib.lu_unpack(lib.eye(2), lib.ones(2)),
+    lambda lib: lib.linalg.tensorinv(lib.ones(4, 6, 8, 4), ind=2),
+    lambda lib: lib.linalg.tensorinv(lib.ones(4, 6), ind=0),
+    lambda lib: lib.linalg.tensorsolve(lib.ones(6, 4, 3, 2), lib.ones(6, 3)),
     lambda lib: lib.linalg.matrix_power(lib.ones(2), 2),
     lambda lib: lib.linalg.matrix_power(lib.ones(2, 2), -1),
     lambda lib: lib.matrix_power(lib.ones(2, 2), 0.5),

@@ -15,9 +15,9 @@ from .autograd.autocast_hook import FLOAT32, autocast_op
 from .autograd.ops import amax, amin, abs as _abs, cat, matmul, sum as _sum
 from .autograd.ops.decompositions import (eigh, eigvalsh, linalg_qr as qr, linalg_svd as svd, matrix_rank,
                                           svdvals)
-from .autograd.ops.lu import lu, lu_factor, lu_solve
-from .autograd.ops.linear_solvers import (inv, linalg_det as det, lstsq, matrix_exp, matrix_power, pinv, slogdet,
-                                          solve)
+from .autograd.ops.lu import lu, lu_factor, lu_factor_ex, lu_solve
+from .autograd.ops.linear_solvers import (inv, inv_ex, linalg_det as det, lstsq, matrix_exp, matrix_power, pinv,
+                                          slogdet, solve, solve_ex)
 from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
 from .triangular import LinAlgError, cholesky, solve_triangular
@@ -25,7 +25,7 @@ from .triangular import LinAlgError, cholesky, solve_triangular
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
            "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
            "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond", "lu", "lu_factor",
-           "lu_solve", "tensorinv", "tensorsolve", "diagonal"]
+           "lu_solve", "tensorinv", "tensorsolve", "diagonal", "inv_ex", "solve_ex", "lu_factor_ex"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)

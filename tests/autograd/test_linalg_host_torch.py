@@ -268,6 +268,20 @@ def test_tensorinv_tensorsolve_diagonal():
     _compare(lambda lib, A: lib.linalg.diagonal(A, offset=1), a)
 
 
+def test_ex_forms_report_singular_matrices():
+    singular = np.stack([np.eye(2), [[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]]]).astype(np.float32)
+    for batch in (singular, singular[1]):
+        _compare(lambda lib, A: lib.linalg.inv_ex(A).info, batch, grad=False)
+        _compare(lambda lib, A: lib.linalg.solve_ex(A, A[..., 0]).info, batch, grad=False)
+        _compare(lambda lib, A: tuple(lib.linalg.lu_factor_ex(A)), batch, grad=False)
+    inverse, info = ggrad.linalg.inv_ex(ggrad.tensor(singular))
+    assert np.isnan(inverse.numpy()[1:]).all() and info.dtype == ggrad.int32
+    a = _well_conditioned(2, 3, 3)
+    _compare(lambda lib, A: lib.linalg.inv_ex(A).inverse, a)
+    _compare(lambda lib, A: lib.linalg.solve_ex(A, A.sum(-1), left=True).result, a)
+    _compare(lambda lib, A: lib.linalg.lu_factor_ex(A).LU, a)
+
+
 AUTOCAST = {
     "inverse": lambda lib, A: lib.inverse(A), "solve": lambda lib, A: lib.linalg.solve(A, A),
     "lstsq": lambda lib, A: lib.linalg.lstsq(A, A).solution, "pinverse": lambda lib, A: lib.pinverse(A),
@@ -354,6 +368,9 @@ ERRORS = [
     lambda lib: lib.lu_unpack(lib.eye(2), lib.ones(2)),
     lambda lib: lib.linalg.tensorinv(lib.ones(4, 6, 8, 4), ind=2),
     lambda lib: lib.linalg.tensorinv(lib.ones(4, 6), ind=0),
+    lambda lib: lib.linalg.inv_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), check_errors=True),
+    lambda lib: lib.linalg.solve_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), lib.ones(2), check_errors=True),
+    lambda lib: lib.linalg.lu_factor_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), check_errors=True),
     lambda lib: lib.linalg.tensorsolve(lib.ones(6, 4, 3, 2), lib.ones(6, 3)),
     lambda lib: lib.linalg.matrix_power(lib.ones(2), 2),
     lambda lib: lib.linalg.matrix_power(lib.ones(2, 2), -1),

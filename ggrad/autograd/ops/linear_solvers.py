@@ -25,33 +25,53 @@ from .selection import where
 
 _slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+_inv_ex_result = namedtuple("inv_ex", ["inverse", "info"])
+_solve_ex_result = namedtuple("solve_ex", ["result", "info"])
 
 
 def _mT(x):
     return x.transpose(-2, -1)
 
 
-def _inverse64(A, op):
-    """A^-1 in float64, or PyTorch's LinAlgError naming the first singular batch element and its zero pivot."""
+def _lapack_with_info(compute, A, *rest):
+    """compute(A, *rest) in float64 and the int32 `info` of each matrix (0, or the first zero pivot of an exactly
+    singular one, as LAPACK's getrf gives it); the results of singular matrices are nan."""
+    info = np.zeros(A.shape[:-2], np.int32)
     try:
-        return np.linalg.inv(A)
+        return compute(A, *rest), info
     except np.linalg.LinAlgError:
-        batch, info = (singular_elements(A) or [(0, 1)])[0]
-        raise LinAlgError(f"{op}: {batch_prefix(A, batch)}The diagonal element {info} is zero, the inversion "
-                          "could not be completed because the input matrix is singular.") from None
+        pass
+    for index, pivot in singular_elements(A) or [(0, 1)]:
+        info.reshape(-1)[index] = pivot
+    result = compute(np.where(info[..., None, None] != 0, np.eye(A.shape[-1]), A), *rest)
+    result[info != 0] = np.nan
+    return result, info
+
+
+def _first_failure(info):
+    """(flat batch index, info) of the first failed matrix, or None."""
+    failed = np.flatnonzero(info.reshape(-1))
+    return (int(failed[0]), int(info.reshape(-1)[failed[0]])) if failed.size else None
 
 
 class _Inverse(Function):
     @staticmethod
-    def forward(ctx, A):
-        inverse = constant(_inverse64(host(A), "linalg.inv"), A)
+    def forward(ctx, A, op, check_errors):
+        A64 = host(A)
+        inverse, info = _lapack_with_info(np.linalg.inv, A64)
+        failure = _first_failure(info)
+        if check_errors and failure:
+            raise LinAlgError(f"{op}: {batch_prefix(A64, failure[0])}The diagonal element {failure[1]} is zero, the "
+                              "inversion could not be completed because the input matrix is singular.")
+        inverse, info = constant(inverse, A), constant(info, A, np.int32)
+        ctx.mark_non_differentiable(info)
         ctx.save_for_backward(inverse)
-        return inverse
+        return inverse, info
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, g_info):
         inverse_t = _mT(ctx.saved_tensors[0])
-        return -matmul(matmul(inverse_t, g), inverse_t)
+        return -matmul(matmul(inverse_t, g), inverse_t), None, None
 
 
 @autocast_op("linalg_inv", FLOAT32)
@@ -59,7 +79,14 @@ def inv(A):
     """A^-1 of a square matrix (or a batch (..., n, n)), as torch.linalg.inv; computes what is pending and reads
     A to the host (one synchronisation). LinAlgError for a singular matrix, as PyTorch's."""
     check_matrix(A, "linalg.inv", square=True)
-    return _Inverse.apply(A)
+    return _Inverse.apply(A, "linalg.inv", True)[0]
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info) as torch.linalg.inv_ex: info (int32, A's batch shape) is 0, or for an exactly singular
+    matrix its first zero pivot (its inverse is then nan); check_errors=True raises as inv does."""
+    check_matrix(A, "linalg.inv_ex", square=True)
+    return _inv_ex_result(*_Inverse.apply(A, "linalg.inv_ex", bool(check_errors)))
 
 
 @declare(method=True)
@@ -142,23 +169,23 @@ def logdet(input):  # noqa: A002
 
 class _Solve(Function):
     @staticmethod
-    def forward(ctx, A, B):
-        A64, B64 = host(A), host(B)
-        try:
-            X = np.linalg.solve(A64, B64)
-        except np.linalg.LinAlgError:
-            batch = (singular_elements(A64) or [(0, 1)])[0][0]
-            raise LinAlgError(f"torch.linalg.solve: {batch_prefix(A64, batch)}The solver failed because the input "
-                              "matrix is singular.") from None
-        out = constant(X, A)
-        ctx.save_for_backward(A, out)
-        return out
+    def forward(ctx, A, B, op, check_errors):
+        A64 = host(A)
+        X, info = _lapack_with_info(np.linalg.solve, A64, host(B))
+        failure = _first_failure(info)
+        if check_errors and failure:
+            raise LinAlgError(f"{op}: {batch_prefix(A64, failure[0])}The solver failed because the input matrix "
+                              "is singular.")
+        X, info = constant(X, A), constant(info, A, np.int32)
+        ctx.mark_non_differentiable(info)
+        ctx.save_for_backward(A, X)
+        return X, info
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, g_info):
         A, X = ctx.saved_tensors
         g_B = solve(_mT(A), g)
-        return -matmul(g_B, _mT(X)), g_B
+        return -matmul(g_B, _mT(X)), g_B, None, None
 
 
 @autocast_op("linalg_solve", FLOAT32)
@@ -166,6 +193,16 @@ def solve(A, B, *, left=True):
     """X with A X = B (left=False: X A = B) for square A (..., n, n) and B (..., n, k) or a vector B (..., n),
     batch dims broadcast, as torch.linalg.solve; computes what is pending and reads A and B to the host (one
     synchronisation). LinAlgError for a singular A. Gradients: B's solve(A^T, G), A's -solve(A^T, G) X^T."""
+    return _solve(A, B, left, "torch.linalg.solve", True)[0]
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(result, info) as torch.linalg.solve_ex: info (int32) is 0, or for an exactly singular A its first zero
+    pivot (its result is then nan); check_errors=True raises as solve does."""
+    return _solve_ex_result(*_solve(A, B, left, "torch.linalg.solve_ex", bool(check_errors)))
+
+
+def _solve(A, B, left, op, check_errors):
     check_matrix(A, "linalg.solve", square=True)
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.solve(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
@@ -176,14 +213,15 @@ def solve(A, B, *, left=True):
     if vector:
         B = B.unsqueeze(-1)
     elif not left:
-        return _mT(solve(_mT(A), _mT(B)))
+        X, info = _solve(_mT(A), _mT(B), True, op, check_errors)
+        return _mT(X), info
     n = A.shape[-1]
     if B.shape[-2] != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     batch = broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]), "linalg.solve")
-    X = _Solve.apply(A.expand(batch + (n, n)), B.expand(batch + tuple(B.shape[-2:])))
-    return X.squeeze(-1) if vector else X
+    X, info = _Solve.apply(A.expand(batch + (n, n)), B.expand(batch + tuple(B.shape[-2:])), op, check_errors)
+    return (X.squeeze(-1) if vector else X), info
 
 
 class _PseudoInverse(Function):

@@ -24,6 +24,7 @@ from .products import matmul
 
 _lu_result = namedtuple("lu", ["P", "L", "U"])
 _lu_factor_result = namedtuple("lu_factor", ["LU", "pivots"])
+_lu_factor_ex_result = namedtuple("lu_factor_ex", ["LU", "pivots", "info"])
 _lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
 
 
@@ -123,6 +124,17 @@ def lu_factor(A, *, pivot=True):
     """(LU, pivots): L below the diagonal and U on and above it in one (..., m, n) matrix, and the 1-based
     int32 row interchanges (LAPACK's ipiv), as torch.linalg.lu_factor; RuntimeError where U has a zero on its
     diagonal, as PyTorch's. One synchronisation; the gradient reaches A as lu's does."""
+    LU, pivots, _ = _lu_factor(A, pivot, "torch.linalg.lu_factor", True)
+    return _lu_factor_result(LU, pivots)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """(LU, pivots, info) as torch.linalg.lu_factor_ex: info (int32, A's batch shape) is 0, or the 1-based
+    index of U's first zero diagonal entry; check_errors=True raises as lu_factor does."""
+    return _lu_factor_ex_result(*_lu_factor(A, pivot, "torch.linalg.lu_factor_ex", bool(check_errors)))
+
+
+def _lu_factor(A, pivot, op, check_errors):
     if isinstance(A, Tensor) and A.ndim < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
@@ -130,22 +142,21 @@ def lu_factor(A, *, pivot=True):
     _check_pivot(pivot, "linalg.lu_factor")
     A64 = host(A)
     packed, pivots, _ = lu64(A64)
-    k = min(A64.shape[-2:])
-    diagonal = np.diagonal(packed, axis1=-2, axis2=-1).reshape((-1, k))
-    for index, row in enumerate(diagonal):
-        zero = np.flatnonzero(row == 0)
-        if zero.size:
-            raise RuntimeError(f"torch.linalg.lu_factor: {batch_prefix(A64, index)}U[{zero[0] + 1},{zero[0] + 1}] "
-                               "is zero and using it on lu_solve would result in a division by zero. If you still "
-                               "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
-                               "linalg.lu_factor_ex(A, pivot)")
+    zero = np.diagonal(packed, axis1=-2, axis2=-1) == 0
+    info = np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
+    failed = np.flatnonzero(info.reshape(-1))
+    if check_errors and failed.size:
+        first = int(info.reshape(-1)[failed[0]])
+        raise RuntimeError(f"{op}: {batch_prefix(A64, int(failed[0]))}U[{first},{first}] is zero and using it on "
+                           "lu_solve would result in a division by zero. If you still want to perform the "
+                           "factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
     _, L, U = _LU.apply(A)
     m, n = A.shape[-2:]
     if m > n:
         U = cat([U, (L[..., n:, :] * 0)], -2)
     elif m < n:
         L = cat([L, U[..., :, m:] * 0], -1)
-    return _lu_factor_result(L.tril(-1) + U.triu(), tensor(pivots, device=A.device))
+    return L.tril(-1) + U.triu(), tensor(pivots, device=A.device), tensor(info, device=A.device)
 
 
 def _pivot_order(pivots, m):

@@ -100,10 +100,7 @@ class _Determinant(Function):
     def forward(ctx, A):
         A64 = host(A)
         det = np.array(np.linalg.det(A64))
-        singular = np.zeros(A64.shape[:-2], bool)
-        for index, _ in singular_elements(A64):
-            singular.reshape(-1)[index] = True
-        det[singular] = 0.0
+        singular = det == 0   # an exactly zero pivot of LAPACK's LU (or a product that underflows)
         # singular matrices get PyTorch's zero gradient (det A^-T with det = 0): A^-1 of the identity there
         ctx.singular = constant(singular[..., None, None], A, bool) if singular.any() else None
         out = constant(det, A)

@@ -20,12 +20,13 @@ from .autograd.ops.linear_solvers import (inv, inv_ex, linalg_det as det, lstsq,
                                           slogdet, solve, solve_ex)
 from .autograd.ops.reduce import normalize_dims
 from .autograd.ops.vector_norms import vector_norm
-from .triangular import LinAlgError, cholesky, solve_triangular
+from .triangular import LinAlgError, cholesky, cholesky_ex, solve_triangular
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "matmul", "multi_dot", "vecdot", "cross", "cholesky",
            "solve_triangular", "LinAlgError", "inv", "det", "slogdet", "solve", "lstsq", "pinv", "qr", "svd",
            "svdvals", "eigh", "eigvalsh", "matrix_rank", "matrix_exp", "matrix_power", "cond", "lu", "lu_factor",
-           "lu_solve", "tensorinv", "tensorsolve", "diagonal", "inv_ex", "solve_ex", "lu_factor_ex"]
+           "lu_solve", "tensorinv", "tensorsolve", "diagonal", "inv_ex", "solve_ex", "lu_factor_ex",
+           "cholesky_ex"]
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002 (PyTorch's names)

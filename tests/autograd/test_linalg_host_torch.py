@@ -274,6 +274,10 @@ def test_ex_forms_report_singular_matrices():
         _compare(lambda lib, A: lib.linalg.inv_ex(A).info, batch, grad=False)
         _compare(lambda lib, A: lib.linalg.solve_ex(A, A[..., 0]).info, batch, grad=False)
         _compare(lambda lib, A: tuple(lib.linalg.lu_factor_ex(A)), batch, grad=False)
+    indefinite = np.stack([np.eye(3), [[1, 2, 0], [2, 1, 0], [0, 0, 1]], -np.eye(3), [[1, 0, 0], [0, 1, 0], [0, 0, 0]]])
+    _compare(lambda lib, A: lib.linalg.cholesky_ex(A).info, indefinite.astype(np.float32), grad=False)
+    positive = _symmetric(2, 3, 3) + 3 * np.eye(3, dtype=np.float32)
+    _compare(lambda lib, A: lib.linalg.cholesky_ex(A, upper=True).L, positive)
     inverse, info = ggrad.linalg.inv_ex(ggrad.tensor(singular))
     assert np.isnan(inverse.numpy()[1:]).all() and info.dtype == ggrad.int32
     a = _well_conditioned(2, 3, 3)
@@ -368,6 +372,9 @@ ERRORS = [
     lambda lib: lib.lu_unpack(lib.eye(2), lib.ones(2)),
     lambda lib: lib.linalg.tensorinv(lib.ones(4, 6, 8, 4), ind=2),
     lambda lib: lib.linalg.tensorinv(lib.ones(4, 6), ind=0),
+    lambda lib: lib.linalg.cholesky(lib.stack([lib.eye(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]])])),
+    lambda lib: lib.linalg.cholesky(-lib.eye(3)),
+    lambda lib: lib.linalg.cholesky_ex(lib.stack([lib.eye(2), -lib.eye(2)]), check_errors=True),
     lambda lib: lib.linalg.inv_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), check_errors=True),
     lambda lib: lib.linalg.solve_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), lib.ones(2), check_errors=True),
     lambda lib: lib.linalg.lu_factor_ex(lib.stack([lib.eye(2), lib.ones(2, 2)]), check_errors=True),

@@ -6,18 +6,21 @@ through them and they stay in the graph.
 Both loop over the matrix's n rows or columns in Python, a few ops each (about 6 n nodes): meant for the
 small matrices of distributions and statistics (tens of rows), not for large linear algebra. Batches
 (..., n, n) are handled by each op at once. cholesky reads whether the factorization failed (one
-compute, as PyTorch's synchronous check) and raises LinAlgError, as PyTorch's.
+compute, as PyTorch's synchronous check) and raises LinAlgError, as PyTorch's; cholesky_ex reports it.
 """
 
+from collections import namedtuple
+
+import numpy as np
+
 from .autograd import Tensor
-from .autograd.factory import eye, zeros_like
-from .autograd.ops import broadcast_shapes, cat, isnan, matmul, stack
+from .autograd.factory import eye, tensor, zeros_like
+from .autograd.ops import broadcast_shapes, cat, matmul, stack
+from .autograd.ops.host_lapack import LinAlgError, batch_prefix
 
-__all__ = ["LinAlgError", "cholesky", "solve_triangular", "cholesky_solve", "cholesky_inverse"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "cholesky_solve", "cholesky_inverse"]
 
-
-class LinAlgError(RuntimeError):
-    """A matrix the factorization or solver cannot handle (PyTorch's torch.linalg.LinAlgError)."""
+_cholesky_ex_result = namedtuple("cholesky_ex", ["L", "info"])
 
 
 def _square(A, op):
@@ -32,8 +35,37 @@ def _square(A, op):
 
 def cholesky(A, *, upper=False):
     """L, lower triangular with a positive diagonal, such that A = L L^T (A symmetric positive-definite,
-    only its lower triangle read); upper=True gives L^T. LinAlgError when A is not positive-definite."""
-    _square(A, "linalg.cholesky")
+    only its lower triangle read); upper=True gives L^T. LinAlgError when A is not positive-definite, naming
+    the order of the first leading minor that is not (one read of L's diagonal), as PyTorch's."""
+    L, info = _factor_checked(A, "linalg.cholesky", True)
+    return L.transpose(-2, -1) if upper else L
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """(L, info) as torch.linalg.cholesky_ex: info (int32, A's batch shape) is 0, or the order of the first
+    leading minor that is not positive-definite (L is then nan from that column on, where LAPACK leaves a
+    partial factor); check_errors=True raises as cholesky does."""
+    L, info = _factor_checked(A, "linalg.cholesky_ex", check_errors)
+    return _cholesky_ex_result(L.transpose(-2, -1) if upper else L, info)
+
+
+def _factor_checked(A, op, check_errors):
+    _square(A, op)
+    L = _factor(A)
+    diagonal = L.diagonal(0, -2, -1).detach().numpy()
+    failed = ~(diagonal > 0)   # a nan (the square root of a negative pivot) or a zero pivot
+    info = np.where(failed.any(-1), failed.argmax(-1) + 1, 0).astype(np.int32) if diagonal.shape[-1] else \
+        np.zeros(diagonal.shape[:-1], np.int32)
+    first = np.flatnonzero(info.reshape(-1))
+    if check_errors and first.size:
+        raise LinAlgError(f"{op}: {batch_prefix(diagonal[..., None], int(first[0]))}The factorization could not be "
+                          "completed because the input is not positive-definite (the leading minor of order "
+                          f"{int(info.reshape(-1)[first[0]])} is not positive-definite).")
+    return L, tensor(info, device=A.device)
+
+
+def _factor(A):
+    """The Cholesky factor of A, column by column in the graph (nan from the first pivot that is not positive)."""
     n = A.shape[-1]
     # the values of A's lower triangle mirrored, the gradient of (A + A^T) / 2: symmetric, as PyTorch's
     symmetric = (A + A.transpose(-2, -1)) * 0.5
@@ -49,12 +81,7 @@ def cholesky(A, *, upper=False):
         if j:
             column = cat([zeros_like(A[..., :j, 0]), column], -1)
         columns.append(column)
-    L = stack(columns, -1)
-    failed = isnan(L).any().item()
-    if failed:
-        raise LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
-                          "positive-definite.")
-    return L.transpose(-2, -1) if upper else L
+    return stack(columns, -1)
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):

@@ -127,14 +127,17 @@ def test_table_dtypes(low):
 
 
 def test_the_hooked_ops_declare_pytorchs_classes():
-    """The classes the ops declare (@autocast_op) are PyTorch's CUDA autocast lists, restricted to ggrad's ops."""
+    """The classes the ops declare (@autocast_op) are PyTorch's CUDA autocast lists, restricted to ggrad's ops,
+    and its CPU float32 list for the linear algebra CUDA's lists leave out."""
     lower, f32, banned = autocast_hook.LOWER, autocast_hook.FLOAT32, autocast_hook.BANNED
     expected = {name: (lower, None) for name in ("matmul", "linear", "conv1d", "conv2d", "conv_transpose1d",
                                                   "conv_transpose2d")}
     expected.update({name: (f32, None) for name in (
         "softmax", "log_softmax", "layer_norm", "rms_norm", "norm", "exp", "log", "pow", "logsumexp",
         "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss",
-        "binary_cross_entropy_with_logits")})
+        "binary_cross_entropy_with_logits", "linalg_inv", "linalg_solve", "linalg_lstsq", "pinverse", "linalg_qr",
+        "linalg_svd", "linalg_svdvals", "linalg_eigh", "linalg_eigvalsh", "linalg_matrix_rank", "linalg_cond", "qr",
+        "svd")})
     expected.update({"attention": (lower, 3), "self_attention": (lower, 1), "binary_cross_entropy": (banned, None)})
     assert TABLE is autocast_hook.CLASSES and TABLE == expected
 

@@ -13,11 +13,12 @@ the exports for type checkers.
 
 from .. import declaration
 from . import (activations, arith, array_builders, bessel, binary, broadcast, calculus, conv,  # noqa: F401
-               einsum_lowering, extrema, float_parts, gamma_functions, hurwitz_zeta, incomplete_gamma, indexing,
-               inverse_erf, joins, logical, loss, mask_index, math, membership, neural, numeric_extras, products,
-               quant, reduce, reduce_into, resample, rotation, sampling, scan, scatter_ops, search, selection,
-               shape_ops, sliding_windows, sorting, special_functions, statistics, tensor_products, torch_composites,
-               unary, vector_norms, views)
+               decompositions, einsum_lowering, extrema, float_parts, gamma_functions, hurwitz_zeta,
+               incomplete_gamma, indexing, inverse_erf, joins, linear_solvers, logical, loss, lu,
+               mask_index, math, membership, neural, numeric_extras, products, quant, reduce,
+               reduce_into, resample, rotation, sampling, scan, scatter_ops, search, selection,
+               shape_ops, sliding_windows, sorting, special_functions, statistics, tensor_products,
+               torch_composites, unary, vector_norms, views)
 
 globals().update(declaration.functions())
 __all__ = list(declaration.functions())

@@ -245,6 +245,15 @@ from .conv import conv2d as conv2d
 from .conv import conv1d as conv1d
 from .conv import conv_transpose2d as conv_transpose2d
 from .conv import conv_transpose1d as conv_transpose1d
+from .linear_solvers import inverse as inverse
+from .linear_solvers import det as det
+from .linear_solvers import slogdet as slogdet
+from .linear_solvers import logdet as logdet
+from .linear_solvers import pinverse as pinverse
+from .linear_solvers import matrix_exp as matrix_exp
+from .linear_solvers import matrix_power as matrix_power
+from .decompositions import qr as qr
+from .decompositions import svd as svd
 from .einsum_lowering import einsum as einsum
 from .float_parts import copysign as copysign
 from .float_parts import frexp as frexp
@@ -264,6 +273,7 @@ from .loss import smooth_l1_loss as smooth_l1_loss
 from .loss import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
 from .loss import binary_cross_entropy as binary_cross_entropy
 from .loss import kl_div as kl_div
+from .lu import lu_unpack as lu_unpack
 from .reduce_into import scatter_reduce as scatter_reduce
 from .scatter_ops import index_add as index_add
 from .scatter_ops import scatter_add as scatter_add

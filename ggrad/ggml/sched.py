@@ -61,8 +61,11 @@ class Scheduler:
             threads = _threads.threads_for(None)
         lib.ggml_backend_cpu_set_n_threads(self._cpu_backend, threads)
         hooks.set_current_op(f"graph compute on {self.device.name}")
-        with hooks.eval_callback(self, eval_callback):
+        if eval_callback is None:   # the common case without the context manager's cost (a replayed step)
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
+        else:
+            with hooks.eval_callback(self, eval_callback):
+                status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
         hooks.raise_pending()
         _device.check_device(self.device)   # a lost RPC server answers for itself: say so now
         if status != lib.GGML_STATUS_SUCCESS:

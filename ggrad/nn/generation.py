@@ -224,6 +224,7 @@ class _Decoding:
         self.session = None   # the model's _Session, from the prompt on
         self.key_mask = self.position = self.slot = None   # a decode step's inputs, updated in place
         self.last = None   # the ids chosen last (B,) int32, fed to the next step
+        self.keep = None   # the prompt's attention mask (B, T) of bools
         self.lean = None   # _LeanStep: the decode step's inputs written where its graph reads them
         self.window_step = StepReplay(self._window_step, device)
 
@@ -237,27 +238,27 @@ class _Decoding:
             # seen_len columns are the ids a repetition penalty sees at every step (a fixed width)
             seq = np.repeat(ids[:, :1], t + max_new_tokens, axis=1)
             seq[:, :t] = ids
-            kept = np.ones(seq.shape, dtype=bool)
-            kept[:, :t] = keep
+            self.keep = keep
             self.seen_len = t + max_new_tokens - 1
             finished = np.zeros(b, dtype=bool)
+            stopping = stops.size > 0
             for n in range(t, t + max_new_tokens):
-                nxt = self._next(seq, n, kept[:, :n], use_cache).astype(np.int32, copy=False)
-                if stops.size:
+                nxt = self._next(seq, n, use_cache)   # int32 (B,), a fresh array
+                if stopping:
                     nxt[finished] = pad
                     finished |= np.isin(nxt, stops)
                 seq[:, n] = nxt
                 self.last = nxt
                 yield nxt
-                if finished.all() and stops.size:
+                if stopping and finished.all():
                     return
         finally:
             self.model.train(was_training)
             if self.session is not None:   # for the model's next generate
                 _SESSIONS[self.model] = self.session
 
-    def _next(self, seq, n, keep, use_cache):
-        """The next ids after the first n columns of `seq` (keep: their attention mask)."""
+    def _next(self, seq, n, use_cache):
+        """The next ids after the first n columns of `seq`."""
         b = seq.shape[0]
         context = self.model.context
         extra = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
@@ -266,7 +267,7 @@ class _Decoding:
         if not use_cache or n > context:   # the window slides: every position would change
             return self.window_step(seq[:, max(0, n - context):n], *extra)
         if self.session is None:
-            return self._prompt(seq, n, keep, extra)
+            return self._prompt(seq, n, self.keep, extra)   # n: the prompt's length
         if self.lean is not None:
             return self.lean(self.last, n, extra)
         self.key_mask[:, 0, 0, n - 1] = 0.0   # the newest token, seen by every later one

@@ -103,11 +103,11 @@ class StepReplay:
         results = [t.numpy() for t in outputs]
         self._inputs, self._outputs, self._bounds = inputs, outputs, bounds
         self._signature = [(tuple(t.shape), t.dtype.numpy) for t in inputs]
+        self._writes = [_host_view(t) for t in inputs]
+        self._reads = [_host_view(t) for t in outputs]
         self._flat_bounds = [(i, memoryview(view.reshape(-1)), size)
                              for i, (view, size) in enumerate(zip(self._writes, bounds))
                              if size is not None and view is not None]
-        self._writes = [_host_view(t) for t in inputs]
-        self._reads = [_host_view(t) for t in outputs]
         return results
 
     def _compute(self, arrays):

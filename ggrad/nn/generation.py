@@ -225,7 +225,7 @@ class _Decoding:
         self.key_mask = self.position = self.slot = None   # a decode step's inputs, updated in place
         self.last = None   # the ids chosen last (B,) int32, fed to the next step
         self.keep = None   # the prompt's attention mask (B, T) of bools
-        self.lean = None   # _LeanStep: the decode step's inputs written where its graph reads them
+        self.lean = None   # _LeanStep: the decode step's inputs written where its graph reads them (False: none)
         self.window_step = StepReplay(self._window_step, device)
 
     def tokens(self, ids, keep, max_new_tokens, use_cache, stops, pad):
@@ -268,14 +268,14 @@ class _Decoding:
             return self.window_step(seq[:, max(0, n - context):n], *extra)
         if self.session is None:
             return self._prompt(seq, n, self.keep, extra)   # n: the prompt's length
-        if self.lean is not None:
+        if self.lean:
             return self.lean(self.last, n, extra)
         self.key_mask[:, 0, 0, n - 1] = 0.0   # the newest token, seen by every later one
         self.slot[0] = n - 1
         self.position += 1
         nxt = self.session.step(seq[:, n - 1:n], self.slot, self.position, self.key_mask, *extra)
-        if not self.penalized:   # the same step for every later token: its inputs written in place
-            self.lean = _LeanStep.of(self.session.step)
+        if self.lean is None and not self.penalized:   # the same step for every later token: fed in place
+            self.lean = _LeanStep.of(self.session.step) or False   # False: not the host's memory, not again
         return nxt
 
     def _prompt(self, seq, n, keep, extra):

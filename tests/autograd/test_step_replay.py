@@ -84,13 +84,18 @@ def test_inputs_written_in_place_replay_as_a_call_with_them():
 
 def test_replay_buffer_is_freed_with_the_step():
     import gc
+    import weakref
     replay = StepReplay(lambda x: x * 2.0, "cpu")
     replay(np.ones(3, np.float32))
     replay(np.ones(3, np.float32))
-    assert ggrad.stats()["memory"]["CPU"]["replay_buffers"] > 0
+    size = replay._replay.buffer_bytes()
+    held = ggrad.stats()["memory"]["CPU"]["replay_buffers"]   # with the steps other tests' models hold
+    assert size > 0 and held >= size
+    owned = weakref.ref(replay._replay)
     del replay
     gc.collect()
-    assert ggrad.stats()["memory"]["CPU"]["replay_buffers"] == 0
+    assert owned() is None
+    assert ggrad.stats()["memory"]["CPU"]["replay_buffers"] <= held - size
 
 
 def test_index_write_takes_a_tensor_index_checked_as_index_select():

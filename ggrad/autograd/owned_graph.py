@@ -33,18 +33,26 @@ class OwnedGraph:
         fixed = {id(t._block) for t in fixed}
         self.held = [ref for ref in rt.hand_over(self.scheduler, replay.entry) if id(ref()) not in fixed]
         self._stored = {}   # id(node) -> (metadata over node's memory, weakref of its last Block): results()
+        self._bytes = self.scheduler.buffer_size()   # planned once: the graph is never allocated again
+        self._runtime = rt
+        self._in_use = None   # what was in use at the last compute: (pool bytes, scheduler, owned graphs)
         rt.owned.add(self)
 
     def buffer_bytes(self):
-        return self.scheduler.buffer_size()
+        return self._bytes
 
     def compute(self):
         """Compute the graph again in its buffer, after moving the results of its last compute that are
         still held out of it."""
-        rt = memory.runtime(self.device)
-        held, self.held = self.held, []
-        rt.move_out(held)
-        rt.peak = max(rt.peak, rt.pool.in_use + rt.compute_buffer_bytes() + rt.replay_buffer_bytes())
+        rt = self._runtime
+        if self.held:
+            held, self.held = self.held, []
+            rt.move_out(held)
+        # the peak changes only with what this compute finds in use: not again for a replay after a replay
+        in_use = (rt.pool.in_use, id(rt.scheduler), len(rt.owned))
+        if in_use != self._in_use:
+            self._in_use = in_use
+            rt.peak = max(rt.peak, rt.pool.in_use + rt.compute_buffer_bytes() + rt.replay_buffer_bytes())
         start = time.perf_counter()
         self.scheduler.compute(self.graph, execution.eval_hook)   # ggrad.profile() sees replays too
         stats = memory.stats

@@ -38,25 +38,41 @@ class StepReplay:
     def __init__(self, step, device):
         self.step = step
         self.device = ggml.device(device)
+        self.lock = device_locks.lock_of(self.device)
         self.records = 0       # times the step was recorded
         self._inputs = self._outputs = self._replay = None
-        self._bounds = self._writes = self._reads = ()
+        self._bounds = self._writes = self._reads = self._flat_bounds = ()
+        self._signature = None   # the inputs' (shape, dtype) the recorded step takes
 
     def __call__(self, *arrays):
         """The outputs as numpy arrays (a tuple when the step returns several)."""
         arrays = [np.ascontiguousarray(a) for a in arrays]
-        with device_locks.lock_of(self.device):
-            if not self._replayable(arrays):
+        with self.lock:
+            if self._replay is None or [(a.shape, a.dtype) for a in arrays] != self._signature:
                 outputs = self._record(arrays)
             else:
                 _check_indices(arrays, self._bounds)
                 outputs = self._compute(arrays)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _replayable(self, arrays):
-        if self._replay is None:
-            return False
-        return all(t.shape == a.shape and t.dtype.numpy == a.dtype for t, a in zip(self._inputs, arrays))
+    def in_place(self):
+        """Numpy views (inputs, outputs) of the memory the recorded step reads its inputs from and leaves its
+        outputs in, or None where that is not host memory or nothing is recorded: a caller that writes the
+        next inputs there and calls `replay()` spares the copies and checks of `__call__` (a decode loop)."""
+        if self._replay is None or any(v is None for v in (*self._writes, *self._reads)):
+            return None
+        return list(self._writes), list(self._reads)
+
+    def replay(self):
+        """Compute the recorded step again on the values its inputs hold now (written through `in_place`'s
+        views), its index inputs checked first; the outputs are left in `in_place`'s views."""
+        with self.lock:
+            for i, values, size in self._flat_bounds:   # Python ints: no numpy call between two computes
+                for v in values:
+                    if not 0 <= v < size:
+                        raise IndexOutOfRangeError(f"StepReplay: input {i} indexes a dimension of size {size}, "
+                                                   f"got the index {v} (out of bounds)")
+            self._replay.compute()
 
     def _record(self, arrays):
         # The inputs are computed before the step (with whatever was pending) and their values hidden from
@@ -86,8 +102,12 @@ class StepReplay:
             self._replay = OwnedGraph(replays[0], self.device, fixed=outputs)
         results = [t.numpy() for t in outputs]
         self._inputs, self._outputs, self._bounds = inputs, outputs, bounds
+        self._signature = [(tuple(t.shape), t.dtype.numpy) for t in inputs]
         self._writes = [_host_view(t) for t in inputs]
         self._reads = [_host_view(t) for t in outputs]
+        self._flat_bounds = [(i, memoryview(view.reshape(-1)), size)
+                             for i, (view, size) in enumerate(zip(self._writes, bounds))
+                             if size is not None and view is not None]
         return results
 
     def _compute(self, arrays):

@@ -15,6 +15,7 @@ class Scheduler:
         self.device = dev
         self.graph_size = int(graph_size)
         self._cpu_backend = _device.cpu().backend
+        self._op_name = f"graph compute on {dev.name}"   # for an abort's message (hooks.set_current_op)
         backends = [dev.backend] if dev.is_cpu else [dev.backend, self._cpu_backend]
         self._backends = ffi.new("ggml_backend_t[]", backends)
         ptr = lib.ggml_backend_sched_new(self._backends, ffi.NULL, len(backends), self.graph_size, False, True)
@@ -60,9 +61,12 @@ class Scheduler:
         else:   # a device's graph: the CPU runs only its fallbacks
             threads = _threads.threads_for(None)
         lib.ggml_backend_cpu_set_n_threads(self._cpu_backend, threads)
-        hooks.set_current_op(f"graph compute on {self.device.name}")
-        with hooks.eval_callback(self, eval_callback):
+        hooks.set_current_op(self._op_name)
+        if eval_callback is None:   # the common case without the context manager's cost (a replayed step)
             status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
+        else:
+            with hooks.eval_callback(self, eval_callback):
+                status = lib.ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
         hooks.raise_pending()
         _device.check_device(self.device)   # a lost RPC server answers for itself: say so now
         if status != lib.GGML_STATUS_SUCCESS:

@@ -223,6 +223,9 @@ class _Decoding:
         self.seen_len = 0   # the width of the seen ids (the longest sequence) with a repetition penalty
         self.session = None   # the model's _Session, from the prompt on
         self.key_mask = self.position = self.slot = None   # a decode step's inputs, updated in place
+        self.last = None   # the ids chosen last (B,) int32, fed to the next step
+        self.keep = None   # the prompt's attention mask (B, T) of bools
+        self.lean = None   # _LeanStep: the decode step's inputs written where its graph reads them (False: none)
         self.window_step = StepReplay(self._window_step, device)
 
     def tokens(self, ids, keep, max_new_tokens, use_cache, stops, pad):
@@ -235,26 +238,27 @@ class _Decoding:
             # seen_len columns are the ids a repetition penalty sees at every step (a fixed width)
             seq = np.repeat(ids[:, :1], t + max_new_tokens, axis=1)
             seq[:, :t] = ids
-            kept = np.ones(seq.shape, dtype=bool)
-            kept[:, :t] = keep
+            self.keep = keep
             self.seen_len = t + max_new_tokens - 1
             finished = np.zeros(b, dtype=bool)
+            stopping = stops.size > 0
             for n in range(t, t + max_new_tokens):
-                nxt = self._next(seq, n, kept[:, :n], use_cache).astype(np.int32, copy=False)
-                if stops.size:
+                nxt = self._next(seq, n, use_cache)   # int32 (B,), a fresh array
+                if stopping:
                     nxt[finished] = pad
                     finished |= np.isin(nxt, stops)
                 seq[:, n] = nxt
+                self.last = nxt
                 yield nxt
-                if finished.all() and stops.size:
+                if stopping and finished.all():
                     return
         finally:
             self.model.train(was_training)
             if self.session is not None:   # for the model's next generate
                 _SESSIONS[self.model] = self.session
 
-    def _next(self, seq, n, keep, use_cache):
-        """The next ids after the first n columns of `seq` (keep: their attention mask)."""
+    def _next(self, seq, n, use_cache):
+        """The next ids after the first n columns of `seq`."""
         b = seq.shape[0]
         context = self.model.context
         extra = [self.rng.random(b).astype(np.float32)[:, None]] if self.sampling else []
@@ -263,11 +267,16 @@ class _Decoding:
         if not use_cache or n > context:   # the window slides: every position would change
             return self.window_step(seq[:, max(0, n - context):n], *extra)
         if self.session is None:
-            return self._prompt(seq, n, keep, extra)
+            return self._prompt(seq, n, self.keep, extra)   # n: the prompt's length
+        if self.lean:
+            return self.lean(self.last, n, extra)
         self.key_mask[:, 0, 0, n - 1] = 0.0   # the newest token, seen by every later one
         self.slot[0] = n - 1
         self.position += 1
-        return self.session.step(seq[:, n - 1:n], self.slot, self.position, self.key_mask, *extra)
+        nxt = self.session.step(seq[:, n - 1:n], self.slot, self.position, self.key_mask, *extra)
+        if self.lean is None and not self.penalized:   # the same step for every later token: fed in place
+            self.lean = _LeanStep.of(self.session.step) or False   # False: not the host's memory, not again
+        return nxt
 
     def _prompt(self, seq, n, keep, extra):
         """The first new ids: the prompt (n columns) into the cache of the model's session (one graph, or
@@ -305,6 +314,40 @@ class _Decoding:
     def _window_step(self, ids, *extra):
         with no_grad():
             return _choose(self, self.model(ids), extra).to(ids.dtype)
+
+
+class _LeanStep:
+    """A recorded one-token decode step (StepReplay) fed in place: each token writes the new ids, the slot,
+    the positions (each row's + 1), the newest key unmasked and the uniforms through memoryviews of the
+    graph's input memory and reads the chosen ids back, with no numpy call but the copy of the result.
+    Between two computes of a large model the host's caches are cold (its weights streamed through them),
+    and there every numpy call costs tens of microseconds (benchmarks/README.md, issue 37)."""
+
+    def __init__(self, step, inputs, outputs):
+        self.step = step
+        self.ids, self.slot, self.positions, self.mask = (memoryview(v.reshape(-1)) for v in inputs[:4])
+        self.uniforms = [memoryview(v.reshape(-1)) for v in inputs[4:]]
+        self.rows, self.keys = inputs[3].shape[0], inputs[3].shape[-1]
+        self.out = outputs[0]
+
+    @classmethod
+    def of(cls, step):
+        """The lean step over StepReplay `step`'s last recording, or None where its memory is not the host's."""
+        views = step.in_place()
+        return None if views is None else cls(step, *views)
+
+    def __call__(self, last, n, extra):
+        """The ids (B,) after column n - 1 of the sequences, whose ids there are `last` (B,) int32."""
+        self.ids[:] = memoryview(last)
+        self.slot[0] = n - 1
+        positions, mask, keys = self.positions, self.mask, self.keys
+        for r in range(self.rows):
+            positions[r] += 1
+            mask[r * keys + n - 1] = 0.0   # the newest token, seen by every later one
+        for view, values in zip(self.uniforms, extra):
+            view[:] = memoryview(values.reshape(-1))
+        self.step.replay()
+        return self.out.copy()
 
 
 class GenerationMixin:

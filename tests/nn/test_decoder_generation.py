@@ -154,6 +154,13 @@ def test_cached_tokens_are_the_uncached_tokens(make):
     ggrad.manual_seed(4)
     b = model.generate(PROMPT, 25, temperature=0.8, top_k=12, repetition_penalty=1.2, use_cache=False).numpy()
     np.testing.assert_array_equal(a, b)
+    # two rows sampled: the decode step fed in place (the ids, positions, mask and uniforms of each row)
+    rows = np.concatenate([PROMPT, PROMPT[:, ::-1]])
+    ggrad.manual_seed(5)
+    a = model.generate(rows, 25, temperature=1.5, top_p=0.95).numpy()
+    ggrad.manual_seed(5)
+    np.testing.assert_array_equal(a, model.generate(rows, 25, temperature=1.5, top_p=0.95, use_cache=False).numpy())
+    assert (a[0] != a[1]).any()
 
 
 @pytest.mark.parametrize("make", [lambda: DecoderOnly(), lambda: DecoderOnly(batch_first=False, norm_first=False),

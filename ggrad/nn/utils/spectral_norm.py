@@ -10,6 +10,7 @@ u and v held fixed, as PyTorch's. In eval mode the stored u and v are used as th
 from ...autograd import Parameter, no_grad
 from ...autograd.factory import randn
 from ..functional import normalize
+from .norm_hooks import norm_hook, remove_norm_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -59,9 +60,8 @@ class SpectralNorm:
 
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
-        for hook in _pre_hooks(module):
-            if isinstance(hook, SpectralNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
+        if norm_hook(module, SpectralNorm, name) is not None:
+            raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
         weight = module._parameters[name]
         with no_grad():
@@ -78,10 +78,6 @@ class SpectralNorm:
         return fn
 
 
-def _pre_hooks(module):
-    hooks = module.__dict__.get("_hooks")
-    return list(hooks.forward_pre.values()) if hooks is not None else []
-
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
     """Divide `module`'s parameter `name` by its spectral norm before each forward (dim: the output dim, 1 for
@@ -94,8 +90,4 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Fold the normalised weight back into the parameter `name`. ValueError if spectral_norm was not applied."""
-    for hook in _pre_hooks(module):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_norm_hook(module, SpectralNorm, name, "spectral_norm")

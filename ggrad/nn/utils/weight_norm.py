@@ -7,6 +7,7 @@ before each forward, so gradients reach g and v. `remove_weight_norm` folds them
 """
 
 from ...autograd import Parameter, no_grad
+from .norm_hooks import norm_hook, remove_norm_hook
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -32,9 +33,8 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        for hook in _pre_hooks(module):
-            if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        if norm_hook(module, WeightNorm, name) is not None:
+            raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         if dim is None:
             dim = -1
         fn = WeightNorm(name, dim)
@@ -60,11 +60,6 @@ class WeightNorm:
         object.__setattr__(module, self.name, self.compute_weight(module))
 
 
-def _pre_hooks(module):
-    """The module's forward pre-hooks (ggrad.nn.hooks keeps them in `_hooks`)."""
-    hooks = module.__dict__.get("_hooks")
-    return list(hooks.forward_pre.values()) if hooks is not None else []
-
 
 def weight_norm(module, name="weight", dim=0):
     """Re-parameterize `module`'s parameter `name` as g v / ||v|| (norm over every dim but `dim`; dim None:
@@ -75,8 +70,4 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Fold `name_g` and `name_v` back into the parameter `name`. ValueError if weight_norm was not applied."""
-    for hook in _pre_hooks(module):
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return remove_norm_hook(module, WeightNorm, name, "weight_norm")

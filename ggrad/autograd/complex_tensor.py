@@ -351,15 +351,7 @@ class ComplexTensor:
         return self.numpy().tolist()
 
     def __repr__(self):
-        values = printing.values_text(self.numpy(), "tensor(")
-        extra = []
-        if self.device.torch_name != "cpu":
-            extra.append(f"device='{self.device.torch_name}'")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn={self.grad_fn!r}")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return "tensor(" + ", ".join([values] + extra) + ")"
+        return printing.tensor_text(self, printing.values_text(self.numpy(), "tensor("), False)   # complex64: the default
 
     def __bool__(self):
         return bool(self.item() != 0)

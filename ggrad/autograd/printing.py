@@ -45,3 +45,18 @@ def values_text(values, prefix, formatter=None):
                            threshold=sys.maxsize if threshold == float("inf") else int(threshold),
                            edgeitems=_options["edgeitems"], max_line_width=_options["linewidth"],
                            formatter=formatter or None)
+
+
+def tensor_text(t, values, dtype_shown):
+    """PyTorch's repr of tensor `t` whose values print as `values`: `tensor(values, device=..., dtype=...,
+    grad_fn=... | requires_grad=True)`, the device where not the CPU, the dtype where `dtype_shown`."""
+    extra = []
+    if t.device.torch_name != "cpu":
+        extra.append(f"device='{t.device.torch_name}'")
+    if dtype_shown:
+        extra.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extra.append(f"grad_fn={t.grad_fn!r}")
+    elif t.requires_grad:
+        extra.append("requires_grad=True")
+    return "tensor(" + ", ".join([values] + extra) + ")"

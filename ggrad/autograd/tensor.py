@@ -272,16 +272,8 @@ class Tensor(_Methods):
 
     def __repr__(self) -> str:
         values = printing.values_text(self.numpy(), "tensor(", {"bool": lambda b: "True" if b else "False"})
-        extra = []
-        if self.device.torch_name != "cpu":
-            extra.append(f"device='{self.device.torch_name}'")
-        if self.dtype.name not in ("f32", "i64", "bool"):   # PyTorch's repr leaves its defaults out
-            extra.append(f"dtype={self.dtype!r}")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn={self.grad_fn!r}")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return "tensor(" + ", ".join([values] + extra) + ")"
+        # PyTorch's repr leaves its default dtypes out
+        return printing.tensor_text(self, values, self.dtype.name not in ("f32", "i64", "bool"))
 
     def __hash__(self) -> int:
         return id(self)

@@ -169,9 +169,11 @@ PROMPT_BY_STEPS_BYTES = 64 << 20
 
 
 class _Session:
-    """A model's static KVCache for `batch` rows and the one-token decode step recorded on it (StepReplay),
-    kept between generate calls while the batch, the rule and the model's tensors stay: a later call records
-    nothing. The cache's positions from an earlier call are masked until this call writes them."""
+    """A model's static KVCache for `batch` rows and the steps recorded on it (StepReplay): the one-token
+    decode step, and the last prompt taken as one graph (a prompt of another length records it again; its
+    compute buffer stays with the session, as llama.cpp's context keeps its own). Kept between generate calls
+    while the batch, the rule and the model's tensors stay: a later call records nothing. The cache's
+    positions from an earlier call are masked until this call writes them."""
 
     def __init__(self, model, tensors, device, batch, rule):
         # a weak reference: _SESSIONS holds sessions weakly keyed by their models, which they must not keep
@@ -183,6 +185,7 @@ class _Session:
         with no_grad():
             self.cache = model.new_kv_cache(batch, static=True)
         self.step = StepReplay(self._step, device)
+        self.prompt_step = StepReplay(self._step, device)   # its own: a prompt never re-records the decode step
 
     def fits(self, tensors, device, batch, rule):
         """Whether a call of `batch` rows by `rule` on `device`, the model's parameters and buffers being
@@ -299,7 +302,7 @@ class _Decoding:
             positions = np.maximum(np.cumsum(keep, axis=1) - 1, 0).astype(np.int32)
             self.key_mask[:, 0, 0, :n][keep] = 0.0
             self.position = positions[:, -1:].copy()
-            return session.step(seq[:, :n], slots, positions, mask, *extra)
+            return session.prompt_step(seq[:, :n], slots, positions, mask, *extra)
         count = np.zeros((b, 1), dtype=np.int32)
         ignored = [np.zeros_like(extra[0])] + extra[1:] if self.sampling else extra   # no draw for them
         for j in range(n):

@@ -119,15 +119,19 @@ def test_generation_runs_on_quantized_linear_weights():
     np.testing.assert_array_equal(cached, model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy())
 
 
-def test_decode_steps_replay_one_recorded_graph():
-    """generate feeds a short prompt and then every new token through one decode step recorded once
-    (autograd/step_replay.py): one compute per token, no op recorded. The model keeps its KV cache and the
-    recorded step (nn.generation's session), so a later call of the same batch records nothing, even after
-    other computes in between (an evaluation: the step keeps its own compute buffer, owned_graph.py)."""
+@pytest.mark.parametrize("prompt_by_steps", [True, False])
+def test_decode_steps_replay_one_recorded_graph(prompt_by_steps, monkeypatch):
+    """generate feeds a short prompt (a token at a time through the decode step, or as one graph of its own)
+    and then every new token through one decode step recorded once (autograd/step_replay.py): one compute
+    per token, no op recorded. The model keeps its KV cache and the recorded steps (nn.generation's
+    session), so a later call of the same batch records nothing, even after other computes in between (an
+    evaluation: the step keeps its own compute buffer, owned_graph.py)."""
+    if not prompt_by_steps:
+        monkeypatch.setattr(generation, "PROMPT_BY_STEPS_BYTES", 0)
     model = small_model(context=40)
     plain = model.generate(PROMPT, 30, temperature=0, use_cache=False).numpy()
     keys = ("computes", "step_replays", "cache_hits", "cache_misses")
-    steps = PROMPT.shape[1] + 29   # the prompt's tokens one at a time, then the new ones
+    steps = (PROMPT.shape[1] if prompt_by_steps else 1) + 29   # the prompt (its tokens or one graph), the new ones
     results = []
     for call in range(3):
         if call == 1:   # an evaluation between two calls: a graph of its own
@@ -140,9 +144,10 @@ def test_decode_steps_replay_one_recorded_graph():
             np.testing.assert_array_equal(results[0].numpy(), plain)
         delta = {k: after[k] - before[k] for k in keys}
         if call == 0:   # the KV cache's buffers, the first step's inputs and graph recorded
-            assert delta["step_replays"] == steps - 1, delta
-            assert delta["computes"] - delta["step_replays"] <= 4, delta
-            assert delta["cache_hits"] + delta["cache_misses"] <= 3, delta
+            assert delta["step_replays"] == steps - (1 if prompt_by_steps else 2), delta
+            recorded = 1 if prompt_by_steps else 2   # the decode step, and the prompt's graph
+            assert delta["computes"] - delta["step_replays"] <= 3 + recorded, delta
+            assert delta["cache_hits"] + delta["cache_misses"] <= 2 + 2 * recorded - 1, delta
         else:   # only replays
             assert delta == {"computes": steps, "step_replays": steps, "cache_hits": 0, "cache_misses": 0}, delta
     for result in results[1:]:

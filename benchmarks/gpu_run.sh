@@ -22,6 +22,7 @@
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16), each node synchronised
 #   kernels kernels16 kernelsbf16   the big step's GPU time by kernel, not synchronised (CUPTI's records:
 #             benchmarks/kernel_trace.c, profile_kernels.py; f32, autocast f16, bf16)
+#   kernelsgen  the same for a decoded token of bench_generate.py's small and large char-GPT (batch 1)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
 #   flash     flash attention's CUDA twins against the CPU kernels on hand-made nodes, and their times
 #             (benchmarks/flash_attn_cuda.cu; needs no GGML build)
@@ -124,13 +125,17 @@ for verb in "$@"; do
         alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;
         f16|bf16) $bench --configs big --autocast "$verb" --torch-variants ${TORCH_VARIANTS-sdpa} ;;
-        kernels|kernels16|kernelsbf16) cuda=${CUDA_HOME:-/usr/local/cuda}
+        kernels|kernels16|kernelsbf16|kernelsgen) cuda=${CUDA_HOME:-/usr/local/cuda}
             [ -f /tmp/kernel_trace.so ] || gcc -O2 -shared -fPIC -I $cuda/include -I $cuda/extras/CUPTI/include \
                 -o /tmp/kernel_trace.so benchmarks/kernel_trace.c -L $cuda/lib64 -L $cuda/extras/CUPTI/lib64 \
                 -Wl,-rpath,$cuda/lib64:$cuda/extras/CUPTI/lib64 -lcupti
             precision=${verb#kernels}; precision=${precision:+--autocast $( [ $precision = 16 ] && echo f16 || echo bf16)}
-            python3 benchmarks/profile_kernels.py --trace /tmp/kernel_trace.so --device $device --config big \
-                --threads 16 --steps 5 $precision | (c++filt 2>/dev/null || cat) ;;
+            runs=("--config big --steps 5 $precision")
+            [ $verb = kernelsgen ] && runs=("--generate small --steps 3 --top 25" "--generate large --steps 3 --top 25")
+            for run in "${runs[@]}"; do
+                python3 benchmarks/profile_kernels.py --trace /tmp/kernel_trace.so --device $device --threads 16 \
+                    $run | (c++filt 2>/dev/null || cat)
+            done ;;
         profile) $profile ;;
         profile16) $profile --autocast f16 ;;
         flash) inc=/tmp/$SDIST/ggml/include

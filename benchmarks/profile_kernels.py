@@ -7,6 +7,10 @@ how many launches came from CUDA graphs, and the host's own time a step (the mai
 GGML's compute, common.HostCPU): what the GPU waits for between steps.
 
     python benchmarks/profile_kernels.py --trace kernel_trace.so [--config big] [--autocast f16] [--steps 5]
+    python benchmarks/profile_kernels.py --trace kernel_trace.so --generate small   # a decoded token instead
+
+With --generate, a "step" is one greedy `generate` of bench_generate.py's char-GPT (its KV cache, the decode
+step replayed per token) and the figures are per decoded token.
 """
 
 import argparse
@@ -65,9 +69,14 @@ def main():
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--autocast", choices=["f16", "bf16"], help="mixed precision (default: float32)")
+    parser.add_argument("--generate", choices=["small", "large"],
+                        help="profile a decoded token of bench_generate.py's config instead of a training step")
     args = parser.parse_args()
     set_threads(args.threads)
-    step = bench_gpt.ggrad_step_fn(args.device, CONFIGS[args.config], args.autocast)
+    if args.generate:
+        step, tokens = decode_fn(args.device, args.generate)
+    else:
+        step, tokens = bench_gpt.ggrad_step_fn(args.device, CONFIGS[args.config], args.autocast), 1
     for _ in range(5):
         step()
     walls, hosts = [], []
@@ -85,6 +94,7 @@ def main():
         sys.exit(f"CUPTI refused the activity records (error {error})")
     for _ in range(args.steps):
         step()
+    per_step = args.steps * tokens   # the figures are a step's (a token's)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.tsv")
         trace.kernel_trace_stop(path.encode())
@@ -95,18 +105,18 @@ def main():
     in_graphs = 0
     for line in lines[2:]:
         ns, launches, graphed, name = line.split("\t", 3)
-        kernels.append((int(ns) / args.steps / 1e6, int(launches) // args.steps, name))
+        kernels.append((int(ns) / per_step / 1e6, int(launches) // per_step, name))
         in_graphs += int(graphed)
     kernels.sort(reverse=True)
     busy = sum(ms for ms, _, _ in kernels)
     launches = sum(n for _, n, _ in kernels)
     precision = f"autocast {args.autocast}" if args.autocast else "float32"
-    per_step = 1e6 * args.steps
-    print(f"{args.config} {precision} step on {args.device}: median wall {statistics.median(walls) * 1e3:.2f} ms, "
-          f"host {statistics.median(hosts) * 1e3:.2f} ms (main thread's CPU outside GGML's compute); "
-          f"per step: kernels busy {busy:.2f} ms, {launches} launches ({in_graphs / args.steps:.0f} from CUDA "
-          f"graphs), span {int(span_ns) / per_step:.2f} ms, GPU idle in it {int(gap_ns) / per_step:.2f} ms, of "
-          f"which {int(long_gap_ns) / per_step:.2f} ms in {int(long_gaps) / args.steps:.0f} gaps over 20 us "
+    what = f"decoded token ({args.generate})" if args.generate else f"{args.config} {precision} step"
+    print(f"{what} on {args.device}: median wall {statistics.median(walls) * 1e3 / tokens:.3f} ms, "
+          f"host {statistics.median(hosts) * 1e3 / tokens:.3f} ms (main thread's CPU outside GGML's compute); "
+          f"per step: kernels busy {busy:.2f} ms, {launches} launches ({in_graphs / per_step:.0f} from CUDA "
+          f"graphs), span {int(span_ns) / per_step / 1e6:.3f} ms, GPU idle in it {int(gap_ns) / per_step / 1e6:.3f} ms, "
+          f"of which {int(long_gap_ns) / per_step / 1e6:.3f} ms in {int(long_gaps) / per_step:.1f} gaps over 20 us "
           f"(names dropped: {dropped})")
     by_kind = collections.defaultdict(lambda: [0.0, 0])
     for ms, launches, name in kernels:
@@ -118,6 +128,15 @@ def main():
     print(f"\ntop {args.top} kernels: ms a step, launches, name")
     for ms, launches, name in kernels[:args.top]:
         print(f"  {ms:8.3f} {launches:5d}  {name[:150]}")
+
+
+def decode_fn(device, config):
+    """A greedy generate of bench_generate.py's `config` char-GPT on `device` (its decode session recorded by
+    the warm-up calls), and the tokens it decodes."""
+    import bench_generate
+    from generate_torch import CONFIGS as DECODE_CONFIGS
+    cfg = DECODE_CONFIGS[config]
+    return bench_generate.ggrad_run(cfg, True, device, 1), cfg["context"] - cfg["prompt"]
 
 
 if __name__ == "__main__":

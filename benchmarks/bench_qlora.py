@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gguf_decode import placeholder_vocabulary  # noqa: E402
-from common import print_table, set_threads  # noqa: E402
+from common import print_table  # noqa: E402
 from qlora_data import HF_OF, batches, peak_rss  # noqa: E402
 
 import ggrad  # noqa: E402
@@ -98,8 +98,9 @@ def write_torch_weights(path, c, r, out):
 
 
 def ggrad_child(args):
-    """The ggrad side (in its own process): the model from the GGUF file, LoRA, the timed steps."""
-    set_threads(args["threads"])
+    """The ggrad side (in its own process): the model from the GGUF file, LoRA, the timed steps. PyTorch is not
+    imported here (common.set_threads would): a process holding GGML's CUDA and PyTorch's aborts."""
+    ggrad.set_num_threads(args["threads"])
     dev = ggrad.device(args["device"])
     c = args["config"]
     model = models.from_gguf(args["path"], device=dev, context=args["seq"])

@@ -98,22 +98,53 @@ template <> __device__ __forceinline__ __nv_bfloat16 convert<__nv_bfloat16, __nv
 template <> __device__ __forceinline__ __half convert<__half, float>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 convert<__nv_bfloat16, float>(float x) { return __float2bfloat16_rn(x); }
 
+// 8 consecutive elements of a row (16 bytes: half types, 32: float32) as T, through vector loads
+template <typename T>
+union eight {
+    uint4 bits;
+    T x[8];
+};
+
+template <typename T, typename S>
+__device__ __forceinline__ void load_eight(eight<T> & out, const S * src) {
+    if constexpr (sizeof(S) == sizeof(T)) {
+        out.bits = *reinterpret_cast<const uint4 *>(src);
+    } else {
+        const float4 a = reinterpret_cast<const float4 *>(src)[0], b = reinterpret_cast<const float4 *>(src)[1];
+        const float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            out.x[e] = convert<T, S>(f[e]);
+        }
+    }
+}
+
 // rows [r0, r0 + 64) of t (`valid` of them exist, `width` elements each, of type S) into shared memory as T, W
-// columns (zeros beyond), row-major (`rows`, ld W + SKEW) and/or transposed (`cols`, [W][64 + SKEW])
+// columns (zeros beyond), row-major (ld W + SKEW). Rows of the full width whose every start is aligned to 8
+// elements go 8 elements a thread (vector loads and stores), others an element a thread.
 template <typename T, typename S, int W>
-__device__ void load_tile(T * rows, T * cols, const view & t, int r0, int valid, int width, int i2, int i3) {
+__device__ void load_tile(T * rows, const view & t, int r0, int valid, int width, int i2, int i3) {
+    constexpr int PER_ROW = W / 8;
+    const unsigned long long starts = (unsigned long long) t.data | t.nb1 | t.nb2 | t.nb3;
+    if (width == W && starts % (8 * sizeof(S)) == 0) {
+        for (int idx = threadIdx.x; idx < 64 * PER_ROW; idx += THREADS) {
+            const int r = idx / PER_ROW, c = idx % PER_ROW * 8;
+            eight<T> x;
+            x.bits = make_uint4(0u, 0u, 0u, 0u);   // +0 in both half types
+            if (r < valid) {
+                load_eight<T, S>(x, (const S *) row_of(t, r0 + r, i2, i3) + c);
+            }
+            *reinterpret_cast<uint4 *>(&rows[r * (W + SKEW) + c]) = x.bits;
+        }
+        return;
+    }
     for (int idx = threadIdx.x; idx < 64 * W; idx += THREADS) {
         const int r = idx / W, c = idx % W;
         T x = half_type<T>::of(0.0f);
         if (r < valid && c < width) {
             x = convert<T, S>(((const S *) row_of(t, r0 + r, i2, i3))[c]);
         }
-        if (rows) {
-            rows[r * (W + SKEW) + c] = x;
-        }
-        if (cols) {
-            cols[c * (64 + SKEW) + r] = x;
-        }
+        rows[r * (W + SKEW) + c] = x;
     }
 }
 
@@ -168,17 +199,26 @@ __device__ __forceinline__ void scores(float (*c)[4], const T * a, const T * b, 
     }
 }
 
-// acc[DP / 8][4] += (a warp's 16 x 64 c, as half) (bt's columns)^T: bt [DP][64 + SKEW] holds B transposed
+// s[0] and s[ld] (one column, two rows) as one register, the first in its low half
+template <typename T>
+__device__ __forceinline__ uint32_t column_pair(const T * s, int ld) {
+    return (uint32_t) *reinterpret_cast<const uint16_t *>(s) | (uint32_t) *reinterpret_cast<const uint16_t *>(s + ld) << 16;
+}
+
+// acc[DP / 8][4] += (a warp's 16 x 64 c, as half) b, b's 64 rows row-major in shared memory ([64][DP + SKEW]):
+// B's fragment pairs two rows of a column (halfword reads, free of bank conflicts at these strides)
 template <typename T, int DP>
-__device__ __forceinline__ void accumulate(float (*acc)[4], const float (*c)[4], const T * bt) {
+__device__ __forceinline__ void accumulate(float (*acc)[4], const float (*c)[4], const T * b) {
+    constexpr int LD = DP + SKEW;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {
         uint32_t af[4];
         a_of_scores<T>(af, c, ks);
+        const T * rows = b + (ks * 16 + 2 * t) * LD + g;
 #pragma unroll
         for (int dn = 0; dn < DP / 8; dn++) {
-            uint32_t b0, b1;
-            b_fragment(b0, b1, bt, 64 + SKEW, dn * 8, ks * 16);
+            const uint32_t b0 = column_pair(rows + dn * 8, LD), b1 = column_pair(rows + 8 * LD + dn * 8, LD);
             half_type<T>::mma(acc[dn], af, b0, b1);
         }
     }
@@ -211,11 +251,11 @@ __global__ void __launch_bounds__(THREADS) forward_half(fa_params p) {
     extern __shared__ __align__(16) unsigned char shared[];
     T * qs = (T *) shared;                 // [64][DP + SKEW]
     T * ks = qs + BQ * (DP + SKEW);        // [64][DP + SKEW]
-    T * vt = ks + BK * (DP + SKEW);        // [DP][64 + SKEW]
+    T * vs = ks + BK * (DP + SKEW);        // [64][DP + SKEW]
     const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
     const int q0 = blockIdx.x * BQ, ih = blockIdx.y, ib = blockIdx.z;
     const int ihk = ih / (p.hq / p.hk), ibk = ib / (p.b / p.bk);
-    load_tile<T, T, DP>(qs, nullptr, p.q, q0, min(BQ, p.tq - q0), p.d, ih, ib);
+    load_tile<T, T, DP>(qs, p.q, q0, min(BQ, p.tq - q0), p.d, ih, ib);
     const float sl = p.scale * LOG2E;
     int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     const float * masks[2];
@@ -231,8 +271,8 @@ __global__ void __launch_bounds__(THREADS) forward_half(fa_params p) {
     const int kend = key_end(p, q0 + BQ - 1);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads();
-        load_tile<T, T, DP>(ks, nullptr, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
-        load_tile<T, T, DP>(nullptr, vt, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
+        load_tile<T, T, DP>(ks, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
+        load_tile<T, T, DP>(vs, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
         __syncthreads();
         float s[8][4];
         scores<T, DP>(s, qs, ks, warp * 16);
@@ -269,7 +309,7 @@ __global__ void __launch_bounds__(THREADS) forward_half(fa_params p) {
                 o[dn][e] *= alpha[e >> 1];
             }
         }
-        accumulate<T, DP>(o, s, vt);
+        accumulate<T, DP>(o, s, vs);
     }
     for (int r = 0; r < 2; r++) {
         const float total = quad_sum(l[r]);
@@ -321,19 +361,17 @@ __global__ void row_dots(fa_params p) {
 template <typename T, int DP>
 __global__ void __launch_bounds__(THREADS) key_grads_half(fa_params p) {
     extern __shared__ __align__(16) unsigned char shared[];
-    T * ks = (T *) shared;                // [64][DP + SKEW] each, then the transposed [DP][64 + SKEW]
+    T * ks = (T *) shared;                // [64][DP + SKEW] each
     T * vs = ks + BK * (DP + SKEW);
     T * qs = vs + BK * (DP + SKEW);
     T * dos = qs + BQ * (DP + SKEW);
-    T * qt = dos + BQ * (DP + SKEW);
-    T * dot = qt + DP * (BQ + SKEW);
-    float * lrow = (float *) (dot + DP * (BQ + SKEW));
+    float * lrow = (float *) (dos + BQ * (DP + SKEW));
     float * drow = lrow + BQ;
     const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
     const int k0 = blockIdx.x * BK, ihk = blockIdx.y, ibk = blockIdx.z;
     const int groups = p.hq / p.hk, repeats = p.b / p.bk;
-    load_tile<T, T, DP>(ks, nullptr, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
-    load_tile<T, T, DP>(vs, nullptr, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
+    load_tile<T, T, DP>(ks, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
+    load_tile<T, T, DP>(vs, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
     const float sl = p.scale * LOG2E;
     const int keys[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
     float dk[DP / 8][4], dv[DP / 8][4];
@@ -349,8 +387,8 @@ __global__ void __launch_bounds__(THREADS) key_grads_half(fa_params p) {
             for (int q0 = first; q0 < p.tq; q0 += BQ) {
                 __syncthreads();
                 const int valid = min(BQ, p.tq - q0);
-                load_tile<T, T, DP>(qs, qt, p.q, q0, valid, p.d, ih, ib);
-                load_tile<T, float, DP>(dos, dot, p.dout, q0, valid, p.dv, ih, ib);
+                load_tile<T, T, DP>(qs, p.q, q0, valid, p.d, ih, ib);
+                load_tile<T, float, DP>(dos, p.dout, q0, valid, p.dv, ih, ib);
                 for (int i = threadIdx.x; i < BQ; i += THREADS) {
                     const bool in = i < valid;
                     lrow[i] = in ? lse_of(p, q0 + i, ih, ib) * LOG2E : -INFINITY;
@@ -370,14 +408,14 @@ __global__ void __launch_bounds__(THREADS) key_grads_half(fa_params p) {
                         s[nt][e] = x;   // P^T
                     }
                 }
-                accumulate<T, DP>(dv, s, dot);   // dV += P^T dO
+                accumulate<T, DP>(dv, s, dos);   // dV += P^T dO
                 scores<T, DP>(dp, vs, dos, warp * 16);   // dP^T = V dO^T
                 for (int nt = 0; nt < 8; nt++) {
                     for (int e = 0; e < 4; e++) {
                         dp[nt][e] = s[nt][e] * (dp[nt][e] - drow[nt * 8 + 2 * t + (e & 1)]);   // dS^T
                     }
                 }
-                accumulate<T, DP>(dk, dp, qt);   // dK += dS^T Q (scaled below)
+                accumulate<T, DP>(dk, dp, qs);   // dK += dS^T Q (scaled below)
             }
         }
     }
@@ -404,17 +442,16 @@ __global__ void __launch_bounds__(THREADS) key_grads_half(fa_params p) {
 template <typename T, int DP>
 __global__ void __launch_bounds__(THREADS) query_grads_half(fa_params p) {
     extern __shared__ __align__(16) unsigned char shared[];
-    T * qs = (T *) shared;               // [64][DP + SKEW] each, then the transposed [DP][64 + SKEW]
+    T * qs = (T *) shared;               // [64][DP + SKEW] each
     T * dos = qs + BQ * (DP + SKEW);
     T * ks = dos + BQ * (DP + SKEW);
     T * vs = ks + BK * (DP + SKEW);
-    T * kt = vs + BK * (DP + SKEW);
     const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
     const int q0 = blockIdx.x * BQ, ih = blockIdx.y, ib = blockIdx.z;
     const int ihk = ih / (p.hq / p.hk), ibk = ib / (p.b / p.bk);
     const int valid = min(BQ, p.tq - q0);
-    load_tile<T, T, DP>(qs, nullptr, p.q, q0, valid, p.d, ih, ib);
-    load_tile<T, float, DP>(dos, nullptr, p.dout, q0, valid, p.dv, ih, ib);
+    load_tile<T, T, DP>(qs, p.q, q0, valid, p.d, ih, ib);
+    load_tile<T, float, DP>(dos, p.dout, q0, valid, p.dv, ih, ib);
     const float sl = p.scale * LOG2E;
     const int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     float lse[2], dsum[2];
@@ -432,8 +469,8 @@ __global__ void __launch_bounds__(THREADS) query_grads_half(fa_params p) {
     const int kend = key_end(p, q0 + BQ - 1);
     for (int k0 = 0; k0 < kend; k0 += BK) {
         __syncthreads();
-        load_tile<T, T, DP>(ks, kt, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
-        load_tile<T, T, DP>(vs, nullptr, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
+        load_tile<T, T, DP>(ks, p.k, k0, min(BK, p.tk - k0), p.d, ihk, ibk);
+        load_tile<T, T, DP>(vs, p.v, k0, min(BK, p.tk - k0), p.dv, ihk, ibk);
         __syncthreads();
         float s[8][4], dp[8][4];
         scores<T, DP>(s, qs, ks, warp * 16);
@@ -453,7 +490,7 @@ __global__ void __launch_bounds__(THREADS) query_grads_half(fa_params p) {
                 dp[nt][e] = s[nt][e] * (dp[nt][e] - dsum[e >> 1]);   // dS
             }
         }
-        accumulate<T, DP>(dq, dp, kt);   // dQ += dS K (scaled below)
+        accumulate<T, DP>(dq, dp, ks);   // dQ += dS K (scaled below)
     }
     for (int r = 0; r < 2; r++) {
         if (rows[r] >= p.tq) {
@@ -614,13 +651,13 @@ __global__ void key_grads_f32(fa_params p) {
 // ---- launches ------------------------------------------------------------------------------------------------
 
 template <int DP> constexpr size_t forward_bytes() {
-    return (size_t) 2 * (2 * 64 * (DP + SKEW) + DP * (64 + SKEW));
+    return (size_t) 2 * 3 * 64 * (DP + SKEW);
 }
 template <int DP> constexpr size_t key_grads_bytes() {
-    return (size_t) 2 * (4 * 64 * (DP + SKEW) + 2 * DP * (64 + SKEW)) + 2 * 64 * sizeof(float);
+    return (size_t) 2 * 4 * 64 * (DP + SKEW) + 2 * 64 * sizeof(float);
 }
 template <int DP> constexpr size_t query_grads_bytes() {
-    return (size_t) 2 * (4 * 64 * (DP + SKEW) + DP * (64 + SKEW));
+    return (size_t) 2 * 4 * 64 * (DP + SKEW);
 }
 
 view view_of(const ggml_tensor * t) {

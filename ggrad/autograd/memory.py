@@ -287,6 +287,28 @@ def graph_of(*tensors):
     return runtime(device).graph
 
 
+class Homes:
+    """Metadata of its own over a computed node's memory (its buffer's start, or the compute buffer), made in
+    one Context for at most `capacity` nodes when first needed: what a result keeps once the graph's contexts
+    are freed (`rehome`, OwnedGraph.results)."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self._context = None
+
+    def over(self, node, last=None):
+        """Metadata over `node`'s memory: `last`'s, (metadata, weak reference of its Block) from an earlier
+        compute of the same plan, where that Block is gone and the metadata still points at node's memory (no
+        tensor uses it: used again), else new."""
+        if last is not None and last[1]() is None and last[0].ptr.data == node.ptr.data:
+            return last[0]
+        if self._context is None:
+            self._context = ggml.Context(n_tensors=self.capacity)
+        stored = self._context.like(node)
+        placement.bind(stored.ptr, node.ptr)
+        return stored
+
+
 def rehome(rt, alive, blocks, rehomed=None):
     """Give the held tensors `alive` of a finished compute their memory on metadata of their own (so the pending
     graph's contexts can be freed); returns how many distinct results were kept.
@@ -296,7 +318,7 @@ def rehome(rt, alive, blocks, rehomed=None):
     metadata it was re-homed onto the last time and its Block (weakly): where that Block is gone and the
     metadata still points at this result's memory (the entry's plan places it at the same address), no tensor
     uses it any more and it is used again (a W2 step re-homes its 50 gradients every step)."""
-    home = None
+    homes = Homes(len(alive))
     homed = {}
     held = rt.in_compute_buffer
     for t in alive:
@@ -304,14 +326,7 @@ def rehome(rt, alive, blocks, rehomed=None):
         entry = homed.get(key)
         if entry is None:
             buffer = blocks.get(key)
-            last = rehomed.get(key) if rehomed is not None else None
-            if last is not None and last[1]() is None and last[0].ptr.data == key.data:
-                stored = last[0]
-            else:
-                if home is None:
-                    home = ggml.Context(n_tensors=len(alive))
-                stored = home.like(t._node)
-                placement.bind(stored.ptr, key)   # the node's memory (its buffer's start, or the compute buffer)
+            stored = homes.over(t._node, rehomed.get(key) if rehomed is not None else None)
             if buffer is not None:
                 block = Block(buffer, rt.pool)
             else:

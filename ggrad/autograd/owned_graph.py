@@ -13,8 +13,6 @@ the OwnedGraph and the results still in it (`Block.keep`); a step that records a
 import time
 import weakref
 
-from .. import ggml
-from ..ggml import placement
 from . import execution, memory
 from .memory import Block
 from .tensor import Tensor
@@ -65,19 +63,12 @@ class OwnedGraph:
         """Tensors over the values the last compute left in `specs`' nodes, each (node, shape, dtype): valid
         until they are dropped (the next compute moves those still held). The metadata of a result whose
         Tensors are all gone is used again (a training step's gradients: one per parameter a step)."""
-        home = None
+        homes = memory.Homes(len(specs))
         out, made = [], {}
         for node, shape, dtype in specs:
             block = made.get(id(node))
             if block is None:
-                last = self._stored.get(id(node))
-                if last is not None and last[1]() is None and last[0].ptr.data == node.ptr.data:
-                    stored = last[0]   # nothing uses it, and it was not moved out: still over node's memory
-                else:
-                    if home is None:
-                        home = ggml.Context(n_tensors=len(specs) + 1)
-                    stored = home.like(node)
-                    placement.bind(stored.ptr, node.ptr)
+                stored = homes.over(node, self._stored.get(id(node)))
                 block = made[id(node)] = Block(None, None, stored, self.scheduler)
                 ref = weakref.ref(block)
                 self._stored[id(node)] = (stored, ref)

@@ -4,7 +4,10 @@
    (no blocks to pack: a row reads each key once). Keys whose mask lies more than FA_SKIP_GAP below the row's
    largest mask value are skipped without reading K or V: e^(s - max) is exactly 0 for them in float32 for
    any score below FA_SKIP_GAP / 4 in magnitude, so the result is the tiled path's (up to rounding), while a
-   static cache's unfilled slots (masked by -inf or -1e30) cost nothing. */
+   static cache's unfilled slots (masked by -inf or nn's -1e30) cost nothing; their values never reach the
+   result (the tiled path multiplies them by 0: a nan there would give nan). A row past FA_ROWS_MAX reads K
+   and V once per row where the tiled path reads them once per block of rows: measured on 8 heads, rows are
+   faster up to 8 (benchmarks/README.md). */
 
 /* the f32 row j of K or V (head ihk, batch ibk): the operand's own memory where it is f32 and n a multiple
    of W, else converted into buf (padded with zeros to a multiple of W) */

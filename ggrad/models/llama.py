@@ -20,7 +20,7 @@ from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
 from ..nn import Embedding, KVCache, Linear, Module, ModuleList, RMSNorm, generation, init
 from ..nn import functional as F
-from ..nn.decode_attention import attend_cached
+from ..nn.decode_attention import attend_cached, fused_on
 from ..nn.functional import MASKED
 from ..nn.quantized import QuantizedParameter
 from ..utils.checkpoint import checkpoint
@@ -114,7 +114,8 @@ class Block(Module):
     def forward(self, x, positions, mask, kv_cache=None, freq_factors=None):
         """x (B, T, hidden); positions int32 (B*T,); mask additive, (B, 1, T, S) or broadcastable to it, or
         already tiled for the grouped query rows by `grouped_mask` (the model does that once for all blocks
-        but a cached one-token step's, which the device's decode attention may take untiled)."""
+        but a cached one-token step's where the device's lowering has a fused decode attention, which takes it
+        untiled)."""
         h = x + self.attention(self.attn_norm(x), positions, mask, kv_cache, freq_factors)
         m = self.ffn_norm(h)
         return h + self.ffn_down(F.silu(self.ffn_gate(m)) * self.ffn_up(m))
@@ -203,8 +204,8 @@ class LlamaModel(Module):
             raise ShapeError(f"LlamaModel: ids must be (batch, seq), got shape {tuple(ids.shape)}")
         b, t = ids.shape
         positions, mask = self._positions_and_mask(b, t, kv_cache, ids.device)
-        if kv_cache is None or t > 1:   # a decode step's blocks tile it only where they compose attention
-            mask = grouped_mask(mask, b, t, self.config)
+        if kv_cache is None or t > 1 or not fused_on(ids.device):   # else a decode step's fused attention
+            mask = grouped_mask(mask, b, t, self.config)             # reads it untiled (Block.attention)
         h = self.token_embd(ids if ids.dtype is i32 else ids.to(i32))
         h = h if h.dtype is f32 else h.float()
         factors = None if self.rope_freqs is None else self.rope_freqs.weight

@@ -52,6 +52,23 @@ def _by_lowering(graph, q, k, v, filled, scale):
     return None
 
 
+def fused_on(device):
+    """Whether `device`'s lowering attends a cached step by a fused op (attend_cached may return a result,
+    where the operands fit), so that a caller prepares the composed path's operands only where it is not."""
+    return _fused(pending_graph(device))
+
+
+@choice("decode_attention")
+def _fused(graph):
+    return False
+
+
+@_fused.alternative("kernel")
+@_fused.alternative("flash_attn_ext")
+def _some_fused(graph):
+    return True
+
+
 def _applies(q, k, v, filled, scale):
     """No gradient is recorded, float32 queries and mask."""
     return (q.dtype is f32 and filled.dtype is f32

@@ -50,8 +50,9 @@ class Lowering:
         attention: softmax(q k^T * scale + mask) v and its gradients by GGML's "ggml" ops (the scores
             materialised) or by ggrad's flash attention kernels (kernels.flash_attn, flash_attn_back): "kernel"
             for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
-        decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path or by
-            GGML's fused "flash_attn_ext" (nn/decode_attention.py).
+        decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path, by
+            GGML's fused "flash_attn_ext", or by ggrad's flash attention "kernel" (its path for few query rows;
+            CPU only; flash_attn_ext where it does not take the operands) (nn/decode_attention.py).
         argmax: the first maximum of f32 rows (nan first) by GGML's "ggml" ops (argmax of a key that ranks
             the maxima from the left, 13 nodes) or by ggrad's "kernel" (kernels.argmax_f32; CPU only).
     """
@@ -81,7 +82,7 @@ class Lowering:
 # than the copy. So only the first operand is read in place (attention's k for the scores, v for dW).
 CPU = Lowering(strided_matmul="first", transpose_copy="concat", row_sum="mul_mat", column_broadcast="out_prod",
               gelu_tanh="kernel", matmul="kernel", concat="kernel", layer_norm="kernel", adamw="kernel",
-              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="flash_attn_ext",
+              relu="kernel", softmax="kernel", class_labels="kernel", decode_attention="kernel",
               argmax="kernel")
 RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="concat", layer_norm="norm",
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml", argmax="ggml",

@@ -20,6 +20,7 @@ from ..ggml import f32, i32
 from ..ggml.errors import ShapeError
 from ..nn import Embedding, KVCache, Linear, Module, ModuleList, RMSNorm, generation, init
 from ..nn import functional as F
+from ..nn.decode_attention import attend_cached, fused_on
 from ..nn.functional import MASKED
 from ..nn.quantized import QuantizedParameter
 from ..utils.checkpoint import checkpoint
@@ -112,7 +113,9 @@ class Block(Module):
 
     def forward(self, x, positions, mask, kv_cache=None, freq_factors=None):
         """x (B, T, hidden); positions int32 (B*T,); mask additive, (B, 1, T, S) or broadcastable to it, or
-        already tiled for the grouped query rows by `grouped_mask` (the model does that once for all blocks)."""
+        already tiled for the grouped query rows by `grouped_mask` (the model does that once for all blocks
+        but a cached one-token step's where the device's lowering has a fused decode attention, which takes it
+        untiled)."""
         h = x + self.attention(self.attn_norm(x), positions, mask, kv_cache, freq_factors)
         m = self.ffn_norm(h)
         return h + self.ffn_down(F.silu(self.ffn_gate(m)) * self.ffn_up(m))
@@ -135,6 +138,10 @@ class Block(Module):
         v = (v if v.dtype is f32 else v.float()).reshape(b, t, hkv, d).permute(0, 2, 1, 3)
         if kv_cache is not None:
             k, v = kv_cache.update(k, v)
+            if t == 1 and mask.ndim == 4 and mask.shape[1] == 1:   # a decode step, by the lowering's choice
+                out = attend_cached(q, k, v, mask, 1.0 / math.sqrt(d))
+                if out is not None:
+                    return self.attn_output(out)
         # the `group` query heads of one key/value head as rows of one head: the keys and values are not copied
         q = q.reshape(b, hkv, (h // hkv) * t, d)
         if mask.shape[-2] != q.shape[2]:   # not grouped_mask's yet
@@ -197,7 +204,8 @@ class LlamaModel(Module):
             raise ShapeError(f"LlamaModel: ids must be (batch, seq), got shape {tuple(ids.shape)}")
         b, t = ids.shape
         positions, mask = self._positions_and_mask(b, t, kv_cache, ids.device)
-        mask = grouped_mask(mask, b, t, self.config)
+        if kv_cache is None or t > 1 or not fused_on(ids.device):   # else a decode step's fused attention
+            mask = grouped_mask(mask, b, t, self.config)             # reads it untiled (Block.attention)
         h = self.token_embd(ids if ids.dtype is i32 else ids.to(i32))
         h = h if h.dtype is f32 else h.float()
         factors = None if self.rope_freqs is None else self.rope_freqs.weight

@@ -1,11 +1,13 @@
-"""Attention of a cached decode step by GGML's fused `flash_attn_ext`, where the device's lowering chooses it.
+"""Attention of a cached decode step by ggrad's flash attention kernel or GGML's fused `flash_attn_ext`, where
+the device's lowering chooses it.
 
 A decode step attends one query a row over a static cache of `max_len` positions, most of them masked. The
-composed path (two batched products, the masked softmax, the heads' merge copy) computes every position; the
-CPU's flash_attn_ext skips the keys whose mask is -inf and writes its result already in the (B, T, E) layout.
-It has no backward: it serves steps recorded without gradients (generation), others take the composed path.
-Which path a backend takes is its Lowering's `decode_attention` (autograd/lowering.py, measured in
-benchmarks/README.md).
+composed path (two batched products, the masked softmax, the heads' merge copy) computes every position;
+ggrad's kernel (kernels.flash_attn: a path for few query rows, csrc/flash_attn_rows_width.h) and the CPU's
+flash_attn_ext skip the keys the mask blocks and write one query's result already in the (B, T, E) layout;
+the kernel reads the f32 mask as it is, flash_attn_ext a float16 copy. Neither has a backward here: they serve
+steps recorded without gradients (generation), others take the composed path. Which path a backend takes is
+its Lowering's `decode_attention` (autograd/lowering.py, measured in benchmarks/README.md).
 """
 
 import weakref
@@ -13,8 +15,9 @@ import weakref
 from ..autograd import grad_mode
 from ..autograd.lowering import choice
 from ..autograd.memory import pending_graph
+from ..autograd.ops.flash_attention import FlashAttentionForward
 from ..autograd.primitive import Primitive
-from ..ggml import f16, f32, ops
+from ..ggml import f16, f32, kernels, ops
 
 
 class FlashAttention(Primitive):
@@ -49,6 +52,23 @@ def _by_lowering(graph, q, k, v, filled, scale):
     return None
 
 
+def fused_on(device):
+    """Whether `device`'s lowering attends a cached step by a fused op (attend_cached may return a result,
+    where the operands fit), so that a caller prepares the composed path's operands only where it is not."""
+    return _fused(pending_graph(device))
+
+
+@choice("decode_attention")
+def _fused(graph):
+    return False
+
+
+@_fused.alternative("kernel")
+@_fused.alternative("flash_attn_ext")
+def _some_fused(graph):
+    return True
+
+
 def _applies(q, k, v, filled, scale):
     """No gradient is recorded, float32 queries and mask."""
     return (q.dtype is f32 and filled.dtype is f32
@@ -62,6 +82,20 @@ def _by_flash_attn_ext(graph, q, k, v, filled, scale):
     if mask.shape[-2] != t:   # a non-causal cache's one row for every query
         mask = mask.expand(tuple(mask.shape[:-2]) + (t, s))
     return FlashAttention.apply(q, k, v, mask, scale)
+
+
+@_by_lowering.alternative("kernel", fits=_applies)
+def _by_kernel(graph, q, k, v, filled, scale):
+    """ggrad's kernel where each head has one query, keys and values are of one type and the heads at most
+    kernels.ATTENTION_HEAD_MAX wide, else flash_attn_ext. Over a float16 or bfloat16 cache the queries are
+    rounded to its type first (the kernel's operands share one; flash_attn_ext rounds them so too)."""
+    b, h, t, _ = q.shape
+    dv = v.shape[-1]
+    if t != 1 or k.dtype is not v.dtype or max(q.shape[-1], dv) > kernels.ATTENTION_HEAD_MAX:
+        return _by_flash_attn_ext(graph, q, k, v, filled, scale)
+    q = q if k.dtype is f32 else q.to(k.dtype)
+    out, _ = FlashAttentionForward.apply(q, k, v, filled, scale, False)   # (B, H, 1, Dv): (B, 1, H * Dv)'s memory
+    return out.reshape(b, 1, h * dv)
 
 
 _half_masks = {}   # id(mask) -> (weak reference to mask, its float16 copy)

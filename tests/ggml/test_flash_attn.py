@@ -84,6 +84,9 @@ CASES = {   # b, h, hk, t, s, d, dv, causal, mask
     "wide": (1, 2, 1, 65, 65, 128, 128, True, False),
     "widest": (1, 1, 1, 40, 70, 256, 200, False, True),
     "one_query": (2, 2, 2, 1, 70, 8, 8, False, False),
+    "few_rows": (2, 4, 2, 5, 70, 7, 9, False, True),   # at most FA_ROWS_MAX queries: the row by row path
+    "few_rows_causal": (1, 3, 1, 8, 40, 33, 17, True, False),
+    "decode_gqa": (2, 8, 2, 2, 256, 32, 32, False, True),
 }
 
 
@@ -96,7 +99,7 @@ def test_f32_matches_torch(runner, case):
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-@pytest.mark.parametrize("case", ["odd_causal", "mask_rect_gqa", "wide"])
+@pytest.mark.parametrize("case", ["odd_causal", "mask_rect_gqa", "wide", "few_rows"])
 def test_half_operands_match_torch_on_their_values(runner, dtype, case):
     """Half operands are read exactly and everything sums in f32: PyTorch in f32 on the rounded values."""
     *sizes, causal, mask = CASES[case]
@@ -105,14 +108,65 @@ def test_half_operands_match_torch_on_their_values(runner, dtype, case):
     _check(_kernel(runner, arrays, dtype, scale, causal), _torch(arrays, dtype, scale, causal), 2e-5)
 
 
-def test_each_instruction_set_gives_the_result(runner, isa):
-    *sizes, causal, mask = CASES["mask_rect_gqa"]
+@pytest.mark.parametrize("case", ["mask_rect_gqa", "few_rows"])
+def test_each_instruction_set_gives_the_result(runner, isa, case):
+    *sizes, causal, mask = CASES[case]
     arrays = _inputs(*sizes, mask)
     _check(_kernel(runner, arrays[:4], "f32", 0.125, True), _torch(arrays[:4], "f32", 0.125, True), 2e-5)
 
 
-def test_same_bits_at_any_thread_count(runner):
-    arrays = _inputs(2, 4, 2, 150, 150, 40, 40, True)
+def _cache_mask(b, t, s, seed):
+    """A static cache's additive mask (b, 1, t, s): runs of keys blocked by -1e30 (nn's MASKED) and by -inf,
+    the rest 0 or small values."""
+    rng = np.random.default_rng(seed)
+    m = (rng.standard_normal((b, 1, t, s)) * 0.5).astype(np.float32)
+    m[..., s // 2:] = -1e30                 # the unfilled slots
+    m[..., 5:17] = -np.inf
+    m[0, 0, 0, 20:40] = -1e30
+    return m
+
+
+@pytest.mark.parametrize("t", [1, 3])
+@pytest.mark.parametrize("d", [32, 13])
+def test_few_rows_over_a_masked_cache_match_torch_and_the_tiled_path(runner, isa, t, d):
+    """A decode step's shapes (grouped-query heads, a mostly masked cache): the row by row path skips the
+    masked keys and gives PyTorch's result, and that of the tiled path on the same rows (asked for with more
+    rows than FA_ROWS_MAX: rows are independent)."""
+    b, h, hk, s = 2, 8, 2, 96
+    arrays = _inputs(b, h, hk, 12, s, d, d, False, seed=t)
+    arrays.append(_cache_mask(b, 12, s, seed=d))
+    few = [arrays[0][:, :, :t], arrays[1], arrays[2], arrays[3][:, :, :t], arrays[4][:, :, :t]]
+    scale = 1 / np.sqrt(d)
+    got = _kernel(runner, few, "f32", scale, False)
+    tiled = _kernel(runner, arrays, "f32", scale, False)
+    _check(got, _torch(few, "f32", scale, False), 2e-5)
+    np.testing.assert_allclose(got[0].reshape(b, h, t, d), tiled[0].reshape(b, h, 12, d)[:, :, :t], rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(got[1].reshape(b, h, t), tiled[1].reshape(b, h, 12)[:, :, :t], rtol=1e-6)
+
+
+def test_few_rows_whose_keys_are_all_masked(runner):
+    """Every key at -inf: zeros and L -inf (as the tiled path); every key at -1e30: the keys count equally
+    (PyTorch's softmax of equal scores); the NaN in a skipped key's values never reaches the result."""
+    arrays = _inputs(1, 2, 1, 3, 40, 8, 8, False)
+    m = np.zeros((1, 1, 3, 40), np.float32)
+    m[..., 30:] = -np.inf
+    m[0, 0, 0, :] = -np.inf
+    m[0, 0, 1, :30] = -1e30
+    arrays.append(m)
+    want = _torch([a[:, :, 2:] if i in (0, 3, 4) else a for i, a in enumerate(arrays)], "f32", 0.5, False)
+    arrays[2][0, 0, 35] = np.nan   # a value only masked keys hold
+    o, lse = _kernel(runner, arrays, "f32", 0.5, False)[:2]
+    o, lse = o.reshape(1, 2, 3, 8), lse.reshape(1, 2, 3)
+    assert np.all(o[0, :, 0] == 0) and np.all(lse[0, :, 0] == -np.inf)
+    np.testing.assert_allclose(o[0, :, 1], np.broadcast_to(arrays[2][0, 0, :30].mean(0), (2, 8)), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(o[0, :, 2], want[0][0, :, 0], rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("t", [150, 3])
+def test_same_bits_at_any_thread_count(runner, t):
+    arrays = _inputs(2, 4, 2, t, 150, 40, 40, True)
     results = [_kernel(runner, arrays, "bf16", 0.2, True, threads) for threads in (1, 2, 3, 7)]
     for other in results[1:]:
         for a, b in zip(results[0], other):

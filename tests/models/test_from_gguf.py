@@ -1,5 +1,7 @@
 """ggrad.models.from_gguf against transformers on the same weights: logits, greedy decoding, GGML types."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ gguf = pytest.importorskip("gguf")
 
 import ggrad  # noqa: E402
 import ggrad.models as gm  # noqa: E402
+from ggrad.autograd import execution, lowering  # noqa: E402
 from ggrad.autograd.repacked_weights import twin_of  # noqa: E402
 from ggrad.ggml import gguf as gguf_io  # noqa: E402
 from ggrad.ggml.repack import repack_buffer_type  # noqa: E402
@@ -156,6 +159,23 @@ def test_greedy_generation_equals_transformers(case, tmp_path):
     np.testing.assert_array_equal(model.generate(ggrad.tensor(ids), 24, temperature=0, use_cache=False).numpy(), ref)
 
 
+@pytest.mark.parametrize("choice", ["kernel", "softmax"])
+def test_decode_attention_choices_give_the_uncached_tokens(choice, tmp_path):
+    """The decode step's attention by ggrad's kernel (grouped-query heads over the cache, a sliding window in
+    the mask) or composed: the tokens of the uncached forward, and the kernel computed only where chosen."""
+    hf = tiny_model(**CASES["mistral-sliding-window"])
+    model = gm.from_gguf(write_gguf(hf, tmp_path / "m.gguf"))
+    assert model.config.num_kv_heads < model.config.num_heads
+    ids = _ids((2, 6), seed=3)
+    plain = model.generate(ggrad.tensor(ids), 16, temperature=0, use_cache=False).numpy()
+    device = model.token_embd.weight.device
+    choices = dataclasses.replace(lowering.for_device(device), decode_attention=choice)
+    with execution.forced_lowering(device, choices), ggrad.profile() as prof:
+        cached = model.generate(ggrad.tensor(ids), 16, temperature=0).numpy()
+    np.testing.assert_array_equal(cached, plain)
+    assert ("FLASH_ATTN" in prof.by_op()) == (choice == "kernel")
+
+
 def test_left_padded_batch_generation(tmp_path):
     """A padded row generates what it generates alone (positions count its tokens only)."""
     hf = tiny_model()
@@ -177,8 +197,9 @@ def test_int64_input_and_growing_cache(tmp_path):
     cache = model.new_kv_cache(1)
     with ggrad.no_grad():
         first = model(ggrad.tensor(ids[:, :8]), kv_cache=cache).numpy()
-        rest = model(ggrad.tensor(ids[:, 8:]), kv_cache=cache).numpy()
-    np.testing.assert_allclose(np.concatenate([first, rest], 1), full, rtol=1e-5, atol=1e-5)
+        rest = model(ggrad.tensor(ids[:, 8:11]), kv_cache=cache).numpy()
+        last = model(ggrad.tensor(ids[:, 11:]), kv_cache=cache).numpy()   # one token: the decode attention
+    np.testing.assert_allclose(np.concatenate([first, rest, last], 1), full, rtol=1e-5, atol=1e-5)
     with ggrad.no_grad():
         last = model(ggrad.tensor(ids), last_only=True).numpy()
     assert last.shape == (1, 1, 96)
@@ -211,7 +232,8 @@ def test_sliding_window_and_yarn_metadata(tmp_path):
     full = _logits(model, ids)
     cache = model.new_kv_cache(1)
     with ggrad.no_grad():
-        parts = [model(ggrad.tensor(ids[:, a:b]), kv_cache=cache).numpy() for a, b in ((0, 6), (6, 11), (11, 14))]
+        parts = [model(ggrad.tensor(ids[:, a:b]), kv_cache=cache).numpy()
+                 for a, b in ((0, 6), (6, 11), (11, 12), (12, 13), (13, 14))]   # one-token steps: decode attention
     np.testing.assert_allclose(np.concatenate(parts, 1), full, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(full, _hf_logits(hf, ids), rtol=1e-4, atol=1e-4 * np.abs(full).max())
 

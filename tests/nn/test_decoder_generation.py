@@ -194,11 +194,21 @@ def test_a_cached_layer_takes_no_mask():
         layer(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(2), kv_cache=cache[0])
 
 
-@pytest.mark.parametrize("choice", ["softmax", "flash_attn_ext"])
+DECODE_OPS = {"softmax": None, "flash_attn_ext": "FLASH_ATTN_EXT", "kernel": "FLASH_ATTN"}   # the op each computes
+
+
+def _computed(prof, choice):
+    """Whether the profile holds the decode attention op of `choice` and no other's."""
+    ops = prof.by_op()
+    return all((name in ops) == (c == choice) for c, name in DECODE_OPS.items() if name)
+
+
+@pytest.mark.parametrize("choice", sorted(DECODE_OPS))
 @pytest.mark.parametrize("make", [lambda: DecoderOnly(), AttentionOnly], ids=["stack", "attention"])
 def test_decode_attention_either_way_gives_the_same_tokens(choice, make):
-    """The lowering's decode_attention (the composed softmax path or GGML's flash_attn_ext): the same greedy
-    tokens as the uncached forward, in a left-padded batch too, and the chosen op is the one computed."""
+    """The lowering's decode_attention (the composed softmax path, GGML's flash_attn_ext or ggrad's kernel):
+    the same greedy tokens as the uncached forward, in a left-padded batch too, and the chosen op is the one
+    computed."""
     ggrad.manual_seed(0)
     model = scaled(make())
     plain = model.generate(PROMPT, 20, temperature=0, use_cache=False).numpy()
@@ -212,30 +222,32 @@ def test_decode_attention_either_way_gives_the_same_tokens(choice, make):
     np.testing.assert_array_equal(cached, plain)
     alone = model.generate(ids[:1, 2:], 10, temperature=0, use_cache=False).numpy()
     np.testing.assert_array_equal(padded[0, 4:], alone[0, 2:])
-    assert ("FLASH_ATTN_EXT" in prof.by_op()) == (choice == "flash_attn_ext")
+    assert _computed(prof, choice)
 
 
-def test_flash_attention_is_not_taken_with_gradients():
+@pytest.mark.parametrize("choice", ["flash_attn_ext", "kernel"])
+def test_flash_attention_is_not_taken_with_gradients(choice):
     ggrad.manual_seed(0)
     model = scaled(AttentionOnly())
     device = ggrad.device("cpu")
-    choices = dataclasses.replace(lowering.for_device(device), decode_attention="flash_attn_ext")
+    choices = dataclasses.replace(lowering.for_device(device), decode_attention=choice)
     with execution.forced_lowering(device, choices), ggrad.profile() as prof:
         cache = model.new_kv_cache(2, static=True)
         model(ggrad.tensor(PROMPT), kv_cache=cache).sum().backward()   # the composed path, differentiable
-    assert "FLASH_ATTN_EXT" not in prof.by_op()
+    assert _computed(prof, "softmax")
     assert model.attn.in_proj_weight.grad is not None
 
 
 def test_flash_attention_reads_a_float16_cache():
-    """flash_attn_ext over f16 keys and values (the queries f32) stays as close to the full forward as the
-    composed path over the same cache."""
+    """flash_attn_ext and ggrad's kernel over f16 keys and values (the queries f32) stay as close to the full
+    forward as the composed path over the same cache (the kernel for the one-token steps, flash_attn_ext for
+    the two-token prompt)."""
     ggrad.manual_seed(0)
     block = nn.TransformerBlock(16, 4).eval()
     x = np.random.default_rng(0).standard_normal((2, 5, 16)).astype(np.float32)
     device = ggrad.device("cpu")
     outs = {}
-    for choice in ("softmax", "flash_attn_ext"):
+    for choice in ("softmax", "flash_attn_ext", "kernel"):
         with execution.forced_lowering(device, dataclasses.replace(lowering.for_device(device),
                                                                    decode_attention=choice)), ggrad.no_grad(), \
                 ggrad.profile() as prof:
@@ -243,8 +255,9 @@ def test_flash_attention_reads_a_float16_cache():
             parts = [block(ggrad.tensor(x[:, :2]), kv_cache=cache[0]).numpy()]
             parts += [block(ggrad.tensor(x[:, i:i + 1]), kv_cache=cache[0]).numpy() for i in range(2, 5)]
             outs[choice] = np.concatenate(parts, 1)
-        assert ("FLASH_ATTN_EXT" in prof.by_op()) == (choice == "flash_attn_ext")
+        ops = prof.by_op()
+        assert ("FLASH_ATTN_EXT" in ops) == (choice != "softmax") and ("FLASH_ATTN" in ops) == (choice == "kernel")
     with ggrad.no_grad():
         full = block(ggrad.tensor(x)).numpy()
-    np.testing.assert_allclose(outs["softmax"], full, atol=5e-3)
-    np.testing.assert_allclose(outs["flash_attn_ext"], full, atol=5e-3)
+    for choice in outs:
+        np.testing.assert_allclose(outs[choice], full, atol=5e-3, err_msg=choice)

@@ -9,6 +9,8 @@
 #define FA_BQ 128  /* query rows of a block */
 #define FA_BK 64   /* keys of a block (a multiple of every vector width) */
 #define FA_PAD 16  /* widths of packed rows are multiples of it (of every vector width) */
+#define FA_ROWS_MAX 8      /* a forward of at most this many query rows takes them one by one (a decode step), */
+#define FA_SKIP_GAP 1e20f  /* skipping the keys whose mask lies this far below the row's largest */
 
 /* element (i1, i2, i3) of a tensor whose rows (dimension 0) are contiguous: data + i1 nb1 + i2 nb2 + i3 nb3 */
 struct fa_operand {

@@ -254,8 +254,15 @@ ALWAYS_INLINE void PER_W(fa_dq_block)(const struct fa_args *a, const struct fa_b
     }
 }
 
-/* thread ith of nth: its share of the forward's blocks (pairs of query blocks, see fa_unit) */
+#include "flash_attn_rows_width.h"
+
+/* thread ith of nth: its share of the forward's blocks (pairs of query blocks, see fa_unit), or of its rows
+   where they are few (flash_attn_rows_width.h) */
 ALWAYS_INLINE void PER_W(fa_forward_thread)(const struct fa_args *a, int ith, int nth) {
+    if (a->tq <= FA_ROWS_MAX) {
+        PER_W(fa_forward_rows_thread)(a, ith, nth);
+        return;
+    }
     struct fa_buffers w;
     void *memory = fa_buffers_alloc(a, &w);
     if (!memory)

@@ -52,7 +52,7 @@ def _train(path, device, autocast, steps):
     return np.array(losses)
 
 
-def _check(path, device, autocast, one_split):
+def _check(path, device, autocast, one_split, same_steps=5):
     ref = _train(path, "cpu", False, 20)
     losses = _train(path, device, autocast, 20)
     splits = memory.runtime(device).scheduler.n_splits
@@ -61,7 +61,9 @@ def _check(path, device, autocast, one_split):
     if autocast:
         assert abs(losses[-5:].mean() - ref[-5:].mean()) < 0.05 * ref[:3].mean(), (losses, ref)
     else:
-        np.testing.assert_allclose(losses[:5], ref[:5], rtol=1e-2)   # activations rounded to q8_1 there, q8_0 here
+        # activations rounded to q8_1 there, q8_0 here: AdamW's first steps move each weight by about lr whatever
+        # its gradient's size, so a gradient element of the other sign parts the trajectories from then on
+        np.testing.assert_allclose(losses[:same_steps], ref[:same_steps], rtol=1e-2)
 
 
 @pytest.mark.parametrize("autocast", [False, True], ids=["f32", "autocast-bf16"])
@@ -74,4 +76,6 @@ VULKAN = [d for d in ggrad.devices() if d.backend_name == "Vulkan"]
 
 @pytest.mark.skipif(not VULKAN, reason="no Vulkan device in this GGML build")
 def test_qlora_step_on_vulkan(path):
-    _check(path, VULKAN[0], False, one_split=False)   # some of the step's ops run on the CPU there
+    # some of the step's ops run on the CPU there; on an H100 (2026-12-07) its first three losses were the CPU's
+    # within 5e-4 relative and the fourth 1.5% off
+    _check(path, VULKAN[0], False, one_split=False, same_steps=3)

@@ -5,12 +5,9 @@ import numpy as np
 import pytest
 
 import ggrad
+from torch_parity_util import copy_weights, train_side_by_side
 
 torch = pytest.importorskip("torch")
-
-
-def _copy_state(ours, theirs):
-    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
 
 
 class _Symmetric:
@@ -35,22 +32,12 @@ def test_parametrizations_train_as_pytorchs(which, layer, shape):
     ours = getattr(ggrad.nn.utils.parametrizations, which)(getattr(ggrad.nn, layer)(*args))
     assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
     assert type(ours).__name__ == type(theirs).__name__ == f"Parametrized{layer}"
-    _copy_state(ours, theirs)
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    opts = (ggrad.optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(theirs.parameters(), lr=0.1))
+    copy_weights(ours, theirs)
     assert len(list(ours.parameters())) == len(list(theirs.parameters()))
-    for _ in range(3):
-        outputs = []
-        for lib, module, opt in ((ggrad, ours, opts[0]), (torch, theirs, opts[1])):
-            opt.zero_grad()
-            y = module(lib.tensor(x))
-            (y * y).mean().backward()
-            outputs.append([y.detach().numpy(), module.weight.detach().numpy()] +
-                           [p.grad.numpy() for p in module.parameters()] +
-                           [v.numpy().copy() for k, v in sorted(module.state_dict().items())])
-            opt.step()
-        for a, b in zip(*outputs):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    train_side_by_side(ours, theirs, x, lambda module, y: (
+        [y.detach().numpy(), module.weight.detach().numpy()] + [p.grad.numpy() for p in module.parameters()]
+        + [v.numpy().copy() for k, v in sorted(module.state_dict().items())]))
 
 
 def test_a_user_parametrization_chain_assignment_caching_and_removal():

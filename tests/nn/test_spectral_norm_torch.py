@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ggrad
+from torch_parity_util import copy_weights, train_side_by_side
 
 torch = pytest.importorskip("torch")
 
@@ -12,8 +13,7 @@ torch = pytest.importorskip("torch")
 def _pair(make_ours, make_theirs, **kwargs):
     theirs = torch.nn.utils.spectral_norm(make_theirs(), **kwargs)
     ours = ggrad.nn.utils.spectral_norm(make_ours(), **kwargs)
-    ours.load_state_dict({k: ggrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
-    return ours, theirs
+    return copy_weights(ours, theirs)
 
 
 @pytest.mark.parametrize("layer, shape, kwargs", [
@@ -24,18 +24,9 @@ def test_training_steps_match_pytorch(layer, shape, kwargs):
     ours, theirs = _pair(lambda: getattr(ggrad.nn, layer)(*args), lambda: getattr(torch.nn, layer)(*args), **kwargs)
     assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    opts = (ggrad.optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(theirs.parameters(), lr=0.1))
-    for _ in range(3):
-        outputs = []
-        for lib, module, opt in ((ggrad, ours, opts[0]), (torch, theirs, opts[1])):
-            opt.zero_grad()
-            y = module(lib.tensor(x))
-            (y * y).mean().backward()
-            outputs.append((y.detach().numpy(), module.weight_orig.grad.numpy(), module.weight_u.numpy(),
-                            module.weight_v.numpy(), module.weight.detach().numpy()))
-            opt.step()
-        for a, b in zip(*outputs):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    train_side_by_side(ours, theirs, x, lambda module, y: (
+        y.detach().numpy(), module.weight_orig.grad.numpy(), module.weight_u.numpy(), module.weight_v.numpy(),
+        module.weight.detach().numpy()))
 
 
 def test_eval_mode_keeps_u_and_v_and_removal():

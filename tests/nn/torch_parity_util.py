@@ -58,3 +58,20 @@ def compare(ours, theirs, our_inputs, their_inputs, atol=2e-5, rtol=1e-4, **kwar
     for name, p in ours_named.items():
         np.testing.assert_allclose(p.grad.numpy(), theirs_named[name].grad.numpy(), rtol=rtol, atol=atol,
                                    err_msg=name)
+
+
+def train_side_by_side(ours, theirs, x, observe, steps=3, lr=0.1, rtol=1e-4, atol=1e-5):
+    """`steps` SGD steps of mean(module(x)^2) on both modules from their current states; after each step's
+    backward (before its update) the arrays `observe(module, y)` lists must agree."""
+    opts = (ggrad.optim.SGD(ours.parameters(), lr=lr), torch.optim.SGD(theirs.parameters(), lr=lr))
+    for _ in range(steps):
+        seen = []
+        for lib, module, opt in ((ggrad, ours, opts[0]), (torch, theirs, opts[1])):
+            opt.zero_grad()
+            y = module(lib.tensor(x))
+            (y * y).mean().backward()
+            seen.append(observe(module, y))
+            opt.step()
+        assert len(seen[0]) == len(seen[1])
+        for a, b in zip(*seen):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)

@@ -187,9 +187,9 @@ class _Recording:
             return "it records ops after its compute (they would not be replayed)"
         # what Python holds of the step's results: its return value and the gradients
         self.device = device
-        by_address = {}
+        by_location = {}
         for node in capture.entry.outputs:
-            by_address.setdefault(node.ptr.data, node)
+            by_location.setdefault(node.location, node)
         self.out_leaves, self.out_static = [], None
         try:
             out_leaves, self.out_static = _flatten(self.out, outputs=True)
@@ -197,7 +197,7 @@ class _Recording:
             return str(e)
         self.out_specs = []
         for t in out_leaves:
-            spec = _result_spec(t, by_address)
+            spec = _result_spec(t, by_location)
             if spec is None:
                 return "it returns a Tensor it did not compute in its graph"
             self.out_specs.append(spec)
@@ -210,7 +210,7 @@ class _Recording:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    spec = _result_spec(p.grad, by_address)
+                    spec = _result_spec(p.grad, by_location)
                     if spec is None:
                         return "a gradient is not a result of the step's graph"
                     self.grads.append((p, spec))
@@ -375,11 +375,11 @@ def _write_input(node, dtype, t):
     node.write(raw)
 
 
-def _result_spec(t, by_address):
+def _result_spec(t, by_location):
     """(graph node, shape, dtype) of Tensor t, a result of the captured compute still where it made it, or None."""
     if t._pending is not None or t._block is None or t._block.pool is not None:
         return None
-    node = by_address.get(t._node.ptr.data)
+    node = by_location.get(t._node.location)
     if node is None or node.dtype is not t._node.dtype or node.nbytes != t._node.nbytes:
         return None
     return (node, t.shape, t.dtype)

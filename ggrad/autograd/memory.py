@@ -300,7 +300,7 @@ class Homes:
         """Metadata over `node`'s memory: `last`'s, (metadata, weak reference of its Block) from an earlier
         compute of the same plan, where that Block is gone and the metadata still points at node's memory (no
         tensor uses it: used again), else new."""
-        if last is not None and last[1]() is None and last[0].ptr.data == node.ptr.data:
+        if last is not None and last[1]() is None and last[0].location == node.location:
             return last[0]
         if self._context is None:
             self._context = ggml.Context(n_tensors=self.capacity)

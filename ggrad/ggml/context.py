@@ -249,6 +249,12 @@ class GTensor:
         return self.ptr.buffer != ffi.NULL or self.ptr.data != ffi.NULL
 
     @property
+    def location(self):
+        """Where the data lies: (its backend buffer, its address). The address alone does not tell two tensors
+        apart: Vulkan's buffers all start at one made-up address."""
+        return (int(ffi.cast("uintptr_t", self.ptr.buffer)), int(ffi.cast("uintptr_t", self.ptr.data)))
+
+    @property
     def name(self):
         return ffi.string(lib.ggml_get_name(self._checked())).decode()
 

@@ -1,7 +1,6 @@
 """ggrad.compile_step on every GPU device of the installed GGML: the char-GPT step (f32, autocast bf16, autocast
 f16 with a GradScaler) through compile_step gives bitwise the eager steps' losses and weights on the same
-device; on CUDA it is recorded once and replayed, in one split (skipped without a GPU device: test_gpu.py,
-conftest.py)."""
+device, recorded once and replayed, in one split (skipped without a GPU device: test_gpu.py)."""
 
 import numpy as np
 import pytest
@@ -53,11 +52,12 @@ def test_compiled_gpt_step_equals_eager_on_the_device(gpu, name):  # noqa: F811
 
 
 @pytest.mark.parametrize("name", sorted(DTYPES))
-def test_the_step_is_replayed_in_one_split_on_cuda(cuda, name):
-    """On CUDA the whole step runs on the device and is replayed. (On Vulkan some of the step's ops run on the
-    CPU, and compile_step runs it eagerly, with its warning: a gradient made in a CPU split is not a result of
-    the step's graph; the test above holds there.)"""
-    step = _train(cuda, DTYPES[name], True)[2]
+def test_the_step_is_replayed_in_one_split(gpu, name):  # noqa: F811
+    """The whole step runs on the device and is replayed. (Vulkan's buffers all start at one made-up address:
+    a gradient is found among the graph's results by its buffer and address together.)"""
+    if gpu.backend_name == "RPC":
+        pytest.skip("an RPC device's backend is another machine's; the split count is about local backends")
+    step = _train(gpu, DTYPES[name], True)[2]
     assert step.replays >= 5
     replay = next(iter(step._replays.values()))
     assert replay.graph.scheduler.n_splits == 1

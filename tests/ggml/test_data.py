@@ -243,6 +243,24 @@ def test_non_contiguous_tensor():
     del buf
 
 
+def test_location_is_buffer_and_address():
+    """Two tensors at one address of two buffers are told apart (Vulkan's buffers all start at one made-up
+    address, so compile_step finds a gradient among a graph's results by location, not by address)."""
+    ctx = gg.Context(n_tensors=3)
+    a, b = ctx.new_tensor(gg.f32, (4,)), ctx.new_tensor(gg.f32, (4,))
+    first, second = gg.Buffer(gg.cpu().buffer_type, 64), gg.Buffer(gg.cpu().buffer_type, 64)
+    first.place(a)
+    second.place(b)
+    assert a.location[0] != b.location[0] and a.location != b.location
+    b.ptr.data = a.ptr.data   # as on Vulkan: the same address in another buffer
+    assert a.location != b.location
+    b.ptr.buffer = a.ptr.buffer
+    assert a.location == b.location
+    view = gg.GTensor(lib.ggml_view_1d(ctx.ptr, a.ptr, 2, 8), ctx)
+    gg.placement.follow_sources([view.ptr])
+    assert view.location == (a.location[0], a.location[1] + 8)
+
+
 def test_copy_tensor_copies_bytes_and_refuses_other_layouts(cpu_tensor, rng):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     src, _ = cpu_tensor("f32", (3, 4))

@@ -40,13 +40,22 @@ def skipped_if_nan(check):
 class _Guard:
     """The selections of one conditional step on one device. Each picks whole rows with get_rows from
     [new rows; fallback rows] by an index computed from the check, so an inf or nan in the branch not
-    taken never reaches the result (a product with a 0/1 flag would turn 0 * inf into nan)."""
+    taken never reaches the result (a product with a 0/1 flag would turn 0 * inf into nan). An update that
+    reads `check` itself (ggrad's AdamW kernel) needs no selection."""
 
     def __init__(self, check):
         self.device = check.device
-        self.ok = Step.apply(check.detach() + 1.0)   # 1 when check is finite, 0 when nan (nan > 0 is false)
-        self.bad = 1.0 - self.ok
+        self.check = check.detach()
         self._cache = {}
+
+    @property
+    def ok(self):
+        """1 when the check is finite, 0 when nan (nan > 0 is false)."""
+        return self._once("ok", lambda: Step.apply(self.check + 1.0))
+
+    @property
+    def bad(self):
+        return self._once("bad", lambda: 1.0 - self.ok)
 
     def _once(self, key, make):
         if key not in self._cache:

@@ -343,7 +343,7 @@ def layer_norm_back_f32(ctx, g, x, eps):
     return _same_shape(ctx, "layer_norm_back_f32", g=g, x=x, userdata=_float_bits(eps))
 
 
-def adamw_f32(ctx, a, grad, m, v, adamw_params):
+def adamw_f32(ctx, a, grad, m, v, adamw_params, skip_if_nan=None):
     """One AdamW step on `a`, in place, `m` and `v` updated too, as ops.opt_step_adamw (its formula and
     its parameters) but vectorized. The result is a view of `a`.
 
@@ -354,13 +354,20 @@ def adamw_f32(ctx, a, grad, m, v, adamw_params):
         m: first-moment state: f32, contiguous, a's shape.
         v: second-moment state: f32, contiguous, a's shape.
         adamw_params: f32[7], contiguous: alpha, beta1, beta2, eps, wd, beta1h, beta2h.
+        skip_if_nan: None, or one f32 (a GradScaler's check): where it is nan the step changes nothing, with
+            no selection of the gradient or the parameters before it (update_guards).
     """
     op = "adamw_f32"
-    ptrs = _contiguous_f32(op, {"a": a, "grad": grad, "m": m, "v": v, "adamw_params": adamw_params})
+    operands = {"a": a, "grad": grad, "m": m, "v": v, "adamw_params": adamw_params}
+    if skip_if_nan is not None:
+        operands["skip_if_nan"] = skip_if_nan
+    ptrs = _contiguous_f32(op, operands)
     _equal_shapes(op, {name: ptrs[name] for name in ("a", "grad", "m", "v")})
     if lib.ggml_nelements(ptrs["adamw_params"]) != 7:
         C.fail(op, f"adamw_params must hold 7 values, got ne={C.ne(ptrs['adamw_params'])}")
-    return custom_inplace(ctx, a, [grad, m, v, adamw_params], 4, _FUNCTIONS[op], -1)
+    if skip_if_nan is not None and lib.ggml_nelements(ptrs["skip_if_nan"]) != 1:
+        C.fail(op, f"skip_if_nan must hold one value, got ne={C.ne(ptrs['skip_if_nan'])}")
+    return custom_inplace(ctx, a, list(operands.values())[1:], None, _FUNCTIONS[op], -1)
 
 
 def class_labels_f32(ctx, index, classes, ignore_index):

@@ -108,22 +108,24 @@ def adamw_all(steps):
             _as_leaf(t)
         grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
         guard = update_guards.guard_of(device)
-        pick = None
-        if guard is not None:
+        pick = check = None
+        if guard is not None and _update_reads_check(graph_of(param)):
+            check = guard.check
+        elif guard is not None:
             # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter
             # becomes p*1 - (0*m)/(sqrt(v)+1) == p (a parameter equal to -0.0 with m < 0 reads +0.0)
             pick = guard.choice(grad, -0.0) if grad.numel() else None
             hparams = guard.hyperparameters(hparams, _ADAMW_SKIP)
-        per_device.setdefault(param.device, []).append((param, grad, exp_avg, exp_avg_sq, hparams, pick))
+        per_device.setdefault(param.device, []).append((param, grad, exp_avg, exp_avg_sq, hparams, pick, check))
     for device, group in per_device.items():
         with device_locks.lock_of(device):
             graph = graph_of(*[t for step in group for t in step[:4]])
             items = []
-            for param, grad, exp_avg, exp_avg_sq, hparams, pick in group:
+            for param, grad, exp_avg, exp_avg_sq, hparams, pick, check in group:
                 target = graph.target(param)
                 target.set_param()   # GGML's optimizer ops only update tensors flagged as parameters
                 items.append(((target, graph.contiguous(grad), graph.target(exp_avg), graph.target(exp_avg_sq),
-                               _hparams_node(graph, hparams)), pick))
+                               _hparams_node(graph, hparams)), pick, check))
             _adamw_updates(graph, items)
 
 
@@ -141,7 +143,7 @@ def sgd_(param, grad, hparams):
         graph = graph_of(param, grad)
         target = graph.target(param)
         target.set_param()
-        _updates(graph, _SGD, [((target, graph.contiguous(grad), _hparams_node(graph, hparams)), pick)],
+        _updates(graph, _SGD, [((target, graph.contiguous(grad), _hparams_node(graph, hparams)), pick, None)],
                  ops.opt_step_sgd)
 
 
@@ -156,29 +158,47 @@ def _adamw_updates_by_kernel(graph, items):
     _updates(graph, _ADAMW_KERNEL, items, kernels.adamw_f32)
 
 
+@choice("adamw")
+def _update_reads_check(graph):
+    """Whether AdamW's update reads a GradScaler's check itself (ggrad's kernel skips where it is nan), so
+    that neither the gradient nor the hyper-parameters are selected first (GGML's op: update_guards)."""
+    return False
+
+
+@_update_reads_check.alternative("kernel")
+def _kernel_reads_check(graph):
+    return True
+
+
 def _updates(graph, key, items, update):
-    """The in-place updates `update(ctx, param, grad, *rest)` of `items`, each (nodes, pick), as one event of
-    the graph. With a guard's `pick` (fallback row, index, width) an item's gradient is selected inside the
-    event (no recorded op a parameter for the selection)."""
-    operands, widths = [], []
-    for nodes, pick in items:
+    """The in-place updates `update(ctx, param, grad, *rest)` of `items`, each (nodes, pick, check), as one
+    event of the graph. With a guard's `pick` (fallback row, index, width) an item's gradient is selected
+    inside the event (no recorded op a parameter for the selection); a guard's `check` goes to the update
+    as its last operand."""
+    operands, layout = [], []
+    for nodes, pick, check in items:
         operands.extend(nodes)
         if pick is not None:
             operands.extend((graph.node(pick[0]), graph.node(pick[1])))
-        widths.append(None if pick is None else pick[2])
+        if check is not None:
+            operands.append(graph.node(check))
+        layout.append((None if pick is None else pick[2], check is not None))
 
     def build():
         node, at = None, 0
-        for (nodes, pick), width in zip(items, widths):
+        for (nodes, pick, check), (width, checked) in zip(items, layout):
             target, grad, *rest = operands[at:at + len(nodes)]
             at += len(nodes)
             if pick is not None:
                 grad = update_guards.picked(graph, grad, operands[at], operands[at + 1], width)
                 at += 2
+            if checked:
+                rest.append(operands[at])
+                at += 1
             node = update(graph.ctx, target, grad, *rest)
             graph.update_in_place(node)
         return node
-    graph.event(key + (tuple(widths),), operands, build)
+    graph.event(key + (tuple(layout),), operands, build)
 
 
 def _hparams_node(graph, hparams):

@@ -101,9 +101,12 @@ def _run(name, in_graph):
     return history
 
 
+@pytest.mark.parametrize("choices", ["CPU", "RPC"])   # AdamW: ggrad's kernel reads the check; GGML's op, selected
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_in_graph_skip_matches_torch_and_the_two_compute_path(name):
-    one, two = _run(name, True), _run(name, False)
+def test_in_graph_skip_matches_torch_and_the_two_compute_path(name, choices):
+    from ggrad.autograd import execution, lowering
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
+        one, two = _run(name, True), _run(name, False)
     for step, (a, b) in enumerate(zip(one, two)):
         _assert_same(a, b, f"{name} step {step}: the paths differ")
 
@@ -137,9 +140,17 @@ def test_other_optimizers_read_the_check_first():
     assert scaler.get_scale() == 2.0
 
 
-def test_skipped_update_keeps_special_parameter_values():
-    """Parameters holding -0.0, inf and nan come out of a skipped fused SGD / AdamW step bit for bit."""
+@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+def test_skipped_update_keeps_special_parameter_values(choices):
+    """Parameters holding -0.0, inf and nan come out of a skipped fused SGD / AdamW step bit for bit (AdamW by
+    ggrad's kernel reading the check, and by GGML's op with the gradient and hyper-parameters selected)."""
+    from ggrad.autograd import execution, lowering
     special = np.array([-0.0, 0.0, math.inf, -math.inf, math.nan, 1.5, -2.5e-38, 3e38], dtype=np.float32)
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
+        _skip_special_values(special)
+
+
+def _skip_special_values(special):
     for cls in (optim.SGD, optim.AdamW):
         p = nn.Parameter(ggrad.tensor(special))
         opt = cls([p], lr=0.1)
@@ -154,12 +165,15 @@ def test_skipped_update_keeps_special_parameter_values():
         np.testing.assert_array_equal(p.numpy().view(np.uint32), before, err_msg=cls.__name__)
 
 
-def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch):
+@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch, choices):
     """GradScaler's part of an AdamW step: the unscale of all gradients is one recorded op (gradient_checks.Scaled;
     one a parameter before, and 9, then 3, before that); the inf/nan check is one op for all gradients
-    (gradient_checks.NonFinite) and the guard's selection of each gradient is built inside its update's event
-    (fused_updates._updates); one SUM, CONCAT and GET_ROWS a parameter in the graph (counts, not times: recording
-    is the host's cost of every op)."""
+    (gradient_checks.NonFinite). Where the update is ggrad's AdamW kernel (the CPU's lowering) it reads the check
+    itself: nothing is selected. Where it is GGML's opt_step_adamw (RPC's) the guard's selection of each gradient
+    is built inside its update's event (fused_updates._updates): one CONCAT and GET_ROWS a parameter. One SUM a
+    parameter in the graph either way (counts, not times: recording is the host's cost of every op)."""
+    from ggrad.autograd import execution, lowering
     from ggrad.autograd.primitive import Primitive
     recorded = []
     record = Primitive._record.__func__
@@ -184,15 +198,22 @@ def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch):
                 scaler.update()
         return len(recorded), {op: n for op, (n, _) in prof.by_op().items()}
 
-    (plain, plain_ops), (scaled, scaled_ops) = step_counts(False), step_counts(True)
+    with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
+        (plain, plain_ops), (scaled, scaled_ops) = step_counts(False), step_counts(True)
     params = 4
-    # once a step 23: the unscale, the check, the loss's scale, the guard (step, 1 - ok, two index vectors:
-    # arange, arithmetic, casts), the fallback row, the hyperparameters and their selection
-    assert scaled - plain <= 23, (scaled, plain)
-    assert recorded.count("Scaled") == 1
     extra = {op: scaled_ops.get(op, 0) - plain_ops.get(op, 0) for op in set(scaled_ops) | set(plain_ops)}
-    assert extra.get("CONCAT", 0) == params + 1 and extra.get("GET_ROWS", 0) == params + 1   # + hyperparameters
+    assert recorded.count("Scaled") == 1
     assert extra.get("SUM", 0) == params and extra.get("SUM_ROWS", 0) <= 2
+    if choices == "CPU":
+        # once a step: the unscale, the check, the loss's scale
+        assert scaled - plain <= 8, (scaled, plain)
+        assert extra.get("CONCAT", 0) == 0 and extra.get("GET_ROWS", 0) == 0, extra
+        assert scaled_ops.get("ADAMW_F32") == params, scaled_ops
+    else:
+        # once a step 23: the unscale, the check, the loss's scale, the guard (step, 1 - ok, two index vectors:
+        # arange, arithmetic, casts), the fallback row, the hyperparameters and their selection
+        assert scaled - plain <= 23, (scaled, plain)
+        assert extra.get("CONCAT", 0) == params + 1 and extra.get("GET_ROWS", 0) == params + 1   # + hyperparameters
 
 
 def test_unscale_is_one_op_and_leaves_gradients_without_elements():

@@ -289,14 +289,15 @@ def test_layer_norm_affine_f32_has_the_bits_of_the_core_a_mul_and_an_add(run, is
                                       ctx.new_tensor("f32", (n,)), 1e-5)
 
 
-def _adamw(build, w, g, m, v, params):
-    """(w, m, v) after one step of `build(ctx, w, g, m, v, params)` on the CPU."""
+def _adamw(build, w, g, m, v, params, *check):
+    """(w, m, v) after one step of `build(ctx, w, g, m, v, params, *check)` on the CPU."""
     ctx = gg.Context(n_tensors=16)
-    ts = [ctx.new_tensor("f32", (len(a),)) for a in (w, g, m, v, params)]
+    arrays = (w, g, m, v, params) + check
+    ts = [ctx.new_tensor("f32", (len(a),)) for a in arrays]
     gg.lib.ggml_set_param(ts[0].ptr)   # GGML's opt_step_adamw updates only tensors flagged as parameters
     out = build(ctx, *ts)
     keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
-    for t, a in zip(ts, (w, g, m, v, params)):
+    for t, a in zip(ts, arrays):
         gg.set_data(t, a)
     sched = gg.Scheduler("cpu", graph_size=16)
     graph = gg.Graph(16)
@@ -322,6 +323,31 @@ def test_adamw_f32_matches_ggmls_opt_step_adamw(isa, n):
     skip = np.array([0.0, 1.0, 1.0, 1.0, 0.1, 1.0, 1.0], np.float32)
     for a, b in zip(_adamw(kernels.adamw_f32, w, np.full(n, -0.0, np.float32), m, v, skip), (w, m, v)):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_adamw_f32_skips_where_its_check_is_nan():
+    """With skip_if_nan (a GradScaler's check) the step is the plain one where the check is a number, and changes
+    nothing, bit for bit, where it is nan, whatever the gradient holds."""
+    rng = np.random.default_rng(0)
+    n = 37
+    w, m, v = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32), \
+        rng.random(n).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    params = np.array([1e-3, 0.9, 0.999, 1e-8, 0.1, 1 / (1 - 0.9 ** 3), 1 / (1 - 0.999 ** 3)], np.float32)
+    plain = _adamw(kernels.adamw_f32, w, g, m, v, params)
+    checked = _adamw(kernels.adamw_f32, w, g, m, v, params, np.array([0.0], np.float32))
+    for a, b in zip(checked, plain):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    g[::3] = np.inf
+    g[1::3] = np.nan
+    for check in (np.nan, -np.nan):
+        skipped = _adamw(kernels.adamw_f32, w, g, m, v, params, np.array([check], np.float32))
+        for a, b in zip(skipped, (w, m, v)):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    ctx = gg.Context(n_tensors=8)
+    ts = [ctx.new_tensor("f32", (n,)) for _ in range(4)]
+    with pytest.raises(ShapeError, match="adamw_f32: skip_if_nan must hold one value"):
+        kernels.adamw_f32(ctx, *ts, ctx.new_tensor("f32", (7,)), ctx.new_tensor("f32", (2,)))
 
 
 def test_packing_buffers_are_freed_with_their_thread():

@@ -4,6 +4,8 @@
    products of an MLP's weight gradient take). */
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "ggml.h"
 #include "simd.h"
@@ -26,10 +28,20 @@ typedef void (*step_fn)(float *w, const float *g, float *m, float *v, const floa
 ISA_VARIANTS(step, step_fn, (float *w, const float *g, float *m, float *v, const float *p, int64_t begin, int64_t end),
              (w, g, m, v, p, begin, end))
 
+/* whether the f32 at p is a nan (its bits: the module's flags may let the compiler assume no nan) */
+static int is_nan_f32(const void *p) {
+    uint32_t bits;
+    memcpy(&bits, p, sizeof bits);
+    return (bits & 0x7fffffffu) > 0x7f800000u;
+}
+
 /* ggml_custom_op_t, built by ggml_custom_inplace on the parameter: dst (a view of src[0]) and src[2], src[3]
-   (the moments) are updated from src[1] (the gradient) and src[4] (the 7 hyper-parameters); contiguous f32 */
+   (the moments) are updated from src[1] (the gradient) and src[4] (the 7 hyper-parameters); contiguous f32.
+   With src[5] (one f32: a GradScaler's check), a step whose check is nan changes nothing. */
 void ggrad_adamw_f32(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     (void)userdata;
+    if (dst->src[5] != NULL && is_nan_f32(dst->src[5]->data))
+        return;
     int64_t begin, end;
     share(ggml_nelements(dst), VMAX, ith, nth, &begin, &end);
     if (begin < end)

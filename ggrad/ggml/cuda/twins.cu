@@ -360,11 +360,43 @@ extern "C" void ggrad_cuda_concat_f32(ggml_tensor * dst, void * stream, void *) 
     }
 }
 
+// AdamW's step (ggrad_adamw_f32's twin, its formula): w, m and v updated in place from g and p = [alpha, beta1,
+// beta2, eps, wd, beta1h, beta2h]; with `check` (a GradScaler's), nothing changes where check[0] is nan, so that
+// a skipped step needs no selection of its gradient or parameters before it.
+__global__ static void adamw_kernel(float * w, const float * g, float * m, float * v, const float * p,
+                                    const float * check, int64_t n) {
+    if (check != nullptr && isnan(check[0])) {
+        return;
+    }
+    const float alpha = p[0], beta1 = p[1], beta2 = p[2], eps = p[3], wd = p[4], beta1h = p[5], beta2h = p[6];
+    const float keep = 1.0f - alpha * wd;
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float mi = m[i] * beta1 + g[i] * (1.0f - beta1);
+        const float vi = v[i] * beta2 + g[i] * g[i] * (1.0f - beta2);
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = w[i] * keep - alpha * (mi * beta1h) / (sqrtf(vi * beta2h) + eps);
+    }
+}
+
+// dst: the parameter (a view of src[0]); src[1] its gradient, src[2] and src[3] the moments, src[4] the 7
+// hyper-parameters, src[5] the check or none (kernels.adamw_f32)
+extern "C" void ggrad_cuda_adamw_f32(ggml_tensor * dst, void * stream, void *) {
+    const int64_t n = elements(dst);
+    const ggml_tensor * check = dst->src[5];
+    adamw_kernel<<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
+        (float *) dst->data, (const float *) dst->src[1]->data, (float *) dst->src[2]->data,
+        (float *) dst->src[3]->data, (const float *) dst->src[4]->data,
+        check != nullptr ? (const float *) check->data : nullptr, n);
+}
+
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
                               (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
                               (const void *) layer_norm_affine_kernel,
-                              (const void *) concat_kernel<4>, (const void *) concat_kernel<1>};
+                              (const void *) concat_kernel<4>, (const void *) concat_kernel<1>,
+                              (const void *) adamw_kernel};
     for (const void * kernel : kernels) {
         cudaFuncAttributes attributes;
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);

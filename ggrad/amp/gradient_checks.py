@@ -2,31 +2,48 @@
 (`nonfinite`) and the unscale (`scaled`)."""
 
 from .. import ggml
+from ..autograd.lowering import choice
 from ..autograd.primitive import Primitive
-from ..ggml import ops
+from ..ggml import kernels, ops
 from ..ggml.errors import DTypeError
 
 
 class NonFinite(Primitive):
     """sum(x * 0) over every element of the f32 tensors `xs`: nan exactly when one of them holds an inf or
-    a nan, else 0. A GradScaler's check of all its gradients on a device as one recorded op. Each gradient's
-    rows times a column of zeros is one matrix-vector product, a single read of it (each row's sum of x * 0
-    in a vector kernel; a SUM over a whole gradient is a single slow workgroup on Vulkan, 48 ms a big-GPT
-    step on the H200, and x * 0 written out first would be a pass more)."""
+    a nan, else 0. A GradScaler's check of all its gradients on a device as one recorded op."""
 
     @staticmethod
-    def build(ctx, graph, *xs):
-        total = None
-        for x in xs:   # contiguous (Primitive's inputs)
-            width = x.ne[0]
-            rows = ops.reshape_2d(graph.ctx, x, width, x.nelements // width)
-            part = ops.sum(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.zeros(width)))
-            total = part if total is None else ops.add(graph.ctx, total, part)
-        return total
+    def build(ctx, graph, *xs):   # contiguous (Primitive's inputs)
+        return _nonfinite_node(graph, xs)
 
     @staticmethod
     def shape(*xs):
         return ()
+
+
+@choice("nonfinite")
+def _nonfinite_node(graph, xs):
+    """Each gradient's rows times a column of zeros, one matrix-vector product, a single read of it (each row's
+    sum of x * 0 in a vector kernel; a SUM over a whole gradient is a single slow workgroup on Vulkan, 48 ms a
+    big-GPT step on the H200, and x * 0 written out first would be a pass more), summed, and added up."""
+    total = None
+    for x in xs:
+        width = x.ne[0]
+        rows = ops.reshape_2d(graph.ctx, x, width, x.nelements // width)
+        part = ops.sum(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.zeros(width)))
+        total = part if total is None else ops.add(graph.ctx, total, part)
+    return total
+
+
+@_nonfinite_node.alternative("kernel")
+def _nonfinite_by_kernel(graph, xs):
+    """ggrad's kernel over up to NONFINITE_SOURCES gradients a node, its slots summed, the parts added up."""
+    total = None
+    for start in range(0, len(xs), kernels.NONFINITE_SOURCES):
+        slots = kernels.nonfinite_f32(graph.ctx, xs[start:start + kernels.NONFINITE_SOURCES])
+        part = ops.sum(graph.ctx, slots)
+        total = part if total is None else ops.add(graph.ctx, total, part)
+    return total
 
 
 class Scaled(Primitive):

@@ -55,6 +55,9 @@ class Lowering:
             CPU only; flash_attn_ext where it does not take the operands) (nn/decode_attention.py).
         argmax: the first maximum of f32 rows (nan first) by GGML's "ggml" ops (argmax of a key that ranks
             the maxima from the left, 13 nodes) or by ggrad's "kernel" (kernels.argmax_f32; CPU only).
+        nonfinite: a GradScaler's inf/nan check of its gradients by GGML's "ggml" ops (a product with zeros,
+            a sum and an add a gradient) or by ggrad's "kernel" (kernels.nonfinite_f32, a node for up to 9
+            gradients; CUDA's twin).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -75,6 +78,7 @@ class Lowering:
     attention: str = "ggml"
     decode_attention: str = "softmax"
     argmax: str = "ggml"
+    nonfinite: str = "ggml"
 
 
 # CPU: GGML's llamafile kernel (the build users get) reads its first operand (src0) with any row and batch
@@ -89,7 +93,8 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
 CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
-                                 layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel")
+                                 layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel",
+                                 nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)

@@ -14,14 +14,14 @@ from .ops._check import tensor
 __all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
            "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "cpu_function",
-           "kernel_name", "isa"]
+           "nonfinite_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
     "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half", "flash_attn",
-    "flash_attn_back", "argmax_f32", "layer_norm_affine_f32")}
+    "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "nonfinite_f32")}
 _HALF = frozenset({C.F16, C.BF16})
 _TYPE_SIZE = {C.F32: 4, C.F16: 2, C.BF16: 2}
 _INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
@@ -368,6 +368,26 @@ def adamw_f32(ctx, a, grad, m, v, adamw_params, skip_if_nan=None):
     if skip_if_nan is not None and lib.ggml_nelements(ptrs["skip_if_nan"]) != 1:
         C.fail(op, f"skip_if_nan must hold one value, got ne={C.ne(ptrs['skip_if_nan'])}")
     return custom_inplace(ctx, a, list(operands.values())[1:], None, _FUNCTIONS[op], -1)
+
+
+NONFINITE_SLOTS = 64   # nonfinite_f32's result: one slot a thread (GGML runs it on at most this many)
+NONFINITE_SOURCES = C.MAX_SRC - 1   # tensors one nonfinite_f32 node reads
+
+
+def nonfinite_f32(ctx, xs):
+    """f32 [NONFINITE_SLOTS] whose sum is nan exactly where an element of the f32 tensors `xs` is an inf or a
+    nan, else 0: a GradScaler's check of several gradients in one node (and one read of each).
+
+    Args:
+        ctx: the Context the result is made in.
+        xs: 1 to NONFINITE_SOURCES tensors, f32, contiguous, any shapes.
+    """
+    op = "nonfinite_f32"
+    xs = list(xs)
+    if not 1 <= len(xs) <= NONFINITE_SOURCES:
+        C.fail(op, f"takes 1 to {NONFINITE_SOURCES} tensors, got {len(xs)}")
+    _contiguous_f32(op, {f"xs[{i}]": x for i, x in enumerate(xs)})
+    return custom_4d(ctx, "f32", NONFINITE_SLOTS, 1, 1, 1, xs, len(xs), _FUNCTIONS[op], NONFINITE_SLOTS)
 
 
 def class_labels_f32(ctx, index, classes, ignore_index):

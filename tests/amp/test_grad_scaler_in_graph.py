@@ -101,7 +101,8 @@ def _run(name, in_graph):
     return history
 
 
-@pytest.mark.parametrize("choices", ["CPU", "RPC"])   # AdamW: ggrad's kernel reads the check; GGML's op, selected
+# AdamW: ggrad's kernel reads the check (CPU; CUDA's twins, whose check is ggrad's kernel too); GGML's op, selected
+@pytest.mark.parametrize("choices", ["CPU", "CUDA_TWINS", "RPC"])
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_in_graph_skip_matches_torch_and_the_two_compute_path(name, choices):
     from ggrad.autograd import execution, lowering
@@ -140,7 +141,7 @@ def test_other_optimizers_read_the_check_first():
     assert scaler.get_scale() == 2.0
 
 
-@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+@pytest.mark.parametrize("choices", ["CPU", "CUDA_TWINS", "RPC"])
 def test_skipped_update_keeps_special_parameter_values(choices):
     """Parameters holding -0.0, inf and nan come out of a skipped fused SGD / AdamW step bit for bit (AdamW by
     ggrad's kernel reading the check, and by GGML's op with the gradient and hyper-parameters selected)."""
@@ -165,14 +166,15 @@ def _skip_special_values(special):
         np.testing.assert_array_equal(p.numpy().view(np.uint32), before, err_msg=cls.__name__)
 
 
-@pytest.mark.parametrize("choices", ["CPU", "RPC"])
+@pytest.mark.parametrize("choices", ["CPU", "CUDA_TWINS", "RPC"])
 def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch, choices):
     """GradScaler's part of an AdamW step: the unscale of all gradients is one recorded op (gradient_checks.Scaled;
     one a parameter before, and 9, then 3, before that); the inf/nan check is one op for all gradients
     (gradient_checks.NonFinite). Where the update is ggrad's AdamW kernel (the CPU's lowering) it reads the check
     itself: nothing is selected. Where it is GGML's opt_step_adamw (RPC's) the guard's selection of each gradient
-    is built inside its update's event (fused_updates._updates): one CONCAT and GET_ROWS a parameter. One SUM a
-    parameter in the graph either way (counts, not times: recording is the host's cost of every op)."""
+    is built inside its update's event (fused_updates._updates): one CONCAT and GET_ROWS a parameter. The check is
+    one SUM a parameter in the graph, or under CUDA's twins one NONFINITE_F32 node and its SUM for up to nine
+    (counts, not times: recording is the host's cost of every op)."""
     from ggrad.autograd import execution, lowering
     from ggrad.autograd.primitive import Primitive
     recorded = []
@@ -203,8 +205,11 @@ def test_scaled_step_records_a_few_ops_for_all_parameters(monkeypatch, choices):
     params = 4
     extra = {op: scaled_ops.get(op, 0) - plain_ops.get(op, 0) for op in set(scaled_ops) | set(plain_ops)}
     assert recorded.count("Scaled") == 1
-    assert extra.get("SUM", 0) == params and extra.get("SUM_ROWS", 0) <= 2
-    if choices == "CPU":
+    if choices == "CUDA_TWINS":
+        assert extra.get("NONFINITE_F32") == 1 and extra.get("SUM", 0) == 1, extra
+    else:
+        assert extra.get("SUM", 0) == params and extra.get("SUM_ROWS", 0) <= 2
+    if choices != "RPC":
         # once a step: the unscale, the check, the loss's scale
         assert scaled - plain <= 8, (scaled, plain)
         assert extra.get("CONCAT", 0) == 0 and extra.get("GET_ROWS", 0) == 0, extra

@@ -714,13 +714,14 @@ _KERNELS = {name.upper() for name in ggrad.ggml.kernels._FUNCTIONS}
 def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
     # ggrad's kernels are CPU code; on a GPU a custom node whose kernel has no twin falls back to the CPU (a
     # split each side of it: the step's one split became 11 when LayerNorm's affine kernel had no twin).
-    # A char-GPT training step under each GPU lowering, on the CPU: its kernels are those with a CUDA twin
-    # (CUDA_TWINS) or none.
+    # A char-GPT training step under each GPU lowering, on the CPU (float16 with a GradScaler, as it is
+    # trained): its kernels are those with a CUDA twin (CUDA_TWINS) or none.
     from ggrad.examples.char_gpt import CharGPT
     from ggrad.ggml import gpu_twins
     ggrad.manual_seed(0)
     model = CharGPT(32, 32, 2, 2, 16)
     opt = ggrad.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = ggrad.amp.GradScaler("cpu", enabled=dtype == "float16")
     rng = np.random.default_rng(0)
     x = ggrad.tensor(rng.integers(0, 32, (4, 16)).astype(np.int32))
     y = ggrad.tensor(rng.integers(0, 32, 64).astype(np.int32))
@@ -729,8 +730,9 @@ def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
         with ggrad.autocast("cpu", dtype=getattr(ggrad, dtype)) if dtype != "float32" else contextlib.nullcontext():
             loss = ggrad.cross_entropy(model(x).reshape(-1, 32), y)
         opt.zero_grad()
-        loss.backward()
-        opt.step()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         loss.item()
     kernels = {op for op in prof.by_op() if op in _KERNELS}
     assert kernels <= allowed, f"{backend} chose CPU kernels {sorted(kernels - allowed)}"

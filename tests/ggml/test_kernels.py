@@ -350,6 +350,61 @@ def test_adamw_f32_skips_where_its_check_is_nan():
         kernels.adamw_f32(ctx, *ts, ctx.new_tensor("f32", (7,)), ctx.new_tensor("f32", (2,)))
 
 
+def _nonfinite_on_threads(arrays, threads):
+    """nonfinite_f32's slots over the f32 `arrays` computed at `threads` threads."""
+    ctx = gg.Context(n_tensors=16)
+    ts = [ctx.new_tensor("f32", tuple(reversed(a.shape))) for a in arrays]
+    out = kernels.nonfinite_f32(ctx, ts)
+    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
+    for t, a in zip(ts, arrays):
+        gg.set_data(t, a)
+    sched = gg.Scheduler("cpu", graph_size=16)
+    graph = gg.Graph(16)
+    graph.build_forward_expand(out)
+    sched.alloc(graph)
+    before = gg.threads.policy.fixed
+    gg.set_num_threads(threads)
+    try:
+        sched.compute(graph)
+    finally:
+        gg.set_num_threads(before)
+    slots = gg.get_data(out).reshape(-1).copy()
+    del keep
+    return slots
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+@pytest.mark.parametrize("bad", [None, np.inf, -np.inf, np.nan])
+def test_nonfinite_f32_sums_to_nan_exactly_where_an_element_is_not_finite(threads, bad):
+    """The slots' sum is nan where one element of one of up to nine sources (any sizes, one of 1 element) is
+    an inf or a nan, and 0 otherwise (the largest finite floats included: no overflow of a sum)."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(n).astype(np.float32) for n in (1, 7, 64, 1000, 33, 5, 4096, 2, 129)]
+    arrays[3][17] = np.finfo(np.float32).max
+    arrays[5][:] = -np.finfo(np.float32).max
+    for source in range(len(arrays)) if bad is not None else [None]:
+        given = [a.copy() for a in arrays]
+        if source is not None:
+            given[source][-1] = bad
+        slots = _nonfinite_on_threads(given, threads)
+        assert slots.shape == (kernels.NONFINITE_SLOTS,)
+        assert np.isnan(slots.sum()) == (source is not None), (source, slots)
+        assert np.all((slots == 0) | np.isnan(slots))
+
+
+def test_nonfinite_f32_rejects_bad_sources():
+    ctx = gg.Context(n_tensors=16)
+    with pytest.raises(ShapeError, match="nonfinite_f32: takes 1 to 9 tensors, got 0"):
+        kernels.nonfinite_f32(ctx, [])
+    with pytest.raises(ShapeError, match="takes 1 to 9 tensors, got 10"):
+        kernels.nonfinite_f32(ctx, [ctx.new_tensor("f32", (3,)) for _ in range(10)])
+    with pytest.raises(DTypeError, match="nonfinite_f32"):
+        kernels.nonfinite_f32(ctx, [ctx.new_tensor("f16", (3,))])
+    t = ctx.new_tensor("f32", (4, 3))
+    with pytest.raises(ShapeError, match="must be contiguous"):
+        kernels.nonfinite_f32(ctx, [gg.GTensor(gg.lib.ggml_transpose(ctx.ptr, t.ptr), ctx)])
+
+
 def test_packing_buffers_are_freed_with_their_thread():
     # each thread that computes a product packs into buffers of its own (~0.3 MiB here); a thread that
     # ends frees them (GGML's own thread pool may start new threads for every graph). Kept, 60 threads

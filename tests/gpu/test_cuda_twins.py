@@ -184,9 +184,10 @@ def test_concat_twin_matches_the_cpu_kernel(cuda, case):
 
 
 def test_adamw_twin_matches_the_cpu_kernel_and_skips_on_the_check(cuda):
-    """AdamW's update by the twin (CUDA_TWINS chooses ggrad's kernel): three GradScaler steps, the second with an
-    inf gradient, give the CPU kernel's parameters and moments; the skipped step reads the scaler's check in the
-    update itself (no CONCAT or GET_ROWS selection), and leaves every value as it was, bit for bit."""
+    """AdamW's update and the GradScaler's check by their twins (CUDA_TWINS chooses ggrad's kernels): three steps,
+    the second with an inf gradient, give the CPU kernels' parameters and moments; the skipped step reads the
+    scaler's check in the update itself (no CONCAT or GET_ROWS selection), and leaves every value as it was,
+    bit for bit."""
     rng = np.random.default_rng(5)
     w0 = rng.standard_normal((33, 17)).astype(np.float32)
     grads = [rng.standard_normal((33, 17)).astype(np.float32) for _ in range(3)]
@@ -203,6 +204,7 @@ def test_adamw_twin_matches_the_cpu_kernel_and_skips_on_the_check(cuda):
             ran = _ops(lambda: (scaler.step(opt), scaler.update()))
             if device is cuda:
                 assert ran.get("ADAMW_F32") == 1 and "CONCAT" not in ran and "GET_ROWS" not in ran, ran
+                assert ran.get("NONFINITE_F32") == 1, ran   # the scaler's check by its twin
             state = opt.state[w]
             values.append([w.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()])
         return values

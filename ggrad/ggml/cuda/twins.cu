@@ -391,12 +391,47 @@ extern "C" void ggrad_cuda_adamw_f32(ggml_tensor * dst, void * stream, void *) {
         check != nullptr ? (const float *) check->data : nullptr, n);
 }
 
+// A GradScaler's check of up to GGML_MAX_SRC - 1 gradients (ggrad_nonfinite_f32's twin): slot 0 of dst becomes
+// nan where an element of one is an inf or a nan, every other slot 0, so that dst's sum is the CPU's answer.
+struct nonfinite_sources {
+    const uint32_t * data[GGML_MAX_SRC];
+    int64_t n[GGML_MAX_SRC];
+    int count;
+};
+
+__global__ static void nonfinite_kernel(nonfinite_sources sources, float * slots) {
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    const int64_t first = blockIdx.x * (int64_t) blockDim.x + threadIdx.x;
+    bool found = false;
+    for (int s = 0; s < sources.count; s++) {
+        for (int64_t i = first; i < sources.n[s]; i += stride) {
+            found |= (sources.data[s][i] & 0x7f800000u) == 0x7f800000u;   // exponent bits all set: inf or nan
+        }
+    }
+    if (__syncthreads_or(found) && threadIdx.x == 0) {
+        slots[0] = __int_as_float(0x7fc00000);   // every block that found one writes the same nan
+    }
+}
+
+extern "C" void ggrad_cuda_nonfinite_f32(ggml_tensor * dst, void * stream, void *) {
+    nonfinite_sources sources = {};
+    int64_t most = 0;
+    for (int s = 0; s < GGML_MAX_SRC && dst->src[s] != nullptr; s++) {
+        sources.data[s] = (const uint32_t *) dst->src[s]->data;
+        sources.n[s] = elements(dst->src[s]);
+        sources.count = s + 1;
+        most = sources.n[s] > most ? sources.n[s] : most;
+    }
+    cudaMemsetAsync(dst->data, 0, elements(dst) * sizeof(float), (cudaStream_t) stream);
+    nonfinite_kernel<<<blocks_for(most), 256, 0, (cudaStream_t) stream>>>(sources, (float *) dst->data);
+}
+
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
                               (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
                               (const void *) layer_norm_affine_kernel,
                               (const void *) concat_kernel<4>, (const void *) concat_kernel<1>,
-                              (const void *) adamw_kernel};
+                              (const void *) adamw_kernel, (const void *) nonfinite_kernel};
     for (const void * kernel : kernels) {
         cudaFuncAttributes attributes;
         const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel);

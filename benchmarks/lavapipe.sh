@@ -3,14 +3,12 @@
 #
 #   bash benchmarks/lavapipe.sh [PYTEST ARGS]      # default: tests/gpu
 #
-# Installs Debian's lavapipe and glslc (apt), takes Debian 13's Vulkan headers from .gpu/deb13 (`bash
-# benchmarks/gpu_run.sh prepare` fetches them: Debian 12's are too old for GGML's Vulkan backend), builds the
-# pinned GGML with Vulkan into /tmp/ggml-vulkan once (about 8 minutes on 2 cores) and runs pytest on it
-# (GGML lists a CPU-type Vulkan device only when GGML_VK_VISIBLE_DEVICES names it). It checks behaviour
-# (splits, replays, values), never speed: lavapipe runs the shaders on the CPU. Debian 12's lavapipe (Mesa
-# 22.3) crashes at random in long runs, GGML's own test-backend-ops too (a segfault after 236 and after 265
-# passing cases, at other ops each time), and more often in half-precision steps: run one file or test at a
-# time, and take a crash there for lavapipe's until it repeats on a GPU.
+# Installs lavapipe from Debian 12's backports (Mesa 25; Debian 12's own Mesa 22.3 crashed at random in
+# long runs, GGML's own test-backend-ops too) and glslc (apt), takes Debian 13's Vulkan headers from .gpu/deb13
+# (`bash benchmarks/gpu_run.sh prepare` fetches them: Debian 12's are too old for GGML's Vulkan backend),
+# builds the pinned GGML with Vulkan into /tmp/ggml-vulkan once (about 8 minutes on 2 cores) and runs pytest
+# on it (GGML lists a CPU-type Vulkan device only when GGML_VK_VISIBLE_DEVICES names it). It checks behaviour
+# (splits, replays, values), never speed: lavapipe runs the shaders on the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SDIST=libggml_python-0.20.2.post1
@@ -19,7 +17,11 @@ BUILD=${LAVAPIPE_BUILD:-/tmp/ggml-vulkan}   # where the build is kept between ru
 
 if [ ! -f $BUILD/src/libggml.so ]; then
     [ -d .gpu/deb13 ] || { echo "lavapipe.sh: no .gpu/deb13: run 'bash benchmarks/gpu_run.sh prepare' first" >&2; exit 1; }
-    apt-get install -y -q mesa-vulkan-drivers glslc >/dev/null
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian" \
+         "bookworm-backports main" >/etc/apt/sources.list.d/bookworm-backports.list
+    apt-get update -q >/dev/null
+    apt-get install -y -q -t bookworm-backports mesa-vulkan-drivers >/dev/null
+    apt-get install -y -q glslc ninja-build >/dev/null
     mkdir -p /tmp/vk13 && for deb in .gpu/deb13/libvulkan-dev_*.deb .gpu/deb13/spirv-headers_*.deb; do
         dpkg -x "$deb" /tmp/vk13
     done

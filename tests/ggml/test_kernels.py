@@ -77,16 +77,15 @@ def test_matmul_f32_more_threads_than_batches_or_tiles(threads):
 GEMV_ROWS_MAX = 64   # the most rows of b any instruction set takes as dot products (csrc/matmul.c)
 
 
-def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
-    """The kernel's product of a and b (b @ a.T batched, or with view_a/view_b(ctx, t) the product of those
-    views of them) at `threads` threads"""
+def _on_threads(build, arrays, threads):
+    """The data (flat) of the node `build(ctx, tensors)` makes from f32 tensors holding `arrays`, computed on
+    the CPU at `threads` threads, and the node."""
     ctx = gg.Context(n_tensors=16)
-    ta = ctx.new_tensor("f32", tuple(reversed(a.shape)))
-    tb = ctx.new_tensor("f32", tuple(reversed(b.shape)))
-    out = kernels.matmul_f32(ctx, view_a(ctx, ta) if view_a else ta, view_b(ctx, tb) if view_b else tb)
+    ts = [ctx.new_tensor("f32", tuple(reversed(a.shape))) for a in arrays]
+    out = build(ctx, ts)
     keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
-    gg.set_data(ta, a)
-    gg.set_data(tb, b)
+    for t, a in zip(ts, arrays):
+        gg.set_data(t, a)
     sched = gg.Scheduler("cpu", graph_size=16)
     graph = gg.Graph(16)
     graph.build_forward_expand(out)
@@ -97,9 +96,19 @@ def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
         sched.compute(graph)
     finally:
         gg.set_num_threads(before)
-    result = gg.get_data(out).reshape(tuple(reversed(out.ne[:b.ndim]))).copy()   # numpy order, b's dims
+    result = gg.get_data(out).reshape(-1).copy()
     del keep
-    return result
+    return result, out
+
+
+def _matmul_on_threads(a, b, threads, view_a=None, view_b=None):
+    """The kernel's product of a and b (b @ a.T batched, or with view_a/view_b(ctx, t) the product of those
+    views of them) at `threads` threads"""
+    def build(ctx, ts):
+        ta, tb = ts
+        return kernels.matmul_f32(ctx, view_a(ctx, ta) if view_a else ta, view_b(ctx, tb) if view_b else tb)
+    result, out = _on_threads(build, [a, b], threads)
+    return result.reshape(tuple(reversed(out.ne[:b.ndim])))   # numpy order, b's dims
 
 
 @pytest.mark.parametrize("m,k", [(37, 45), (9, 300), (70, 16)])
@@ -352,25 +361,7 @@ def test_adamw_f32_skips_where_its_check_is_nan():
 
 def _nonfinite_on_threads(arrays, threads):
     """nonfinite_f32's slots over the f32 `arrays` computed at `threads` threads."""
-    ctx = gg.Context(n_tensors=16)
-    ts = [ctx.new_tensor("f32", tuple(reversed(a.shape))) for a in arrays]
-    out = kernels.nonfinite_f32(ctx, ts)
-    keep = gg.alloc_context_tensors(ctx, gg.cpu().buffer_type)
-    for t, a in zip(ts, arrays):
-        gg.set_data(t, a)
-    sched = gg.Scheduler("cpu", graph_size=16)
-    graph = gg.Graph(16)
-    graph.build_forward_expand(out)
-    sched.alloc(graph)
-    before = gg.threads.policy.fixed
-    gg.set_num_threads(threads)
-    try:
-        sched.compute(graph)
-    finally:
-        gg.set_num_threads(before)
-    slots = gg.get_data(out).reshape(-1).copy()
-    del keep
-    return slots
+    return _on_threads(kernels.nonfinite_f32, arrays, threads)[0]
 
 
 @pytest.mark.parametrize("threads", [1, 3, 8])

@@ -109,7 +109,7 @@ def adamw_all(steps):
         grad = grad if grad.dtype is ggml.f32 else grad.to(ggml.f32)
         guard = update_guards.guard_of(device)
         pick = check = None
-        if guard is not None and _update_reads_check(graph_of(param)):
+        if guard is not None and _update_reads_check(memory.pending_graph(device)):
             check = guard.check
         elif guard is not None:
             # a skipped step: m*1 + (-0)*0 == m and v*1 + (+0)*0 == v bitwise; with lr 0 and eps 1 the parameter

@@ -147,6 +147,15 @@ def choice(field):
     return lambda default: Choice(field, default)
 
 
+def names(field, *values):
+    """A Choice answering, for a graph, whether its Lowering's `field` is one of `values`: for a caller that
+    prepares an op's operands one way or another before the op's own Choice builds it."""
+    flag = Choice(field, lambda graph: False)
+    for value in values:
+        flag.alternative(value)(lambda graph: True)
+    return flag
+
+
 def default_value(field):
     """What the Lowering field `field` says where a backend does not set it."""
     return _FIELDS[field]

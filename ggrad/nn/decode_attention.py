@@ -13,7 +13,7 @@ its Lowering's `decode_attention` (autograd/lowering.py, measured in benchmarks/
 import weakref
 
 from ..autograd import grad_mode
-from ..autograd.lowering import choice
+from ..autograd.lowering import choice, names
 from ..autograd.memory import pending_graph
 from ..autograd.ops.flash_attention import FlashAttentionForward
 from ..autograd.primitive import Primitive
@@ -58,15 +58,7 @@ def fused_on(device):
     return _fused(pending_graph(device))
 
 
-@choice("decode_attention")
-def _fused(graph):
-    return False
-
-
-@_fused.alternative("kernel")
-@_fused.alternative("flash_attn_ext")
-def _some_fused(graph):
-    return True
+_fused = names("decode_attention", "kernel", "flash_attn_ext")
 
 
 def _applies(q, k, v, filled, scale):

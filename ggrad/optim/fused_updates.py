@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import ggml
 from ..autograd import device_locks, memory, replay_notes, update_guards
-from ..autograd.lowering import choice
+from ..autograd.lowering import choice, names
 from ..autograd.memory import graph_of
 from ..autograd.tensor import Tensor
 from ..ggml import kernels, ops
@@ -158,16 +158,9 @@ def _adamw_updates_by_kernel(graph, items):
     _updates(graph, _ADAMW_KERNEL, items, kernels.adamw_f32)
 
 
-@choice("adamw")
-def _update_reads_check(graph):
-    """Whether AdamW's update reads a GradScaler's check itself (ggrad's kernel skips where it is nan), so
-    that neither the gradient nor the hyper-parameters are selected first (GGML's op: update_guards)."""
-    return False
-
-
-@_update_reads_check.alternative("kernel")
-def _kernel_reads_check(graph):
-    return True
+# whether AdamW's update reads a GradScaler's check itself (ggrad's kernel skips where it is nan), so that
+# neither the gradient nor the hyper-parameters are selected first (GGML's op: update_guards)
+_update_reads_check = names("adamw", "kernel")
 
 
 def _updates(graph, key, items, update):

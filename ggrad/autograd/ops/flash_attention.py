@@ -14,7 +14,7 @@ from .. import grad_mode
 from ..factory import tensor
 from ..function import Function
 from ..grad_api import composite_vjp
-from ..lowering import choice
+from ..lowering import choice, names
 from ..memory import pending_graph
 from ..pending import contiguous_node
 from ..primitive import Primitive
@@ -39,16 +39,8 @@ def _half_dtypes(graph, dtype):
     return dtype is f16 or dtype is bf16
 
 
-@choice("attention")
-def may_take(graph):
-    """Whether the kernels take attention of some dtype where `graph` builds (before autocast picks it)."""
-    return False
-
-
-@may_take.alternative("kernel")
-@may_take.alternative("half_kernel")
-def _some_dtype(graph):
-    return True
+# whether the kernels take attention of some dtype where a graph builds (before autocast picks it)
+may_take = names("attention", "kernel", "half_kernel")
 
 
 def takes(device, dtype):

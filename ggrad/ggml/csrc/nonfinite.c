@@ -1,11 +1,10 @@
 /* A GradScaler's check over several gradients at once, for GGML's CPU backend as a custom op: whether any
    element of its f32 sources is an inf or a nan. Composed of GGML's ops it takes three nodes a gradient (a
    product with zeros, its sum, an add to the total): ~300 small launches of a GPU step for a 100-parameter
-   model, where this takes one node for up to GGML_MAX_SRC gradients (and CUDA's twin one launch). */
+   model, where this takes one node for up to nine (GGML_MAX_SRC - 1) and CUDA's twin one launch. */
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "ggml.h"
 #include "simd.h"

@@ -22,6 +22,8 @@
 #   profile profile16   the big step's per-op GPU time by shape (f32, autocast f16), each node synchronised
 #   kernels kernels16 kernelsbf16   the big step's GPU time by kernel, not synchronised (CUPTI's records:
 #             benchmarks/kernel_trace.c, profile_kernels.py; f32, autocast f16, bf16)
+#   vkperf vkperf16 vkperfbf16   the big step's GPU time by op on Vulkan, from GGML's own timestamps (f32,
+#             autocast f16, bf16; profile_vulkan.py)
 #   kernelsgen  the same for a decoded token of bench_generate.py's small and large char-GPT (batch 1)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
 #   flash     flash attention's CUDA twins against the CPU kernels on hand-made nodes, and their times
@@ -31,6 +33,8 @@
 #   overrides-off overrides-on   the verbs after it leave GGML's copies, conversions and embedding gradients
 #             to GGML / to ggrad's kernels where they apply (cuda/overrides.cu)
 #   alone16 alonebf16   the big GPT under autocast, ggrad only
+#   track     the big GPT 1,000 steps in f32, autocast f16 and bf16 (compile_step): does autocast track f32's loss
+#             (track_autocast.py; $TRACK_STEPS steps)
 #   replay16  the big GPT f32, autocast f16 and bf16 eager and through ggrad.compile_step (recorded once, replayed)
 #             beside PyTorch eager and sdpa, and tests/gpu/test_compiled_step_gpu.py
 #   qlora     a QLoRA step of the 112M Llama (q4_0 GGUF base, r=16, seq 256, autocast bf16) against PyTorch +
@@ -118,6 +122,9 @@ for verb in "$@"; do
         amp200) GGRAD_AMP_STEPS=200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_amp_gpu.py -k tracks \
                     2>&1 | tail -5 ;;
         gpu) $bench --configs w2 big --tf32 ;;
+        vkperf|vkperf16|vkperfbf16) python3 benchmarks/profile_vulkan.py --device $device --config big --top 45 \
+                $( [ $verb = vkperf16 ] && echo --autocast f16; [ $verb = vkperfbf16 ] && echo --autocast bf16 ) ;;
+        track) python3 benchmarks/track_autocast.py --device $device --steps ${TRACK_STEPS:-1000} ;;
         replay16) python3 -m pytest -q -p no:cacheprovider tests/gpu/test_compiled_step_gpu.py 2>&1 | tail -4
             $bench --configs big --autocast f16 --replay --torch-variants sdpa
             $bench --configs big --autocast bf16 --replay --torch-variants sdpa

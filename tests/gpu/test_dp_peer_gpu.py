@@ -50,8 +50,11 @@ assert [p.device.name for p in dp.replicas[1].parameters()][0] == "CUDA1"
 for a, b in zip(dp.replicas[0].parameters(), dp.replicas[1].parameters()):
     assert np.array_equal(a.numpy(), b.numpy()), "replicas must stay identical bit for bit"
 np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5)
+# GGML's cuBLAS takes f32 products in TF32 (~1e-3 relative): two half batches and one whole batch round their
+# gradients differently, and 50 AdamW steps at lr 1e-2 carry that to ~2e-4 in a parameter (on the CPU, the
+# same training with 1e-3 relative noise in its gradients ends 2.1e-4 past rtol 1e-3; with 1e-7, 1e-8).
 for a, b in zip(dp.module.parameters(), single.parameters()):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-3)
 n_bytes = 4 * sum(p.numel() for p in replica0.parameters())
 assert dp.reduce_bytes == 2 * n_bytes, (dp.reduce_bytes, n_bytes)
 print(f"OK {[d.description for d in dp.devices]}: reduce {1e3 * dp.timings['reduce']:.2f} ms of a "

@@ -23,6 +23,7 @@ loads no GPU build of GGML: PyTorch's CUDA libraries and a CUDA build of GGML in
 """
 
 import argparse
+import gc
 import json
 import subprocess
 import os
@@ -103,13 +104,17 @@ def main():
         sched = memory.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
         replayed = None
-        if args.replay:   # the eager model's memory first given back, then the replayed step's own measured
+        if args.replay:   # the eager model's memory given back, then the replayed step's own measured
+            stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
             del step
+            gc.collect()
             memory.reset_pools()
-            free_replay = dev.free_memory
             step, dev = ggrad_step_fn(cfg, args.device, args.autocast, replay=True)
+            step()   # recorded: the replayed graph's buffer replaces the scheduler's, which the eager step held
+            memory.stats.reset_peaks()
             r_ms, r_least = timed_with_memory(step, dev, args.steps)
-            replayed = (r_ms, float("nan") if dev.is_cpu else (free_replay - r_least[0]) / 2 ** 20)
+            r_stats = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
+            replayed = (r_ms, float("nan") if dev.is_cpu else (free_before - r_least[0]) / 2 ** 20, r_stats)
         nan3 = (float("nan"),) * 3
         t_ms, t_peak, t_alloc = nan3 if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device)
         row = {"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
@@ -117,7 +122,7 @@ def main():
                "torch ms": f"{t_ms:.1f}", "ratio ggrad/torch": f"{t_ms / g_ms:.2f}"}
         if replayed is not None:
             row.update({"replayed ms": f"{replayed[0]:.1f}", "ratio replayed/torch": f"{t_ms / replayed[0]:.2f}",
-                        "replayed peak MiB": f"{replayed[1]:,.0f}"})
+                        "replayed peak MiB": f"{replayed[1]:,.0f}", "replayed stats peak MiB": f"{replayed[2]:,.1f}"})
         if args.tf32:
             tf32_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device, True)[0]
             row.update({"torch TF32 ms": f"{tf32_ms:.1f}", "ratio TF32": f"{tf32_ms / g_ms:.2f}"})
@@ -125,7 +130,8 @@ def main():
             v_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device,
                                                           args.tf32, variant)[0]
             row.update({f"torch {variant} ms": f"{v_ms:.1f}", f"ratio {variant}": f"{v_ms / g_ms:.2f}"})
-        stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
+        if replayed is None:
+            stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
         row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "ggrad stats peak MiB": f"{stats_peak:,.1f}",
                     "torch peak MiB": f"{t_peak:,.0f}",
                     "torch alloc MiB": f"{t_alloc:,.1f}", "computes/step": f"{per_step:g}", "sched splits": splits})

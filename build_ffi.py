@@ -50,6 +50,7 @@ void ggrad_flash_attn_back(struct ggml_tensor * dst, int ith, int nth, void * us
 void ggrad_argmax_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_affine_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_nonfinite_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_vk_launch_elementwise(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 int ggrad_kernels_isa(int isa);
 """
 
@@ -58,7 +59,8 @@ KERNELS = ["ggrad/ggml/csrc/isa.c", "ggrad/ggml/csrc/matmul.c", "ggrad/ggml/csrc
            "ggrad/ggml/csrc/concat.c", "ggrad/ggml/csrc/norm.c",
            "ggrad/ggml/csrc/adamw.c", "ggrad/ggml/csrc/labels.c",
            "ggrad/ggml/csrc/relu.c", "ggrad/ggml/csrc/softmax.c", "ggrad/ggml/csrc/matmul_half.c",
-           "ggrad/ggml/csrc/flash_attn.c", "ggrad/ggml/csrc/argmax.c", "ggrad/ggml/csrc/nonfinite.c"]
+           "ggrad/ggml/csrc/flash_attn.c", "ggrad/ggml/csrc/argmax.c", "ggrad/ggml/csrc/nonfinite.c",
+           "ggrad/ggml/csrc/vulkan_launch.c"]
 
 
 def find_libggml():

@@ -67,7 +67,8 @@ fi
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/*.whl || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 tar xzf .gpu/$SDIST.tar.gz -C /tmp
-python3 scripts/patch_ggml_cuda.py /tmp/$SDIST/ggml || exit 1   # ggrad's hook: its CUDA twins run in GGML
+python3 scripts/patch_ggml_cuda.py /tmp/$SDIST/ggml || exit 1   # ggrad's hooks: its CUDA twins run in GGML,
+python3 scripts/patch_ggml_vulkan.py /tmp/$SDIST/ggml || exit 1 # and its Vulkan shaders
 common="-DGGML_RPC=ON -DGGML_NATIVE=OFF -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release"
 vulkan_env() {
     export LD_LIBRARY_PATH=/opt/vk13/usr/lib/x86_64-linux-gnu
@@ -90,6 +91,7 @@ build() {   # build BACKEND into /tmp/ggml-BACKEND, unless an earlier call on th
         && ninja -C /tmp/ggml-$1 -j16 >/tmp/ninja-$1.log 2>&1 \
         || { tail -30 /tmp/cmake-$1.log /tmp/ninja-$1.log; rm -rf /tmp/ggml-$1; return 1; }
     [ $1 = cuda ] && { GGML_INCLUDE=/tmp/$SDIST/ggml/include PYTHON=python3 scripts/build_cuda_twins.sh || return 1; }
+    [ $1 = vulkan ] && { GLSLC=/opt/vk13/usr/bin/glslc bash scripts/build_vulkan_shaders.sh || return 1; }
     echo "GGML build ($1): $(( $(date +%s) - start )) s"
 }
 use() {   # run the verbs that follow on BACKEND's first device

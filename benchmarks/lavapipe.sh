@@ -15,7 +15,8 @@ SDIST=libggml_python-0.20.2.post1
 PYTHON=${PYTHON:-python}
 BUILD=${LAVAPIPE_BUILD:-/tmp/ggml-vulkan}   # where the build is kept between runs
 
-if [ ! -f $BUILD/src/libggml.so ]; then
+# a build from before ggrad's Vulkan hook (scripts/patch_ggml_vulkan.py) is made again
+if ! grep -q ggrad_vk_register_custom $BUILD/src/ggml-vulkan/libggml-vulkan.so 2>/dev/null; then
     [ -d .gpu/deb13 ] || { echo "lavapipe.sh: no .gpu/deb13: run 'bash benchmarks/gpu_run.sh prepare' first" >&2; exit 1; }
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian" \
          "bookworm-backports main" >/etc/apt/sources.list.d/bookworm-backports.list
@@ -26,6 +27,7 @@ if [ ! -f $BUILD/src/libggml.so ]; then
         dpkg -x "$deb" /tmp/vk13
     done
     rm -rf /tmp/$SDIST && tar xzf .gpu/$SDIST.tar.gz -C /tmp
+    "$PYTHON" scripts/patch_ggml_vulkan.py /tmp/$SDIST/ggml
     cmake -S /tmp/$SDIST/ggml -B $BUILD -G Ninja -DGGML_VULKAN=ON -DGGML_RPC=ON -DGGML_NATIVE=OFF \
         -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH=/tmp/vk13/usr -DVulkan_INCLUDE_DIR=/tmp/vk13/usr/include \
@@ -33,5 +35,6 @@ if [ ! -f $BUILD/src/libggml.so ]; then
         >/tmp/cmake-lavapipe.log 2>&1 || { tail -20 /tmp/cmake-lavapipe.log; exit 1; }
     ninja -C $BUILD >/tmp/ninja-lavapipe.log 2>&1 || { tail -20 /tmp/ninja-lavapipe.log; rm -rf $BUILD; exit 1; }
 fi
+bash scripts/build_vulkan_shaders.sh >/dev/null   # ggrad's shaders, registered with the hook
 export GGRAD_GGML_LIB_DIR=$BUILD/src GGML_VK_VISIBLE_DEVICES=0
 "$PYTHON" -m pytest -q -p no:cacheprovider "${@:-tests/gpu}"

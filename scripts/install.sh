@@ -10,7 +10,9 @@
 #    -DGGML_CUDA_GRAPHS=ON unless CMAKE_ARGS names it). Not GGML's BLAS backend: OpenBLAS threads spin
 #    against GGML's (a 4-10x slowdown seen). With CUDA, the sdist (its hash checked) first gets ggrad's
 #    hook in its CUDA backend (scripts/patch_ggml_cuda.py), and nvcc then builds ggrad's CUDA twins
-#    (scripts/build_cuda_twins.sh; CUDA_ARCHS, default 90): GGML runs ggrad's kernels on the GPU.
+#    (scripts/build_cuda_twins.sh; CUDA_ARCHS, default 90): GGML runs ggrad's kernels on the GPU. With
+#    -DGGML_VULKAN=ON likewise its Vulkan backend (scripts/patch_ggml_vulkan.py), and glslc then compiles
+#    ggrad's shaders (scripts/build_vulkan_shaders.sh).
 # 3. scripts/check_ggml.py in fresh interpreters, PyTorch imported first and last where it is installed.
 # 4. Where 2 or 3 fails (no CMake or compiler for the sdist, a build that crashes): the wheel, reinstalled.
 #
@@ -60,13 +62,16 @@ if [[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* && " ${CMAKE_ARGS} " != *"GGML_C
     CMAKE_ARGS="${CMAKE_ARGS} -DGGML_CUDA_GRAPHS=ON"
 fi
 source=(--no-binary libggml-python "${GGML_PIN}")
-if [[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* ]]; then
-    # the exact pinned sdist, with ggrad's hook in its CUDA backend (GGML runs ggrad's CUDA twins)
+cuda=$([[ " ${CMAKE_ARGS:-} " == *"-DGGML_CUDA=ON"* ]] && echo 1 || true)
+vulkan=$([[ " ${CMAKE_ARGS:-} " == *"-DGGML_VULKAN=ON"* ]] && echo 1 || true)
+if [ -n "${cuda}${vulkan}" ]; then
+    # the exact pinned sdist, with ggrad's hooks in its CUDA and Vulkan backends (GGML runs ggrad's kernels)
     sdist_dir=$(mktemp -d)
     pip download --no-deps --no-binary :all: -d "${sdist_dir}" "${GGML_PIN}"
     echo "${SDIST_SHA256}  ${sdist_dir}/${SDIST}.tar.gz" | sha256sum -c -
     tar xzf "${sdist_dir}/${SDIST}.tar.gz" -C "${sdist_dir}"
-    "${PYTHON}" scripts/patch_ggml_cuda.py "${sdist_dir}/${SDIST}/ggml"
+    [ -z "${cuda}" ] || "${PYTHON}" scripts/patch_ggml_cuda.py "${sdist_dir}/${SDIST}/ggml"
+    [ -z "${vulkan}" ] || "${PYTHON}" scripts/patch_ggml_vulkan.py "${sdist_dir}/${SDIST}/ggml"
     source=("${sdist_dir}/${SDIST}")
 fi
 echo "install.sh: building ${GGML_PIN} from source with ${CPU_FLAGS} ${CMAKE_ARGS:-} (a minute or two)"
@@ -80,7 +85,10 @@ if ! check; then
     use_wheel "the GGML built here does not run (see above)"
     exit 0
 fi
-if [ -n "${sdist_dir:-}" ] && ! PYTHON="${PYTHON}" scripts/build_cuda_twins.sh; then
+if [ -n "${cuda}" ] && ! PYTHON="${PYTHON}" scripts/build_cuda_twins.sh; then
     echo "install.sh: ggrad's CUDA twins did not build (see nvcc's output above); GGML's own ops serve" >&2
+fi
+if [ -n "${vulkan}" ] && ! scripts/build_vulkan_shaders.sh; then
+    echo "install.sh: ggrad's Vulkan shaders did not build (see glslc's output above); GGML's own ops serve" >&2
 fi
 echo "install.sh: done"

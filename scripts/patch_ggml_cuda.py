@@ -16,9 +16,12 @@ Each insertion is placed by an anchor line (none of GGML's lines is written here
 checked first: another GGML is refused rather than patched blindly. Applying it twice is refused too.
 """
 
-import hashlib
 import pathlib
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import anchored_patch  # noqa: E402
+from anchored_patch import PatchError  # noqa: E402,F401  (raised by patched)
 
 TARGET = "src/ggml-cuda/ggml-cuda.cu"
 PINNED_SHA256 = "dd92e1d184604bd3fe11efda208ee1023918c3efe7c40158003f2aeea49241a7"
@@ -128,45 +131,10 @@ INSERTIONS = [
 ]
 
 
-class PatchError(Exception):
-    """The file is not the pinned GGML's, or an anchor is missing."""
-
-
-def _line_starting(lines, text, start):
-    for i in range(start, len(lines)):
-        if lines[i].lstrip().startswith(text):
-            return i
-    raise PatchError(f"anchor not found: {text!r}")
-
-
 def patched(source):
     """The text of ggml-cuda.cu with ggrad's insertions."""
-    if MARK in source:
-        raise PatchError("already patched")
-    digest = hashlib.sha256(source.encode()).hexdigest()
-    if digest != PINNED_SHA256:
-        raise PatchError(f"{TARGET} is not the pinned GGML's (sha256 {digest})")
-    lines = source.splitlines(keepends=True)
-    # insert from the bottom up, so earlier line numbers stay valid
-    places = []
-    for text, anchor, after in INSERTIONS:
-        start = 0 if after is None else _line_starting(lines, after, 0) + 1
-        places.append((_line_starting(lines, anchor, start), text))
-    for index, text in sorted(places, reverse=True):
-        lines.insert(index, text)
-    return "".join(lines)
-
-
-def main(argv):
-    if len(argv) != 2:
-        sys.exit(__doc__)
-    path = pathlib.Path(argv[1]) / TARGET
-    try:
-        path.write_text(patched(path.read_text()))
-    except (OSError, PatchError) as e:
-        sys.exit(f"patch_ggml_cuda.py: {path}: {e}")
-    print(f"patch_ggml_cuda.py: {path}: ggrad's custom-op hook inserted")
+    return anchored_patch.apply(source, MARK, PINNED_SHA256, TARGET, INSERTIONS)
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    anchored_patch.main(sys.argv, patched, TARGET, "ggrad's custom-op hook", __doc__)

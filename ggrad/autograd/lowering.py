@@ -2,14 +2,14 @@
 
 A rule says what to compute (sum a broadcast gradient, the weight gradient g^T x, a cross-entropy); the
 `Lowering` of the device's backend says how: which GGML ops, or which of ggrad's own kernels (CPU, CUDA
-twins), since what is fast on one backend is slow or missing on another. The measurements behind each
+twins, Vulkan shaders), since what is fast on one backend is slow or missing on another. The measurements behind each
 choice: benchmarks/README.md, "Per-backend lowering".
 """
 
 import dataclasses
 import functools
 
-from ..ggml import gpu_twins
+from ..ggml import gpu_twins, vulkan_shaders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Lowering:
         column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
             "out_prod" with ones writes b out to a's shape first.
         gelu_tanh: GELU's tanh form on f32 by GGML's "gelu", by a composition around "silu", or by ggrad's
-            "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU only).
+            "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders).
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
         half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
             (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
@@ -96,6 +96,7 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",
                                  layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel",
                                  nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
+VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel")   # ggrad's shaders registered
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 
@@ -107,6 +108,8 @@ def for_device(device):
         return forced
     if device.backend_name == "CUDA" and gpu_twins.registered("CUDA"):
         return CUDA_TWINS
+    if device.backend_name == "Vulkan" and vulkan_shaders.registered("Vulkan") == set(vulkan_shaders.SHADERS):
+        return VULKAN_SHADERS
     return _BY_BACKEND.get(device.backend_name, RPC)
 
 

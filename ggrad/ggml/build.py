@@ -8,6 +8,7 @@ set of the machine it was built on; the PyPI wheel is built for generic x86-64 w
 
 from ._lib import LIB_DIR, ffi, lib
 from .backend import backend_proc
+from . import vulkan_shaders
 from .gpu_twins import registered
 
 _FEATURES_SIGNATURE = "struct ggml_backend_feature * (*)(ggml_backend_reg_t)"
@@ -37,7 +38,8 @@ def build_info():
     """The loaded GGML build: version, library directory, backends, CPU features, and a one-line summary.
 
     `llamafile` and `openmp` say whether the CPU backend has the llamafile matmul kernels and OpenMP threads;
-    `cuda_twins` lists ggrad's kernels that run on CUDA devices (gpu_twins.py; none without the patched build).
+    `cuda_twins` lists ggrad's kernels that run on CUDA devices (gpu_twins.py; none without the patched build),
+    `vulkan_shaders` those that run on Vulkan devices (vulkan_shaders.py; likewise).
     """
     cpu = backend_features("CPU")
     backends = registered_backends()
@@ -51,5 +53,6 @@ def build_info():
         "llamafile": "LLAMAFILE" in cpu,
         "openmp": "OPENMP" in cpu,
         "cuda_twins": sorted(registered("CUDA")),
+        "vulkan_shaders": sorted(vulkan_shaders.registered("Vulkan")),
         "summary": f"GGML {version}; backends {', '.join(backends)}; CPU {' '.join(flags)}",
     }

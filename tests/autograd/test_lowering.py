@@ -346,7 +346,8 @@ def test_layer_norm_backward_by_the_cpu_choices_matches_torch(no_graph_cache, ch
     assert "SUM_ROWS" not in ops_run and ops_wanted <= ops_run
 
 
-@pytest.mark.parametrize("choices,op", [("CPU", "GELU_TANH_F32"), ("CUDA_TWINS", "GELU_TANH_F32"), ("RPC", "SILU")])
+@pytest.mark.parametrize("choices,op", [("CPU", "GELU_TANH_F32"), ("CUDA_TWINS", "GELU_TANH_F32"),
+                                        ("VULKAN_SHADERS", "GELU_TANH_F32"), ("RPC", "SILU")])
 def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch(no_graph_cache, choices, op):
     # the CPU's kernel and the composition RPC servers take; GGML's own gelu reads an f16 table (errors
     # near 4e-3 here)
@@ -675,7 +676,8 @@ def test_autocast_gelu_gradient_reads_the_product_and_a_fresh_cast_not_views(no_
 
 
 BACKEND_LOWERINGS = {"CPU": lowering.CPU, "RPC": lowering.RPC, "CUDA": lowering.CUDA,
-                     "CUDA_TWINS": lowering.CUDA_TWINS, "VULKAN": lowering.VULKAN}
+                     "CUDA_TWINS": lowering.CUDA_TWINS, "VULKAN": lowering.VULKAN,
+                     "VULKAN_SHADERS": lowering.VULKAN_SHADERS}
 
 
 def test_every_backends_choice_has_a_build():
@@ -709,15 +711,15 @@ def test_a_choice_takes_its_alternative_only_where_it_fits():
 _KERNELS = {name.upper() for name in ggrad.ggml.kernels._FUNCTIONS}
 
 
-@pytest.mark.parametrize("backend", ["CUDA", "CUDA_TWINS", "VULKAN", "RPC"])
+@pytest.mark.parametrize("backend", ["CUDA", "CUDA_TWINS", "VULKAN", "VULKAN_SHADERS", "RPC"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
     # ggrad's kernels are CPU code; on a GPU a custom node whose kernel has no twin falls back to the CPU (a
     # split each side of it: the step's one split became 11 when LayerNorm's affine kernel had no twin).
     # A char-GPT training step under each GPU lowering, on the CPU (float16 with a GradScaler, as it is
-    # trained): its kernels are those with a CUDA twin (CUDA_TWINS) or none.
+    # trained): its kernels are those with a CUDA twin (CUDA_TWINS), a Vulkan shader (VULKAN_SHADERS) or none.
     from ggrad.examples.char_gpt import CharGPT
-    from ggrad.ggml import gpu_twins
+    from ggrad.ggml import gpu_twins, vulkan_shaders
     ggrad.manual_seed(0)
     model = CharGPT(32, 32, 2, 2, 16)
     opt = ggrad.optim.AdamW(model.parameters(), lr=1e-3)
@@ -725,7 +727,8 @@ def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
     rng = np.random.default_rng(0)
     x = ggrad.tensor(rng.integers(0, 32, (4, 16)).astype(np.int32))
     y = ggrad.tensor(rng.integers(0, 32, 64).astype(np.int32))
-    allowed = {name.upper() for name in gpu_twins.TWINS} if backend == "CUDA_TWINS" else set()
+    allowed = {"CUDA_TWINS": {name.upper() for name in gpu_twins.TWINS},
+               "VULKAN_SHADERS": {name.upper() for name in vulkan_shaders.SHADERS}}.get(backend, set())
     with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)), ggrad.profile() as prof:
         with ggrad.autocast("cpu", dtype=getattr(ggrad, dtype)) if dtype != "float32" else contextlib.nullcontext():
             loss = ggrad.cross_entropy(model(x).reshape(-1, 32), y)
@@ -736,4 +739,4 @@ def test_a_gpu_lowering_chooses_only_kernels_its_device_runs(backend, dtype):
         loss.item()
     kernels = {op for op in prof.by_op() if op in _KERNELS}
     assert kernels <= allowed, f"{backend} chose CPU kernels {sorted(kernels - allowed)}"
-    assert backend != "CUDA_TWINS" or kernels, "the profile names no kernel: the check would not see one"
+    assert not allowed or kernels, "the profile names no kernel: the check would not see one"

@@ -1,0 +1,20 @@
+/* The launches of ggrad's Vulkan shaders (ggrad/ggml/vulkan/*.comp): for a custom node, the push constants
+   that follow the bindings' misalignments and the workgroup count, as the hook in GGML's Vulkan backend
+   (scripts/patch_ggml_vulkan.py) asks them of the function registered with each shader. */
+
+#include <stdint.h>
+
+#include "ggml.h"
+
+#define VK_GROUP 256           /* the elementwise shaders' workgroup size (vulkan/elementwise.glsl) */
+#define VK_GROUPS_MAX 65535    /* Vulkan's guaranteed least maxComputeWorkGroupCount[0] */
+
+/* an elementwise shader over the node's elements: their count; one invocation an element, or each a grid's
+   width apart beyond 65535 groups (the node's builder keeps the count below 2**32) */
+void ggrad_vk_launch_elementwise(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    const int64_t n = ggml_nelements(dst);
+    const int64_t blocks = (n + VK_GROUP - 1) / VK_GROUP;
+    push[0] = (uint32_t)n;
+    groups[0] = (uint32_t)(blocks < 1 ? 1 : (blocks > VK_GROUPS_MAX ? VK_GROUPS_MAX : blocks));
+    groups[1] = groups[2] = 1;
+}

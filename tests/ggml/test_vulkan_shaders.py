@@ -1,0 +1,103 @@
+"""ggrad's Vulkan shaders where they cannot run: a GGML without ggrad's hook in its Vulkan backend (the wheel, the
+CPU build) registers none, so the lowering keeps GGML's ops. On a Vulkan device (lavapipe's too), tests/gpu
+checks the shaders themselves; here glslc compiles them where it is installed, the hook's insertions are
+checked on a stand-in of GGML's file, and .ci/run applies them to the sdist."""
+
+import hashlib
+import importlib.util
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+import ggrad.ggml as gg
+from ggrad.ggml import kernels, vulkan_shaders
+from ggrad.ggml._lib import ffi, lib
+
+ROOT = pathlib.Path(__file__).parents[2]
+
+
+def test_no_shaders_without_the_patched_vulkan_backend():
+    if gg.has_backend("Vulkan"):
+        pytest.skip("a Vulkan build: tests/gpu checks its shaders")
+    assert vulkan_shaders.registered("Vulkan") == frozenset()
+    assert gg.build_info()["vulkan_shaders"] == []
+
+
+def test_other_backends_never_have_shaders():
+    assert vulkan_shaders.registered("CUDA") == frozenset()
+    assert vulkan_shaders.registered("CPU") == frozenset()
+
+
+def test_every_shader_has_a_cpu_kernel_a_source_and_a_launch():
+    for name, (shader, launch, _) in vulkan_shaders.SHADERS.items():
+        assert kernels.cpu_function(name) is not None
+        assert (ROOT / "ggrad/ggml/vulkan" / f"{shader}.comp").is_file()
+        assert ffi.addressof(lib, f"ggrad_vk_launch_{launch}") is not None
+
+
+def test_the_shaders_are_looked_for_where_the_variable_says(monkeypatch, tmp_path):
+    monkeypatch.setenv("GGRAD_VULKAN_SHADERS", str(tmp_path))
+    assert vulkan_shaders.shader_dir() == tmp_path
+    monkeypatch.delenv("GGRAD_VULKAN_SHADERS")
+    assert vulkan_shaders.shader_dir() == ROOT / "ggrad/ggml/vulkan"
+
+
+@pytest.mark.skipif(shutil.which("glslc") is None, reason="no glslc on this machine")
+def test_the_shaders_compile_with_glslc(tmp_path):
+    """A shader that does not compile fails here, before any GPU machine sees it."""
+    done = subprocess.run(["bash", str(ROOT / "scripts/build_vulkan_shaders.sh"), str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for shader, _, _ in vulkan_shaders.SHADERS.values():
+        spirv = (tmp_path / f"{shader}.spv").read_bytes()
+        assert spirv[:4] == bytes.fromhex("03022307")   # SPIR-V's magic number, little-endian
+
+
+@pytest.mark.parametrize("n, groups", [(1, 1), (256, 1), (257, 2), (1000, 4), (256 * 65535 + 1, 65535)])
+def test_the_elementwise_launch_counts_elements_and_groups(n, groups):
+    """Its push constant is the element count; one invocation an element up to 65,535 groups (Vulkan's least
+    guaranteed count), beyond that each invocation takes elements a grid apart (vulkan/elementwise.glsl)."""
+    ctx = gg.Context(n_tensors=1)
+    node = ctx.new_tensor("f32", (n,))
+    push, grid = ffi.new("uint32_t[1]"), ffi.new("uint32_t[3]")
+    lib.ggrad_vk_launch_elementwise(node.ptr, push, grid)
+    assert push[0] == n and list(grid) == [groups, 1, 1]
+
+
+def _patch_script():
+    spec = importlib.util.spec_from_file_location("patch_ggml_vulkan", ROOT / "scripts/patch_ggml_vulkan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_is_refused_for_another_ggml_or_twice():
+    patch = _patch_script()
+    with pytest.raises(patch.PatchError, match="not the pinned"):
+        patch.patched("static bool ggml_vk_build_graph(ggml_backend_vk_context * ctx) {\n")
+    with pytest.raises(patch.PatchError, match="already patched"):
+        patch.patched(f"// {patch.MARK}\n")
+
+
+def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
+    """Every line of the original stays, in order; the insertions sit where their anchors say."""
+    patch = _patch_script()
+    source = ("static bool ggml_vk_build_graph(x) {\n    switch (node->op) {\n    case GGML_OP_REPEAT:\n}\n"
+              "static bool ggml_backend_vk_device_supports_op(y) {\n    switch (op->op) {\n"
+              "        case GGML_OP_UNARY:\n}\n"
+              "ggml_backend_reg_t ggml_backend_vk_reg() {\n    static ggml_backend_reg reg = {};\n    try {\n"
+              "    } catch (...) {}\n}\n")
+    monkeypatch.setattr(patch, "PINNED_SHA256", hashlib.sha256(source.encode()).hexdigest())
+    out = patch.patched(source).splitlines()
+    kept = iter(out)
+    assert all(any(line == o for o in kept) for line in source.splitlines())   # a subsequence: nothing changed
+    text = "\n".join(out)
+    assert text.index("static void ggrad_vk_custom(") < text.index("static bool ggml_vk_build_graph(x)")
+    assert text.index("switch (node->op)") < text.index("ggrad_vk_custom(ctx, compute_ctx, node)") \
+        < text.index("case GGML_OP_REPEAT:")
+    assert text.index("device_supports_op(y)") < text.index("return ggrad_vk_shader_of(op) != nullptr") \
+        < text.index("case GGML_OP_UNARY:")
+    assert text.index("static ggml_backend_reg reg") < text.index("reg.iface.get_proc_address") \
+        < text.index("    try {")

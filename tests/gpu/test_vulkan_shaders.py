@@ -1,0 +1,82 @@
+"""ggrad's Vulkan shaders (ggrad/ggml/vulkan/*.comp) on Vulkan devices: registered wherever GGML's Vulkan backend
+carries ggrad's hook and the shaders are built, each computing what its CPU kernel defines, and chosen by the
+lowering, so that GELU runs as ggrad's kernels inside the step's one split.
+
+Skipped without a Vulkan device, or where the shaders or the hook are missing (benchmarks/gpu_run.sh and
+benchmarks/lavapipe.sh build GGML with the hook and compile the shaders; scripts/install.sh does where
+CMAKE_ARGS has -DGGML_VULKAN=ON).
+"""
+
+import numpy as np
+import pytest
+
+import ggrad
+from ggrad.autograd import lowering, memory
+from ggrad.ggml import vulkan_shaders
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 19.99, 20.01, -20.01, 35.0, -35.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
+
+
+def _ops(fn):
+    with ggrad.profile() as prof:
+        fn()
+        ggrad.realize()
+    return {op: calls for op, (calls, _) in prof.by_op().items()}
+
+
+def test_the_shaders_are_registered_and_chosen(vulkan):
+    assert vulkan_shaders.registered("Vulkan") == frozenset(vulkan_shaders.SHADERS)
+    assert ggrad.ggml.build_info()["vulkan_shaders"] == sorted(vulkan_shaders.SHADERS)
+    assert lowering.for_device(vulkan) is lowering.VULKAN_SHADERS
+
+
+@pytest.mark.parametrize("start", [0, 1, 3], ids=["aligned", "one-float-in", "three-floats-in"])
+def test_gelu_shaders_match_the_cpu_kernels(vulkan, start):
+    """Forward and gradient against the CPU's kernels and PyTorch, with inf, nan and the clamp's edges, on
+    views that start inside a buffer's offset alignment (the hook passes each binding's misalignment)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x_np = np.concatenate([np.asarray(SPECIAL, np.float32), rng.standard_normal(1000).astype(np.float32) * 4])
+    g_np = rng.standard_normal(x_np.size).astype(np.float32)
+    results = {}
+    for device in (ggrad.device("cpu"), vulkan):
+        whole = ggrad.tensor(np.concatenate([np.zeros(start, np.float32), x_np]), device=device)
+        x = whole[start:].detach().requires_grad_()   # a view that starts `start` floats into its buffer
+        y = ggrad.nn.functional.gelu(x, approximate="tanh")
+        ran = _ops(lambda: y.numpy())
+        assert "GELU_TANH_F32" in ran, ran
+        ran = _ops(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
+        assert "GELU_TANH_BACK_F32" in ran, ran
+        results[device.backend_name] = y.numpy(), x.grad.numpy()
+    xt = torch.tensor(x_np, requires_grad=True)
+    yt = torch.nn.functional.gelu(xt, approximate="tanh")
+    (yt * torch.tensor(g_np)).sum().backward()
+    for i, what in enumerate(("gelu", "its gradient")):
+        cpu, gpu = results["CPU"][i], results["Vulkan"][i]
+        assert np.array_equal(np.isnan(gpu), np.isnan(cpu)), what
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6, err_msg=what)
+        want = (yt if i == 0 else xt.grad).detach().numpy()
+        np.testing.assert_allclose(gpu, want, rtol=1e-4, atol=1e-5, err_msg=f"{what} against PyTorch")
+
+
+def test_a_gpt_step_with_the_shaders_is_one_split(vulkan):
+    """The char-GPT's f32 step (GELU by ggrad's shaders) stays on the device and trains as on the CPU."""
+    from ggrad.examples.char_gpt import CharGPT
+    losses = {}
+    for device in (ggrad.device("cpu"), vulkan):
+        ggrad.manual_seed(0)
+        model = CharGPT(96, 32, 2, 2, 16).to(device)
+        opt = ggrad.optim.AdamW(model.parameters(), lr=1e-2)
+        x = np.random.default_rng(1).integers(0, 96, (4, 17)).astype(np.int32)
+        run = []
+        for _ in range(3):
+            loss = ggrad.cross_entropy(model(ggrad.tensor(x[:, :-1], device=device)).reshape(-1, 96),
+                                       ggrad.tensor(x[:, 1:].reshape(-1), device=device))
+            opt.zero_grad()
+            ran = _ops(lambda: loss.backward())
+            opt.step()
+            run.append(loss.item())
+        losses[device.backend_name] = run
+    assert "GELU_TANH_BACK_F32" in ran, ran
+    assert memory.runtime(vulkan).scheduler.n_splits == 1
+    np.testing.assert_allclose(losses["Vulkan"], losses["CPU"], rtol=1e-3)

@@ -40,7 +40,7 @@ class Lowering:
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
         adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU,
-            and CUDA's twin), which also reads a GradScaler's check itself (no selection of each gradient).
+            CUDA's twin, Vulkan's shader), which also reads a GradScaler's check itself (no selection of each gradient).
         relu: ReLU and its gradient on f32 by GGML's "ggml" ops or by ggrad's "kernel" (kernels.relu_f32,
             kernels.relu_back_f32; CPU only).
         softmax: softmax(x * scale + mask) on f32 without ALiBi by GGML's "ggml" soft_max_ext or by ggrad's
@@ -57,7 +57,7 @@ class Lowering:
             the maxima from the left, 13 nodes) or by ggrad's "kernel" (kernels.argmax_f32; CPU only).
         nonfinite: a GradScaler's inf/nan check of its gradients by GGML's "ggml" ops (a product with zeros,
             a sum and an add a gradient) or by ggrad's "kernel" (kernels.nonfinite_f32, a node for up to 9
-            gradients; CUDA's twin).
+            gradients; CUDA's twin, Vulkan's shader).
     """
     reduce_leading: str = "repeat_back"
     weight_grad: str = "mul_mat"
@@ -96,7 +96,8 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",
                                  layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel",
                                  nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
-VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel")   # ggrad's shaders registered
+VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel", adamw="kernel",   # ggrad's shaders registered
+                                     nonfinite="kernel")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 

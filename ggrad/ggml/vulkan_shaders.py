@@ -18,8 +18,10 @@ from . import kernels
 __all__ = ["SHADERS", "shader_dir", "registered"]
 
 # kernel -> (its shader, the launch that gives the shader's push constants and workgroups, their words)
-SHADERS = {"gelu_tanh_f32": ("gelu_tanh", "elementwise", 1),
-           "gelu_tanh_back_f32": ("gelu_tanh_back", "elementwise", 1)}
+SHADERS = {"gelu_tanh_f32": ("gelu_tanh", "elementwise", 2),
+           "gelu_tanh_back_f32": ("gelu_tanh_back", "elementwise", 2),
+           "adamw_f32": ("adamw", "elementwise", 2),
+           "nonfinite_f32": ("nonfinite", "nonfinite", 9)}
 _REGISTER = "int (*)(void *, const uint32_t *, size_t, uint32_t, void *)"
 
 

@@ -57,13 +57,23 @@ def test_the_shaders_compile_with_glslc(tmp_path):
 
 @pytest.mark.parametrize("n, groups", [(1, 1), (256, 1), (257, 2), (1000, 4), (256 * 65535 + 1, 65535)])
 def test_the_elementwise_launch_counts_elements_and_groups(n, groups):
-    """Its push constant is the element count; one invocation an element up to 65,535 groups (Vulkan's least
-    guaranteed count), beyond that each invocation takes elements a grid apart (vulkan/elementwise.glsl)."""
-    ctx = gg.Context(n_tensors=1)
-    node = ctx.new_tensor("f32", (n,))
-    push, grid = ffi.new("uint32_t[1]"), ffi.new("uint32_t[3]")
-    lib.ggrad_vk_launch_elementwise(node.ptr, push, grid)
-    assert push[0] == n and list(grid) == [groups, 1, 1]
+    """Its push constants are the element count and which sources the node has; one invocation an element up
+    to 65,535 groups (Vulkan's least guaranteed count), beyond that each invocation takes elements a grid apart
+    (vulkan/elementwise.glsl)."""
+    ctx = gg.Context(n_tensors=4)
+    x = ctx.new_tensor("f32", (n,))
+    node = kernels.gelu_tanh_back_f32(ctx, x, x)
+    lib.ggrad_vk_launch_elementwise(node.ptr, push := ffi.new("uint32_t[2]"), grid := ffi.new("uint32_t[3]"))
+    assert list(push) == [n, 0b11] and list(grid) == [groups, 1, 1]
+
+
+def test_the_check_launch_counts_each_sources_elements():
+    ctx = gg.Context(n_tensors=12)
+    xs = [ctx.new_tensor("f32", (3 * i + 1, 2)) for i in range(5)]
+    node = kernels.nonfinite_f32(ctx, xs)
+    lib.ggrad_vk_launch_nonfinite(node.ptr, push := ffi.new("uint32_t[9]"), grid := ffi.new("uint32_t[3]"))
+    assert list(push) == [2, 8, 14, 20, 26, 0, 0, 0, 0]
+    assert list(grid) == [kernels.NONFINITE_SLOTS, 1, 1]   # one workgroup a slot
 
 
 def _patch_script():

@@ -14,6 +14,8 @@ from ggrad import optim
 from ggrad.autograd import execution, lowering, memory
 from ggrad.ggml import gpu_twins
 
+from update_checks import adamw_and_check_match_the_cpu
+
 DTYPES = {"f16": ggrad.float16, "bf16": ggrad.bfloat16}
 
 
@@ -184,33 +186,5 @@ def test_concat_twin_matches_the_cpu_kernel(cuda, case):
 
 
 def test_adamw_twin_matches_the_cpu_kernel_and_skips_on_the_check(cuda):
-    """AdamW's update and the GradScaler's check by their twins (CUDA_TWINS chooses ggrad's kernels): three steps,
-    the second with an inf gradient, give the CPU kernels' parameters and moments; the skipped step reads the
-    scaler's check in the update itself (no CONCAT or GET_ROWS selection), and leaves every value as it was,
-    bit for bit."""
-    rng = np.random.default_rng(5)
-    w0 = rng.standard_normal((33, 17)).astype(np.float32)
-    grads = [rng.standard_normal((33, 17)).astype(np.float32) for _ in range(3)]
-    grads[1][4, 5] = np.inf
-
-    def run(device):
-        w = ggrad.nn.Parameter(ggrad.tensor(w0, device=device))
-        opt = optim.AdamW([w], lr=1e-2, weight_decay=0.1)
-        scaler = ggrad.amp.GradScaler(device.torch_name.split(":")[0], init_scale=4.0)
-        values = []
-        for g in grads:
-            opt.zero_grad()
-            scaler.scale((w * ggrad.tensor(g, device=device)).sum()).backward()
-            ran = _ops(lambda: (scaler.step(opt), scaler.update()))
-            if device is cuda:
-                assert ran.get("ADAMW_F32") == 1 and "CONCAT" not in ran and "GET_ROWS" not in ran, ran
-                assert ran.get("NONFINITE_F32") == 1, ran   # the scaler's check by its twin
-            state = opt.state[w]
-            values.append([w.detach().numpy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()])
-        return values
-    cpu, gpu = run(ggrad.device("cpu")), run(cuda)
-    for step, (want, got) in enumerate(zip(cpu, gpu)):
-        for name, a, b in zip(("w", "m", "v"), want, got):
-            np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7, err_msg=f"step {step} {name}")
-    for a, b in zip(gpu[0], gpu[1]):   # the skipped step
-        np.testing.assert_array_equal(b.view(np.uint32), a.view(np.uint32))
+    """AdamW's update and the GradScaler's check by their twins (CUDA_TWINS chooses ggrad's kernels)."""
+    adamw_and_check_match_the_cpu(cuda)

@@ -1,6 +1,7 @@
 """ggrad's Vulkan shaders (ggrad/ggml/vulkan/*.comp) on Vulkan devices: registered wherever GGML's Vulkan backend
 carries ggrad's hook and the shaders are built, each computing what its CPU kernel defines, and chosen by the
-lowering, so that GELU runs as ggrad's kernels inside the step's one split.
+lowering, so that GELU, AdamW's update and a GradScaler's check run as ggrad's kernels inside the step's one
+split.
 
 Skipped without a Vulkan device, or where the shaders or the hook are missing (benchmarks/gpu_run.sh and
 benchmarks/lavapipe.sh build GGML with the hook and compile the shaders; scripts/install.sh does where
@@ -13,6 +14,8 @@ import pytest
 import ggrad
 from ggrad.autograd import lowering, memory
 from ggrad.ggml import vulkan_shaders
+
+from update_checks import adamw_and_check_match_the_cpu
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 19.99, 20.01, -20.01, 35.0, -35.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
 
@@ -80,3 +83,31 @@ def test_a_gpt_step_with_the_shaders_is_one_split(vulkan):
     assert "GELU_TANH_BACK_F32" in ran, ran
     assert memory.runtime(vulkan).scheduler.n_splits == 1
     np.testing.assert_allclose(losses["Vulkan"], losses["CPU"], rtol=1e-3)
+
+
+def test_adamw_shader_matches_the_cpu_kernel_and_skips_on_the_check(vulkan):
+    adamw_and_check_match_the_cpu(vulkan)
+
+
+@pytest.mark.parametrize("where", [None, (0, np.inf), (8, -np.inf), (9, np.nan), (10, np.inf)],
+                         ids=["finite", "first-inf", "ninth-minus-inf", "tenth-nan", "last-inf"])
+def test_the_check_shader_sees_every_gradient(vulkan, where):
+    """Eleven gradients take two check nodes (nine sources at most a node): an inf or a nan in any of them,
+    at the end of a large one too, skips the step; none leaves it taken."""
+    rng = np.random.default_rng(3)
+    shapes = [(7,), (300, 301)] + [(13, 5)] * 9
+    params = [ggrad.nn.Parameter(ggrad.tensor(rng.standard_normal(s).astype(np.float32), device=vulkan))
+              for s in shapes]
+    opt = ggrad.optim.AdamW(params, lr=1e-2)
+    scaler = ggrad.amp.GradScaler("vulkan", init_scale=2.0)
+    weights = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    if where is not None:
+        weights[where[0]].reshape(-1)[-1] = where[1]
+    loss = sum((p * ggrad.tensor(w, device=vulkan)).sum() for p, w in zip(params, weights))
+    scaler.scale(loss).backward()
+    before = [p.detach().numpy().copy() for p in params]
+    ran = _ops(lambda: (scaler.step(opt), scaler.update()))
+    assert ran.get("NONFINITE_F32") == 2, ran
+    changed = [not np.array_equal(b, p.detach().numpy()) for b, p in zip(before, params)]
+    assert changed == [where is None] * len(params)
+    assert scaler.get_scale() == (2.0 if where is None else 1.0)

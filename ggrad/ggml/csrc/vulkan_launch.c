@@ -6,15 +6,29 @@
 
 #include "ggml.h"
 
-#define VK_GROUP 256           /* the elementwise shaders' workgroup size (vulkan/elementwise.glsl) */
+#define VK_GROUP 256           /* the shaders' workgroup size (vulkan/elementwise.glsl, ...) */
 #define VK_GROUPS_MAX 65535    /* Vulkan's guaranteed least maxComputeWorkGroupCount[0] */
 
-/* an elementwise shader over the node's elements: their count; one invocation an element, or each a grid's
-   width apart beyond 65535 groups (the node's builder keeps the count below 2**32) */
+/* an elementwise shader over the node's elements: their count and which sources the node has (bit s for
+   src[s]); one invocation an element, or each a grid's width apart beyond 65535 groups (the node's builder
+   keeps the count below 2**32) */
 void ggrad_vk_launch_elementwise(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
     const int64_t n = ggml_nelements(dst);
     const int64_t blocks = (n + VK_GROUP - 1) / VK_GROUP;
+    uint32_t sources = 0;
+    for (int s = 0; s < GGML_MAX_SRC; s++)
+        sources |= dst->src[s] != NULL ? 1u << s : 0u;
     push[0] = (uint32_t)n;
+    push[1] = sources;
     groups[0] = (uint32_t)(blocks < 1 ? 1 : (blocks > VK_GROUPS_MAX ? VK_GROUPS_MAX : blocks));
+    groups[1] = groups[2] = 1;
+}
+
+/* the GradScaler's check (vulkan/nonfinite.comp): each source's element count (0 where absent), one workgroup
+   a slot of the node */
+void ggrad_vk_launch_nonfinite(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    for (int s = 0; s < GGML_MAX_SRC - 1; s++)
+        push[s] = dst->src[s] != NULL ? (uint32_t)ggml_nelements(dst->src[s]) : 0u;
+    groups[0] = (uint32_t)ggml_nelements(dst);
     groups[1] = groups[2] = 1;
 }

@@ -1,6 +1,7 @@
 // ggrad's elementwise shaders on f32: the node at binding 0, its sources at 1 and 2 (scripts/patch_ggml_vulkan.py
 // binds them), contiguous; the push constants give each binding's misalignment in bytes, then the element count
-// (csrc/vulkan_launch.c: ggrad_vk_launch_elementwise). Each invocation takes elements a grid's width apart.
+// and which sources the node has, a bit each (csrc/vulkan_launch.c: ggrad_vk_launch_elementwise). Each
+// invocation takes elements a grid's width apart.
 
 layout(local_size_x = 256) in;
 
@@ -11,6 +12,7 @@ layout(std430, binding = 2) readonly buffer Src1 { float src1[]; };
 layout(push_constant) uniform Push {
     uint misalign[11];
     uint n;
+    uint sources;
 } p;
 
 const float SQRT_2_OVER_PI = 0.7978845608028654;

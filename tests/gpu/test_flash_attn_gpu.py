@@ -118,8 +118,9 @@ def _self_attend(device, arrays, dtype, choices, causal):
     t = x_np.shape[1]
     with execution.forced_lowering(device, choices):
         mha = ggrad.nn.MultiheadAttention(w_np.shape[1], 4, batch_first=True)
-        mha.load_state_dict({"in_proj_weight": ggrad.tensor(w_np), "in_proj_bias": ggrad.tensor(b_np),
-                             "out_proj.weight": ggrad.tensor(wo_np), "out_proj.bias": ggrad.tensor(b_np[:wo_np.shape[0]])})
+        state = {"in_proj_weight": w_np, "in_proj_bias": b_np, "out_proj.weight": wo_np,
+                 "out_proj.bias": b_np[:wo_np.shape[0]]}
+        mha.load_state_dict({name: ggrad.tensor(value) for name, value in state.items()})
         mha = mha.to(device)
         x = ggrad.tensor(x_np, device=device, requires_grad=True)
         mask = dict(attn_mask=np.triu(np.ones((t, t), bool), 1), is_causal=True) if causal else {}

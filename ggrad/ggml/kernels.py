@@ -89,7 +89,7 @@ ATTENTION_HEAD_MAX = 256   # the widest head (q's and k's, or v's) the attention
 _CAUSAL_OFFSET = 2**29     # causality's offset travels biased by it in 30 bits of userdata
 
 
-def flash_attn(ctx, q, k, v, mask=None, scale=1.0, causal=False, offset=0):
+def flash_attn(ctx, q, k, v, mask=None, scale=1.0, causal=False, offset=0, token_major=False):
     """softmax(q k^T * scale + mask) v without the scores: flash attention's forward (csrc/flash_attn.c; on
     CUDA its twin, cuda/flash_attn.cu), one node whose f32 result holds the output O and the logsumexp L of
     each row of scores (what flash_attn_back reads).
@@ -104,10 +104,12 @@ def flash_attn(ctx, q, k, v, mask=None, scale=1.0, causal=False, offset=0):
         scale: multiplies the scores q k^T before the mask is added.
         causal: query i sees keys j <= i + offset only (PyTorch's is_causal: offset 0).
         offset: see causal (|offset| < 2**29).
+        token_major: O laid out token-major, [dv, hq, tq, b] (numpy's (b, tq, hq, dv)): the heads of each
+            query side by side, as the projection that follows attention reads them, with no permuting copy.
 
     Returns:
-        (O f32 [dv, tq, hq, b], L f32 [tq, hq, b]), contiguous views of the node. A row that sees no key gives
-        zeros and L = -inf.
+        (O f32 [dv, tq, hq, b], or [dv, hq, tq, b] where token_major, L f32 [tq, hq, b]), contiguous views of
+        the node. A row that sees no key gives zeros and L = -inf.
     """
     op = "flash_attn"
     pq, pk, pv = _attention_operands(op, q, k, v)
@@ -116,31 +118,39 @@ def flash_attn(ctx, q, k, v, mask=None, scale=1.0, causal=False, offset=0):
     args = [q, k, v] + _attention_mask(op, mask, C.ne(pk)[1], tq, hq, b)
     n = dv * tq * hq * b
     node = custom_4d(ctx, "f32", n + tq * hq * b, 1, 1, 1, args, len(args), _FUNCTIONS[op], -1,
-                     _attention_bits(op, scale, causal, offset))
-    o = view_4d(ctx, node, dv, tq, hq, b, dv * 4, dv * tq * 4, dv * tq * hq * 4, 0)
+                     _attention_bits(op, scale, causal, offset, token_major))
+    inner = hq if token_major else tq   # O's dimension 1; the other of tq and hq is its dimension 2
+    o = view_4d(ctx, node, dv, inner, tq * hq // inner, b, dv * 4, dv * inner * 4, dv * tq * hq * 4, 0)
     return o, view_3d(ctx, node, tq, hq, b, tq * 4, tq * hq * 4, n * 4)
 
 
-def flash_attn_back(ctx, q, k, v, o, do, lse, mask=None, scale=1.0, causal=False, offset=0):
+def flash_attn_back(ctx, q, k, v, o, do, lse, mask=None, scale=1.0, causal=False, offset=0, joined=False):
     """The gradients of flash_attn's O at q, k and v given dO (flash attention's backward: the scores'
     probabilities recomputed block by block from L, no T x T tensor), one node.
 
     Args:
         ctx: the Context the result is made in.
         q, k, v, mask, scale, causal, offset: flash_attn's.
-        o: flash_attn's O: f32 [dv, tq, hq, b] with contiguous rows.
+        o: flash_attn's O: f32 [dv, tq, hq, b] with contiguous rows (a token-major O permuted: a view).
         do: the gradient at O: f32 [dv, tq, hq, b] with contiguous rows.
         lse: flash_attn's L: f32 [tq, hq, b] with contiguous rows.
+        joined: where q, k and v are the heads of one fused projection qkv (numpy's (b, tq, 3 hq d): d = dv,
+            tq = tk, hq = hk, b = bk), the gradients laid out as qkv: token-major and side by side, so that
+            qkv's gradient needs no joining or permuting copy.
 
     Returns:
         (dq, dk, dv): f32, shaped as q, k and v, contiguous views of the node (whose last part holds
-        rowsum(dO O), the twin's scratch).
+        rowsum(dO O), the twin's scratch); where joined, the gradient at qkv instead: f32 [3 hq d, tq, b], one
+        contiguous view.
     """
     op = "flash_attn_back"
     pq, pk, pv = _attention_operands(op, q, k, v)
     d, tq, hq, b = nq = C.ne(pq)
     _, tk, hk, bk = nk = C.ne(pk)
     dv = C.ne(pv)[0]
+    if joined and (dv, tk, hk, bk) != (d, tq, hq, b):
+        C.fail(op, f"joined needs q, k and v of one shape, the heads of one fused qkv (no grouped-query or "
+                   f"broadcast batches), got q ne={nq}, k ne={nk}, v ne={C.ne(pv)}")
     for name, t, want in (("o", o, [dv, tq, hq, b]), ("do", do, [dv, tq, hq, b]), ("lse", lse, [tq, hq, b, 1])):
         p = tensor(op, name, t)
         if p.type != C.F32 or p.nb[0] != 4 or C.ne(p) != want:
@@ -149,7 +159,10 @@ def flash_attn_back(ctx, q, k, v, o, do, lse, mask=None, scale=1.0, causal=False
     args = [q, k, v, o, do, lse] + _attention_mask(op, mask, tk, tq, hq, b)
     sizes = [d * tq * hq * b, d * tk * hk * bk, dv * tk * hk * bk]
     node = custom_4d(ctx, "f32", sum(sizes) + tq * hq * b, 1, 1, 1, args, len(args), _FUNCTIONS[op], -1,
-                     _attention_bits(op, scale, causal, offset))
+                     _attention_bits(op, scale, causal, offset, joined))
+    if joined:
+        width = 3 * hq * d
+        return view_3d(ctx, node, width, tq, b, width * 4, width * tq * 4, 0)
     parts, at = [], 0
     for size, (w, rows, heads, batches) in zip(sizes, (nq, nk, [dv, tk, hk, bk])):
         parts.append(view_4d(ctx, node, w, rows, heads, batches, w * 4, w * rows * 4, w * rows * heads * 4, at * 4))
@@ -186,11 +199,13 @@ def _attention_mask(op, mask, tk, tq, hq, b):
     return [mask]
 
 
-def _attention_bits(op, scale, causal, offset):
-    """flash_attn's userdata: the scale's 32 bits, causality in bit 32, the offset biased in bits 33-62."""
+def _attention_bits(op, scale, causal, offset, token_major=False):
+    """flash_attn's userdata: the scale's 32 bits, causality in bit 32, the offset biased in bits 33-62, the
+    results token-major (flash_attn's token_major, flash_attn_back's joined) in bit 63."""
     C.integer(op, "offset", offset, 1 - _CAUSAL_OFFSET, _CAUSAL_OFFSET - 1)
     bits = struct.unpack("<I", struct.pack("<f", float(scale)))[0]
-    return ffi.cast("void *", bits | (bool(causal) << 32) | ((offset + _CAUSAL_OFFSET) << 33))
+    return ffi.cast("void *", bits | (bool(causal) << 32) | ((offset + _CAUSAL_OFFSET) << 33)
+                    | (bool(token_major) << 63))
 
 
 def cpu_function(name):

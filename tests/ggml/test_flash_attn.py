@@ -2,7 +2,8 @@
 scaled_dot_product_attention and its gradients: f32 to ~1e-5, f16 and bf16 operands against PyTorch computing
 in float32 from the same rounded values; causal or not, additive masks with blocked rows, grouped-query
 heads, odd lengths and head widths up to 256, strided operands, each instruction set; the same bits at any
-thread count; bad operands refused."""
+thread count; bad operands refused. The token-major layouts (flash_attn's token_major O, flash_attn_back's
+joined gradient of a fused qkv) give the head-major results' very bits, moved."""
 
 import numpy as np
 import pytest
@@ -192,6 +193,107 @@ def test_a_row_that_sees_no_key_gives_zeros_and_no_gradient(runner):
     o, dq = o.reshape(1, 1, 4, 8), dq.reshape(1, 1, 4, 8)
     assert np.all(o[0, 0, 2] == 0) and np.all(dq[0, 0, 2] == 0) and lse.reshape(-1)[2] == -np.inf
     assert np.all(np.isfinite(dk)) and np.all(np.isfinite(dv))
+
+
+def _qkv_inputs(b, h, t, d, mask, seed=0):
+    """A fused projection qkv (b, t, 3 h d), the gradient at O (b, t, h d), and the mask (b, 1, t, t)."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((b, t, 3 * h * d)).astype(np.float32),
+              rng.standard_normal((b, t, h * d)).astype(np.float32)]
+    if mask:
+        m = (rng.standard_normal((b, 1, t, t)) * 2).astype(np.float32)
+        m[0, 0, 1, :] = -np.inf
+        m[:, :, :, 3::7] = -np.inf
+        arrays.append(m)
+    return arrays
+
+
+def _heads(ctx, x, heads, parts, part):
+    """Part `part` of the `parts` side by side in x [parts h d, t, b] as heads [d, t, h, b] (a view, as
+    SelfAttention takes them)."""
+    dh = x.ne[0] // parts // heads
+    size = x.nb[0]
+    split = ops.view_4d(ctx, x, dh, heads, x.ne[1], x.ne[2], dh * size, x.nb[1], x.nb[2], part * dh * heads * size)
+    return ops.permute(ctx, split, 0, 2, 1, 3)
+
+
+def _both_layouts(runner, arrays, dtype, heads, scale, causal, threads=1):
+    """(O, L, dq, dk, dv) head-major and (O, L, d qkv) token-major of one fused qkv, numpy order."""
+    def build(ctx, qkv, g, *mask):
+        q, k, v = (_heads(ctx, qkv, heads, 3, part) for part in range(3))
+        do, m = _heads(ctx, g, heads, 1, 0), mask[0] if mask else None
+        o, lse = kernels.flash_attn(ctx, q, k, v, m, scale, causal)
+        head_major = (o, lse) + kernels.flash_attn_back(ctx, q, k, v, o, do, lse, m, scale, causal)
+        o_t, lse_t = kernels.flash_attn(ctx, q, k, v, m, scale, causal, token_major=True)
+        o_heads = ops.permute(ctx, o_t, 0, 2, 1, 3)   # [d, t, h, b], a view
+        grad = kernels.flash_attn_back(ctx, q, k, v, o_heads, do, lse_t, m, scale, causal, joined=True)
+        return head_major + (o_t, lse_t, grad)
+    before = gg.threads.policy.fixed
+    gg.set_num_threads(threads)
+    try:
+        got, outs = runner.run(build, [(arrays[0], dtype)] + arrays[1:])
+    finally:
+        gg.set_num_threads(before)
+    assert list(outs[5].ne) == list(outs[0].ne[i] for i in (0, 2, 1, 3)) and outs[5].is_contiguous
+    assert list(outs[7].ne)[:3] == [arrays[0].shape[2], arrays[0].shape[1], arrays[0].shape[0]]
+    assert outs[7].is_contiguous
+    return got[:5], got[5:]
+
+
+def _split_qkv(arrays, heads):
+    """q, k, v (b, h, t, d), the gradient at O (b, h, t, d) and the mask of _qkv_inputs' arrays."""
+    qkv, g = arrays[:2]
+    b, t, width = qkv.shape
+    d = width // 3 // heads
+    q, k, v = qkv.reshape(b, t, 3, heads, d).transpose(2, 0, 3, 1, 4)
+    return [q, k, v, g.reshape(b, t, heads, d).transpose(0, 2, 1, 3)] + arrays[2:]
+
+
+@pytest.mark.parametrize("t", [70, 5])   # 5: the forward's row by row path (at most FA_ROWS_MAX queries)
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype,causal,mask", [("f32", True, False), ("f32", False, True), ("f16", True, False),
+                                               ("bf16", False, True), ("bf16", True, True)])
+def test_token_major_layouts_hold_the_head_major_bits(runner, dtype, causal, mask, threads, t):
+    """O token-major is O head-major permuted, the joined gradient dq, dk, dv side by side token-major (qkv's
+    layout), to the bit; and both are PyTorch's gradients at qkv."""
+    b, h, d = 2, 3, 24
+    arrays = _qkv_inputs(b, h, t, d, mask, seed=threads)
+    scale = 1 / np.sqrt(d)
+    (o, lse, dq, dk, dv), (o_t, lse_t, grad) = _both_layouts(runner, arrays, dtype, h, scale, causal, threads)
+    heads = [x.reshape(b, h, t, d) for x in (o, dq, dk, dv)]
+    np.testing.assert_array_equal(o_t.reshape(b, t, h, d), heads[0].transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(lse_t, lse)
+    joined = np.stack([x.transpose(0, 2, 1, 3) for x in heads[1:]], 2)
+    np.testing.assert_array_equal(grad.reshape(b, t, 3, h, d), joined)
+    want = _torch(_split_qkv(arrays, h), dtype, scale, causal)
+    got = [o_t.reshape(b, t, h, d).transpose(0, 2, 1, 3), lse_t]
+    got += list(grad.reshape(b, t, 3, h, d).transpose(2, 0, 3, 1, 4))
+    _check(got, want, 2e-5)
+
+
+@pytest.mark.parametrize("t", [150, 5])
+def test_token_major_layouts_same_bits_at_any_thread_count(runner, t):
+    arrays = _qkv_inputs(2, 4, t, 40, True)
+    results = [_both_layouts(runner, arrays, "bf16", 4, 0.2, True, threads)[1] for threads in (1, 2, 7)]
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_joined_needs_the_heads_of_one_fused_qkv():
+    """Grouped-query heads, other lengths, widths or batches have no qkv layout: refused, naming the shapes."""
+    ctx = gg.Context(n_tensors=64)
+    q = ctx.new_tensor("f32", (16, 10, 4, 2))
+    lse = ctx.new_tensor("f32", (10, 4, 2))
+    for kshape, vshape in (((16, 10, 2, 2), (16, 10, 2, 2)),    # grouped-query
+                           ((16, 12, 4, 2), (16, 12, 4, 2)),    # other keys than queries
+                           ((16, 10, 4, 2), (8, 10, 4, 2)),     # v narrower
+                           ((16, 10, 4, 1), (16, 10, 4, 1))):   # k, v broadcast over the batch
+        k, v = ctx.new_tensor("f32", kshape), ctx.new_tensor("f32", vshape)
+        o = ctx.new_tensor("f32", (vshape[0], 10, 4, 2))
+        kernels.flash_attn_back(ctx, q, k, v, o, o, lse)   # the head-major layout takes them
+        with pytest.raises(ShapeError, match=r"flash_attn_back: joined needs .*k ne=\[" + str(kshape[0])):
+            kernels.flash_attn_back(ctx, q, k, v, o, o, lse, joined=True)
 
 
 def test_bad_operands_are_refused():

@@ -108,3 +108,44 @@ def test_an_autocast_gpt_step_attends_by_the_twins_in_one_split(cuda, name):
     assert execution.runtime(cuda).scheduler.n_splits == 1
     assert {"FLASH_ATTN", "FLASH_ATTN_BACK"} <= ran and not {"SOFT_MAX", "SOFT_MAX_BACK"} & ran, ran
     assert np.isfinite(losses).all() and losses[-1] < first
+
+
+def _self_attend(device, arrays, dtype, choices, causal):
+    """MultiheadAttention's self-attention (the one-op SelfAttention: the kernels write O token-major and qkv's
+    gradient joined) under autocast to `dtype` on `device`: its output, x's and in_proj_weight's gradients
+    (numpy), and the ops that ran."""
+    x_np, g_np, w_np, b_np, wo_np = arrays
+    t = x_np.shape[1]
+    with execution.forced_lowering(device, choices):
+        mha = ggrad.nn.MultiheadAttention(w_np.shape[1], 4, batch_first=True)
+        state = {"in_proj_weight": w_np, "in_proj_bias": b_np, "out_proj.weight": wo_np,
+                 "out_proj.bias": b_np[:wo_np.shape[0]]}
+        mha.load_state_dict({name: ggrad.tensor(value) for name, value in state.items()})
+        mha = mha.to(device)
+        x = ggrad.tensor(x_np, device=device, requires_grad=True)
+        mask = dict(attn_mask=np.triu(np.ones((t, t), bool), 1), is_causal=True) if causal else {}
+
+        def run():
+            with ggrad.autocast(device.type, dtype=DTYPES[dtype]):
+                out, _ = mha(x, x, x, need_weights=False, **mask)
+            (out.float() * ggrad.tensor(g_np, device=device)).sum().backward()
+            return out.float().numpy()
+        out, ran = _ops(run)
+    return [out, x.grad.numpy(), mha.in_proj_weight.grad.numpy()], ran
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_one_op_self_attention_by_the_twins_matches_the_cpu_kernels(cuda, dtype, causal):
+    """The token-major layouts on the GPU (O merged by a view, qkv's gradient joined by the kernel: no
+    concatenation) give the CPU kernels' values."""
+    rng = np.random.default_rng(1)
+    e, b, t = 64, 3, 70
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((b, t, e), (b, t, e))]
+    arrays += [(rng.standard_normal(s) * 0.2).astype(np.float32) for s in ((3 * e, e), (3 * e,), (e, e))]
+    want, _ = _self_attend(CPU, arrays, dtype, KERNEL_CPU, causal)
+    got, ran = _self_attend(cuda, arrays, dtype, lowering.CUDA_TWINS, causal)
+    assert "FLASH_ATTN_BACK" in ran and not {"CONCAT", "CONCAT_F32", "SOFT_MAX_BACK"} & ran, ran
+    tol = TOLERANCE[dtype]
+    for name, g, w in zip(("out", "dx", "d in_proj_weight"), got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * float(np.abs(w).max()), err_msg=name)

@@ -51,23 +51,29 @@ def _by_kernel(graph, qkv, mask, heads, causal):
 
 
 def _kernel_parts(graph, qkv, mask, scale, heads, causal):
-    """(q, k, v heads, the kernels' mask, O and L) of qkv by the forward kernel."""
+    """(q, k, v heads, the kernels' mask, O token-major [Dh, H, T, B] and L) of qkv by the forward kernel."""
     op = _Nodes(graph)
     q, k, v = (op.heads(qkv, heads, 3, part) for part in range(3))
     mask = None if causal or mask is None else flash_attention.rows_node(graph, mask)
-    return q, k, v, mask, *kernels.flash_attn(graph.ctx, q, k, v, mask, scale, causal)
+    return q, k, v, mask, *kernels.flash_attn(graph.ctx, q, k, v, mask, scale, causal, token_major=True)
 
 
 def _kernel_forward(graph, qkv, mask, scale, heads, causal):
-    return _Nodes(graph).merge_heads(_kernel_parts(graph, qkv, mask, scale, heads, causal)[4])
+    """O as (B, T, E): the kernel writes it token-major, so the heads merge by a reshape (a view)."""
+    o = _kernel_parts(graph, qkv, mask, scale, heads, causal)[4]
+    dh, h, t, b = o.ne
+    return ops.reshape_3d(graph.ctx, o, dh * h, t, b)
 
 
 def _kernel_backward(graph, g, qkv, mask, scale, heads, causal, dtype):
-    """The gradient at qkv by the backward kernel; O and L recomputed (SelfAttention keeps qkv only)."""
+    """The gradient at qkv by the backward kernel, which writes it in qkv's layout (no joining or permuting
+    copy), cast to `dtype`; O and L recomputed (SelfAttention keeps qkv only)."""
     q, k, v, mask, o, lse = _kernel_parts(graph, qkv, mask, scale, heads, causal)
-    op = _Nodes(graph)
-    grads = kernels.flash_attn_back(graph.ctx, q, k, v, o, op.heads(g, heads, 1, 0), lse, mask, scale, causal)
-    return op.merge_heads(*grads, dtype=dtype)
+    c = graph.ctx
+    do = _Nodes(graph).heads(g, heads, 1, 0)
+    grad = kernels.flash_attn_back(c, q, k, v, ops.permute(c, o, 0, 2, 1, 3), do, lse, mask, scale, causal,
+                                   joined=True)
+    return grad if dtype is f32 else ops.cast(c, grad, dtype)
 
 
 @choice("weight_grad")

@@ -17,7 +17,10 @@
    Operands: q [d, tq, hq, b], k [d, tk, hk, bk], v [dv, tk, hk, bk] of one type (f32, f16 or bf16) with
    contiguous rows, hq a multiple of hk (grouped-query attention: query head h reads kv head h / (hq/hk)),
    b of bk; an optional additive f32 mask [tk, >= tq, 1 or hq, 1 or b] with contiguous rows; the scale,
-   causality (query i sees keys j <= i + offset) in userdata (kernels.py: _attention_bits). Products are
+   causality (query i sees keys j <= i + offset) and the results' layout in userdata (kernels.py:
+   _attention_bits): head-major (O [dv, tq, hq, b]; dQ, dK, dV shaped as q, k, v, one after the other) or
+   token-major (O [dv, hq, tq, b]; dQ, dK, dV side by side in each row, [d, hq, 3, tq, b], the layout of the
+   fused projection q, k and v are the heads of; then tq = tk, hq = hk, b = bk and d = dv). Products are
    f32 register tiles (flash_attn_width.h: 4 rows x 2 vectors, broadcasting one operand's elements), half
    operands converted to f32 as their blocks are packed. ggrad/ggml/cuda/flash_attn.cu is the CUDA twin. */
 
@@ -49,6 +52,15 @@ static inline int64_t fa_blocks(int64_t n, int64_t block) {
 /* the keys before which query `i` (and every earlier one) sees all it sees */
 static inline int64_t fa_key_end(const struct fa_args *a, int64_t i) {
     return a->causal ? fa_max_i(0, fa_min(a->tk, i + a->offset + 1)) : a->tk;
+}
+
+static inline float *fa_out_row(const struct fa_out *t, int64_t i1, int64_t i2, int64_t i3) {
+    return t->data + i1 * t->s1 + i2 * t->s2 + i3 * t->s3;
+}
+
+static inline struct fa_out fa_out_of(float *data, int64_t s1, int64_t s2, int64_t s3) {
+    struct fa_out o = {data, s1, s2, s3};
+    return o;
 }
 
 static inline const char *fa_row(const struct fa_operand *t, int64_t i1, int64_t i2, int64_t i3) {
@@ -160,8 +172,8 @@ static struct fa_operand fa_operand_of(const struct ggml_tensor *t) {
 }
 
 /* the sizes, the operands q, k, v (and the mask, src[mask_src] where the node has it) and userdata's
-   scale and causality (kernels.py: _attention_bits) */
-static void fa_args_of(struct fa_args *a, const struct ggml_tensor *dst, int mask_src, void *userdata) {
+   scale and causality (kernels.py: _attention_bits); returns userdata's layout bit (1: token-major) */
+static int fa_args_of(struct fa_args *a, const struct ggml_tensor *dst, int mask_src, void *userdata) {
     const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[mask_src];
     memset(a, 0, sizeof *a);
     a->d = q->ne[0];
@@ -184,30 +196,44 @@ static void fa_args_of(struct fa_args *a, const struct ggml_tensor *dst, int mas
     const uint32_t scale_bits = (uint32_t)bits;
     memcpy(&a->scale, &scale_bits, sizeof a->scale);
     a->causal = (int)((bits >> 32) & 1);
-    a->offset = (int64_t)(bits >> 33) - ((int64_t)1 << 29);
+    a->offset = (int64_t)((bits >> 33) & (((uint64_t)1 << 30) - 1)) - ((int64_t)1 << 29);
+    return (int)(bits >> 63);
 }
 
-/* ggml_custom_op_t: dst (f32, O [dv, tq, hq, b] then L [tq, hq, b], contiguous) from src q, k, v and an
-   optional mask (src[3]) */
+/* ggml_custom_op_t: dst (f32, O [dv, tq, hq, b], or token-major [dv, hq, tq, b], then L [tq, hq, b],
+   contiguous) from src q, k, v and an optional mask (src[3]) */
 void ggrad_flash_attn(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     struct fa_args a;
-    fa_args_of(&a, dst, 3, userdata);
-    a.out = (float *)dst->data;
-    a.lse_out = a.out + a.dv * a.tq * a.hq * a.b;
+    const int token_major = fa_args_of(&a, dst, 3, userdata);
+    float *data = (float *)dst->data;
+    a.out = token_major ? fa_out_of(data, a.hq * a.dv, a.dv, a.tq * a.hq * a.dv)
+                        : fa_out_of(data, a.dv, a.tq * a.dv, a.hq * a.tq * a.dv);
+    a.lse_out = data + a.dv * a.tq * a.hq * a.b;
     fa_forward_thread_for(ggrad_isa)(&a, ith, nth);
 }
 
-/* ggml_custom_op_t: dst (f32, dQ as q, dK as k, dV as v, then D = rowsum(dO O) [tq, hq, b], contiguous)
-   from src q, k, v, O (f32), dO (f32), L (f32 [tq, hq, b]) and an optional mask (src[6]) */
+/* ggml_custom_op_t: dst (f32, dQ as q, dK as k, dV as v, or token-major the three side by side in each row
+   [d, hq, 3, tq, b]; then D = rowsum(dO O) [tq, hq, b], contiguous) from src q, k, v, O (f32), dO (f32),
+   L (f32 [tq, hq, b]) and an optional mask (src[6]) */
 void ggrad_flash_attn_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
     struct fa_args a;
-    fa_args_of(&a, dst, 6, userdata);
+    const int token_major = fa_args_of(&a, dst, 6, userdata);
     a.o = fa_operand_of(dst->src[3]);
     a.dout = fa_operand_of(dst->src[4]);
     a.lse = fa_operand_of(dst->src[5]);
-    a.dq = (float *)dst->data;
-    a.dk = a.dq + a.d * a.tq * a.hq * a.b;
-    a.dv_out = a.dk + a.d * a.tk * a.hk * a.bk;
-    a.dsum = a.dv_out + a.dv * a.tk * a.hk * a.bk;
+    float *data = (float *)dst->data;
+    if (token_major) {   /* kernels.flash_attn_back checked d = dv, tq = tk, hq = hk, b = bk */
+        const int64_t width = a.hq * a.d, s1 = 3 * width, s3 = a.tq * s1;
+        a.dq = fa_out_of(data, s1, a.d, s3);
+        a.dk = fa_out_of(data + width, s1, a.d, s3);
+        a.dv_out = fa_out_of(data + 2 * width, s1, a.d, s3);
+        a.dsum = data + s3 * a.b;
+    } else {
+        const int64_t nq = a.d * a.tq * a.hq * a.b, nk = a.d * a.tk * a.hk * a.bk;
+        a.dq = fa_out_of(data, a.d, a.tq * a.d, a.hq * a.tq * a.d);
+        a.dk = fa_out_of(data + nq, a.d, a.tk * a.d, a.hk * a.tk * a.d);
+        a.dv_out = fa_out_of(data + nq + nk, a.dv, a.tk * a.dv, a.hk * a.tk * a.dv);
+        a.dsum = data + nq + nk + a.dv * a.tk * a.hk * a.bk;
+    }
     fa_backward_thread_for(ggrad_isa)(&a, ith, nth);
 }

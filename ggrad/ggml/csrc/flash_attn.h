@@ -19,6 +19,12 @@ struct fa_operand {
     int type; /* GGML_TYPE_F32, _F16 or _BF16 */
 };
 
+/* where a result's rows go: row (i1, i2, i3) at data + i1 s1 + i2 s2 + i3 s3 (in floats), its values contiguous */
+struct fa_out {
+    float *data;
+    int64_t s1, s2, s3;
+};
+
 struct fa_args {
     int64_t d, dv, tq, tk, hq, hk, b, bk; /* q [d, tq, hq, b], k [d, tk, hk, bk], v [dv, tk, hk, bk] */
     int64_t dp, dvp;                      /* d and dv rounded up to FA_PAD */
@@ -27,8 +33,10 @@ struct fa_args {
     float scale;
     int causal;                           /* query i sees keys j <= i + offset only */
     int64_t offset;
-    float *out, *lse_out;                 /* forward: O [dv, tq, hq, b] and L [tq, hq, b], contiguous */
-    float *dq, *dk, *dv_out, *dsum;       /* backward: dQ, dK, dV (contiguous as q, k, v) and rowsum(dO O) */
+    struct fa_out out;                    /* forward: O's rows (query, head, batch) */
+    float *lse_out;                       /* forward: L [tq, hq, b], contiguous */
+    struct fa_out dq, dk, dv_out;         /* backward: dQ's rows (as q's), dK's and dV's (as k's, v's) */
+    float *dsum;                          /* backward: rowsum(dO O) [tq, hq, b], contiguous */
 };
 
 /* one thread's work buffers (floats, FA_PAD-aligned sizes) */

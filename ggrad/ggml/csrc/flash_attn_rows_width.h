@@ -135,11 +135,10 @@ ALWAYS_INLINE void PER_W(fa_forward_row)(const struct fa_args *a, const struct f
     const float l = PER_W(fa_exp)(w->s, np, mx);
     PER_W(fa_weigh_values)(a, w->acc, dvw, w->s, keep, n, ihk, ibk, w->vs);
     const float inv = l == 0.0f ? 0.0f : 1.0f / l;   /* l 0: no key (O 0, L -inf); nan stays */
-    const int64_t row = (ib * a->hq + ih) * a->tq + i;
-    float *out = a->out + row * a->dv;
+    float *out = fa_out_row(&a->out, i, ih, ib);
     for (int64_t c = 0; c < a->dv; c++)
         out[c] = w->acc[c] * inv;
-    a->lse_out[row] = l == 0.0f ? -__builtin_inff() : mx + logf(l);
+    a->lse_out[(ib * a->hq + ih) * a->tq + i] = l == 0.0f ? -__builtin_inff() : mx + logf(l);
 }
 
 /* thread ith of nth: its share of the rows (b * hq * tq, in order), each whole */

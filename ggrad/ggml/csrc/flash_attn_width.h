@@ -159,7 +159,7 @@ ALWAYS_INLINE void PER_W(fa_forward_block)(const struct fa_args *a, const struct
     }
     for (int64_t i = 0; i < nq; i++) {
         const float l = w->l[i], inv = l == 0.0f ? 0.0f : 1.0f / l;   /* l 0: no key (O 0, L -inf); nan stays */
-        float *out = a->out + ((ib * a->hq + ih) * a->tq + q0 + i) * a->dv;
+        float *out = fa_out_row(&a->out, q0 + i, ih, ib);
         const float *o = w->acc + i * dvp;
         for (int64_t t = 0; t < a->dv; t++)
             out[t] = o[t] * inv;
@@ -221,9 +221,8 @@ ALWAYS_INLINE void PER_W(fa_dkdv_block)(const struct fa_args *a, const struct fa
         }
     }
     for (int64_t j = 0; j < nk; j++) {
-        const int64_t row = (ibk * a->hk + ihk) * a->tk + k0 + j;
-        memcpy(a->dk + row * a->d, w->acc + j * dp, a->d * sizeof(float));
-        memcpy(a->dv_out + row * a->dv, w->acc2 + j * dvp, a->dv * sizeof(float));
+        memcpy(fa_out_row(&a->dk, k0 + j, ihk, ibk), w->acc + j * dp, a->d * sizeof(float));
+        memcpy(fa_out_row(&a->dv_out, k0 + j, ihk, ibk), w->acc2 + j * dvp, a->dv * sizeof(float));
     }
 }
 
@@ -248,9 +247,8 @@ ALWAYS_INLINE void PER_W(fa_dq_block)(const struct fa_args *a, const struct fa_b
         PER_W(fa_gemm)(nq, dp, nk, w->dp, FA_BK, 1, w->ks, dp, w->acc, dp, 1);   /* dQ += dS (k s) */
     }
     for (int64_t i = 0; i < nq; i++) {
-        const int64_t row = (ib * a->hq + ih) * a->tq + q0 + i;
-        memcpy(a->dq + row * a->d, w->acc + i * dp, a->d * sizeof(float));
-        a->dsum[row] = w->drow[i];
+        memcpy(fa_out_row(&a->dq, q0 + i, ih, ib), w->acc + i * dp, a->d * sizeof(float));
+        a->dsum[(ib * a->hq + ih) * a->tq + q0 + i] = w->drow[i];
     }
 }
 

@@ -37,16 +37,26 @@ struct view {   // element (i1, i2, i3)'s row: data + i1 nb1 + i2 nb2 + i3 nb3 (
     long long nb1, nb2, nb3;
 };
 
+struct out_rows {   // a result's row (i1, i2, i3) at data + i1 s1 + i2 s2 + i3 s3 (in floats), values contiguous
+    float * data;
+    long long s1, s2, s3;
+};
+
 struct fa_params {
     view q, k, v, mask, o, dout, lse;   // lse: element (i, h, b) at data + 4 i + h nb1 + b nb2
     int d, dv, tq, tk, hq, hk, b, bk, mask_heads, mask_batches;
     float scale;
     int causal, offset;
-    float * out, * lse_out, * dq, * dk, * dv_out, * dsum;
+    out_rows out, dq, dk, dv_out;       // O's rows (query, head, batch); dQ's as q's, dK's and dV's as k's, v's
+    float * lse_out, * dsum;            // L and D = rowsum(dO O): [tq, hq, b], contiguous
 };
 
 __device__ __forceinline__ const char * row_of(const view & t, long long i1, long long i2, long long i3) {
     return t.data + i1 * t.nb1 + i2 * t.nb2 + i3 * t.nb3;
+}
+
+__device__ __forceinline__ float * out_row(const out_rows & t, long long i1, long long i2, long long i3) {
+    return t.data + i1 * t.s1 + i2 * t.s2 + i3 * t.s3;
 }
 
 __device__ __forceinline__ const float * mask_row(const fa_params & p, int i, int ih, int ib) {
@@ -318,11 +328,12 @@ __global__ void __launch_bounds__(THREADS) forward_half(fa_params p) {
         }
         const float inv = total == 0.0f ? 0.0f : 1.0f / total;   // no key seen: O 0, L -inf (nan stays)
         const long long row = ((long long) ib * p.hq + ih) * p.tq + rows[r];
+        float * out = out_row(p.out, rows[r], ih, ib);
         for (int dn = 0; dn < DP / 8; dn++) {
             for (int e = 0; e < 2; e++) {
                 const int c = dn * 8 + 2 * t + e;
                 if (c < p.dv) {
-                    p.out[row * p.dv + c] = o[dn][2 * r + e] * inv;
+                    out[c] = o[dn][2 * r + e] * inv;
                 }
             }
         }
@@ -423,15 +434,15 @@ __global__ void __launch_bounds__(THREADS) key_grads_half(fa_params p) {
         if (keys[r] >= p.tk) {
             continue;
         }
-        const long long row = ((long long) ibk * p.hk + ihk) * p.tk + keys[r];
+        float * dk_row = out_row(p.dk, keys[r], ihk, ibk), * dv_row = out_row(p.dv_out, keys[r], ihk, ibk);
         for (int dn = 0; dn < DP / 8; dn++) {
             for (int e = 0; e < 2; e++) {
                 const int c = dn * 8 + 2 * t + e;
                 if (c < p.d) {
-                    p.dk[row * p.d + c] = dk[dn][2 * r + e] * p.scale;
+                    dk_row[c] = dk[dn][2 * r + e] * p.scale;
                 }
                 if (c < p.dv) {
-                    p.dv_out[row * p.dv + c] = dv[dn][2 * r + e];
+                    dv_row[c] = dv[dn][2 * r + e];
                 }
             }
         }
@@ -496,12 +507,12 @@ __global__ void __launch_bounds__(THREADS) query_grads_half(fa_params p) {
         if (rows[r] >= p.tq) {
             continue;
         }
-        const long long row = ((long long) ib * p.hq + ih) * p.tq + rows[r];
+        float * dq_row = out_row(p.dq, rows[r], ih, ib);
         for (int dn = 0; dn < DP / 8; dn++) {
             for (int e = 0; e < 2; e++) {
                 const int c = dn * 8 + 2 * t + e;
                 if (c < p.d) {
-                    p.dq[row * p.d + c] = dq[dn][2 * r + e] * p.scale;
+                    dq_row[c] = dq[dn][2 * r + e] * p.scale;
                 }
             }
         }
@@ -557,8 +568,9 @@ __global__ void forward_f32(fa_params p) {
     }
     const long long row = ((long long) ib * p.hq + ih) * p.tq + i;
     const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    float * out = out_row(p.out, i, ih, ib);
     for (int c = 0; c < p.dv; c++) {
-        p.out[row * p.dv + c] = acc[c] * inv;
+        out[c] = acc[c] * inv;
     }
     p.lse_out[row] = l == 0.0f ? -INFINITY : (m + log2f(l)) * LN2;
 }
@@ -599,8 +611,9 @@ __global__ void query_grads_f32(fa_params p) {
             acc[c] += ds * kj[c];
         }
     }
+    float * dq_row = out_row(p.dq, i, ih, ib);
     for (int c = 0; c < p.d; c++) {
-        p.dq[row * p.d + c] = acc[c] * p.scale;
+        dq_row[c] = acc[c] * p.scale;
     }
 }
 
@@ -639,12 +652,12 @@ __global__ void key_grads_f32(fa_params p) {
             }
         }
     }
-    const long long row = ((long long) ibk * p.hk + ihk) * p.tk + j;
+    float * dk_row = out_row(p.dk, j, ihk, ibk), * dv_row = out_row(p.dv_out, j, ihk, ibk);
     for (int c = 0; c < p.d; c++) {
-        p.dk[row * p.d + c] = dk[c] * p.scale;
+        dk_row[c] = dk[c] * p.scale;
     }
     for (int c = 0; c < p.dv; c++) {
-        p.dv_out[row * p.dv + c] = dv[c];
+        dv_row[c] = dv[c];
     }
 }
 
@@ -669,8 +682,8 @@ view view_of(const ggml_tensor * t) {
 }
 
 // the node's sizes, operands (the mask at src[mask_src], if any) and userdata's scale and causality, as
-// csrc/flash_attn.c reads them (kernels._attention_bits)
-fa_params params_of(const ggml_tensor * dst, int mask_src) {
+// csrc/flash_attn.c reads them (kernels._attention_bits); *token_major: its layout bit
+fa_params params_of(const ggml_tensor * dst, int mask_src, bool * token_major) {
     const ggml_tensor * q = dst->src[0], * k = dst->src[1], * v = dst->src[2], * mask = dst->src[mask_src];
     fa_params p;
     memset(&p, 0, sizeof(p));
@@ -694,7 +707,8 @@ fa_params params_of(const ggml_tensor * dst, int mask_src) {
     const uint32_t scale_bits = (uint32_t) bits;
     memcpy(&p.scale, &scale_bits, sizeof(p.scale));
     p.causal = (int) ((bits >> 32) & 1);
-    p.offset = (int) ((long long) (bits >> 33) - (1LL << 29));
+    p.offset = (int) ((long long) ((bits >> 33) & ((1ULL << 30) - 1)) - (1LL << 29));
+    *token_major = (bits >> 63) != 0;
     return p;
 }
 
@@ -774,11 +788,15 @@ int ggrad_flash_attn_load() {
     return err;
 }
 
-// kernels.flash_attn's node: O then L (f32, contiguous) from q, k, v and an optional mask (src[3])
+// kernels.flash_attn's node: O ([dv, tq, hq, b], or token-major [dv, hq, tq, b]) then L (f32, contiguous) from
+// q, k, v and an optional mask (src[3])
 extern "C" void ggrad_cuda_flash_attn(ggml_tensor * dst, void * stream, void *) {
-    fa_params p = params_of(dst, 3);
-    p.out = (float *) dst->data;
-    p.lse_out = p.out + (long long) p.dv * p.tq * p.hq * p.b;
+    bool token_major;
+    fa_params p = params_of(dst, 3, &token_major);
+    float * data = (float *) dst->data;
+    const long long dv = p.dv, tq = p.tq, hq = p.hq;
+    p.out = token_major ? out_rows{data, hq * dv, dv, tq * hq * dv} : out_rows{data, dv, tq * dv, hq * tq * dv};
+    p.lse_out = data + dv * tq * hq * p.b;
     cudaStream_t s = (cudaStream_t) stream;
     switch (dst->src[0]->type) {
         case GGML_TYPE_F16: forward_typed<__half>(p, s); break;
@@ -789,17 +807,29 @@ extern "C" void ggrad_cuda_flash_attn(ggml_tensor * dst, void * stream, void *) 
     }
 }
 
-// kernels.flash_attn_back's node: dQ, dK, dV, then D = rowsum(dO O) (its scratch), from q, k, v, O, dO, L and an
-// optional mask (src[6])
+// kernels.flash_attn_back's node: dQ, dK, dV (shaped as q, k, v, or token-major side by side in each row,
+// [d, hq, 3, tq, b]), then D = rowsum(dO O) (its scratch), from q, k, v, O, dO, L and an optional mask (src[6])
 extern "C" void ggrad_cuda_flash_attn_back(ggml_tensor * dst, void * stream, void *) {
-    fa_params p = params_of(dst, 6);
+    bool token_major;
+    fa_params p = params_of(dst, 6, &token_major);
     p.o = view_of(dst->src[3]);
     p.dout = view_of(dst->src[4]);
     p.lse = view_of(dst->src[5]);
-    p.dq = (float *) dst->data;
-    p.dk = p.dq + (long long) p.d * p.tq * p.hq * p.b;
-    p.dv_out = p.dk + (long long) p.d * p.tk * p.hk * p.bk;
-    p.dsum = p.dv_out + (long long) p.dv * p.tk * p.hk * p.bk;
+    float * data = (float *) dst->data;
+    const long long d = p.d, dv = p.dv, tq = p.tq, tk = p.tk, hq = p.hq, hk = p.hk;
+    if (token_major) {   // kernels.flash_attn_back checked d = dv, tq = tk, hq = hk, b = bk
+        const long long width = hq * d, s1 = 3 * width, s3 = tq * s1;
+        p.dq = out_rows{data, s1, d, s3};
+        p.dk = out_rows{data + width, s1, d, s3};
+        p.dv_out = out_rows{data + 2 * width, s1, d, s3};
+        p.dsum = data + s3 * p.b;
+    } else {
+        const long long nq = d * tq * hq * p.b, nk = d * tk * hk * p.bk;
+        p.dq = out_rows{data, d, tq * d, hq * tq * d};
+        p.dk = out_rows{data + nq, d, tk * d, hk * tk * d};
+        p.dv_out = out_rows{data + nq + nk, dv, tk * dv, hk * tk * dv};
+        p.dsum = data + nq + nk + dv * tk * hk * p.bk;
+    }
     cudaStream_t s = (cudaStream_t) stream;
     const long long rows = (long long) p.tq * p.hq * p.b;
     row_dots<<<(unsigned int) ((rows + 7) / 8), 256, 0, s>>>(p);

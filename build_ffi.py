@@ -52,6 +52,7 @@ void ggrad_layer_norm_affine_f32(struct ggml_tensor * dst, int ith, int nth, voi
 void ggrad_nonfinite_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_vk_launch_elementwise(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_nonfinite(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
+void ggrad_vk_launch_rows(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 int ggrad_kernels_isa(int isa);
 """
 

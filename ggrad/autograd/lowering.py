@@ -38,7 +38,7 @@ class Lowering:
             takes the weight gradients of autocast's products.
         concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU, and CUDA's twin).
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
-            "kernel" (kernels.layer_norm_f32 and its gradient; CPU only).
+            "kernel" (kernels.layer_norm_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders).
         adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU,
             CUDA's twin, Vulkan's shader), which also reads a GradScaler's check itself (no selection of each gradient).
         relu: ReLU and its gradient on f32 by GGML's "ggml" ops or by ggrad's "kernel" (kernels.relu_f32,
@@ -97,7 +97,7 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",
                                  nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
 VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel", adamw="kernel",   # ggrad's shaders registered
-                                     nonfinite="kernel")
+                                     nonfinite="kernel", layer_norm="kernel")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 

@@ -21,7 +21,10 @@ __all__ = ["SHADERS", "shader_dir", "registered"]
 SHADERS = {"gelu_tanh_f32": ("gelu_tanh", "elementwise", 2),
            "gelu_tanh_back_f32": ("gelu_tanh_back", "elementwise", 2),
            "adamw_f32": ("adamw", "elementwise", 2),
-           "nonfinite_f32": ("nonfinite", "nonfinite", 9)}
+           "nonfinite_f32": ("nonfinite", "nonfinite", 9),
+           "layer_norm_f32": ("layer_norm", "rows", 3),
+           "layer_norm_affine_f32": ("layer_norm_affine", "rows", 3),
+           "layer_norm_back_f32": ("layer_norm_back", "rows", 3)}
 _REGISTER = "int (*)(void *, const uint32_t *, size_t, uint32_t, void *)"
 
 

@@ -1,7 +1,7 @@
 """ggrad's Vulkan shaders (ggrad/ggml/vulkan/*.comp) on Vulkan devices: registered wherever GGML's Vulkan backend
 carries ggrad's hook and the shaders are built, each computing what its CPU kernel defines, and chosen by the
-lowering, so that GELU, AdamW's update and a GradScaler's check run as ggrad's kernels inside the step's one
-split.
+lowering, so that GELU, layer norm, AdamW's update and a GradScaler's check run as ggrad's kernels inside the
+step's one split.
 
 Skipped without a Vulkan device, or where the shaders or the hook are missing (benchmarks/gpu_run.sh and
 benchmarks/lavapipe.sh build GGML with the hook and compile the shaders; scripts/install.sh does where
@@ -111,3 +111,29 @@ def test_the_check_shader_sees_every_gradient(vulkan, where):
     changed = [not np.array_equal(b, p.detach().numpy()) for b, p in zip(before, params)]
     assert changed == [where is None] * len(params)
     assert scaler.get_scale() == (2.0 if where is None else 1.0)
+
+
+@pytest.mark.parametrize("shape", [(6, 10, 512), (6, 10, 7), (2, 1000), (70000, 3)],
+                         ids=["512-wide", "7-wide", "1000-wide", "70000-rows"])
+def test_layer_norm_shaders_match_the_cpu_kernels(vulkan, shape):
+    """Layer norm's core forward and gradient, and nn.LayerNorm's forward (core, weight and bias in one node),
+    against the CPU's kernels: rows narrower and wider than a workgroup, and more rows than one grid
+    dimension holds (65,535 workgroups)."""
+    rng = np.random.default_rng(3)
+    width = shape[-1]
+    x_np = rng.standard_normal(shape).astype(np.float32) * 3 + 1
+    g_np = rng.standard_normal(shape).astype(np.float32)
+    w_np, b_np = rng.standard_normal(width).astype(np.float32), rng.standard_normal(width).astype(np.float32)
+    results = {}
+    for device in (ggrad.device("cpu"), vulkan):
+        x = ggrad.tensor(x_np, device=device, requires_grad=True)
+        y = ggrad.nn.functional.layer_norm(x, (width,), eps=1e-3)
+        ran = _ops(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
+        assert {"LAYER_NORM_F32", "LAYER_NORM_BACK_F32"} <= set(ran), ran
+        with ggrad.no_grad():
+            w, b = ggrad.tensor(w_np, device=device), ggrad.tensor(b_np, device=device)
+            affine = ggrad.nn.functional.layer_norm(x, (width,), w, b, eps=1e-3)
+            assert "LAYER_NORM_AFFINE_F32" in _ops(lambda: affine.numpy())
+        results[device.backend_name] = y.detach().numpy(), x.grad.numpy(), affine.numpy()
+    for what, cpu, gpu in zip(("y", "dx", "affine"), results["CPU"], results["Vulkan"]):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5, err_msg=what)

@@ -3,6 +3,7 @@
    (scripts/patch_ggml_vulkan.py) asks them of the function registered with each shader. */
 
 #include <stdint.h>
+#include <string.h>
 
 #include "ggml.h"
 
@@ -31,4 +32,23 @@ void ggrad_vk_launch_nonfinite(const struct ggml_tensor *dst, uint32_t *push, ui
         push[s] = dst->src[s] != NULL ? (uint32_t)ggml_nelements(dst->src[s]) : 0u;
     groups[0] = (uint32_t)ggml_nelements(dst);
     groups[1] = groups[2] = 1;
+}
+
+/* a row shader (vulkan/rows.glsl): the row length, the rows and the custom op's userdata (its 32 low bits:
+   layer norm's eps), one workgroup a row (beyond 65535 rows in a second grid dimension). GGML keeps a custom
+   node's function, task count and userdata in its op_params, in this order. */
+void ggrad_vk_launch_rows(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    struct {
+        void *fun;
+        int n_tasks;
+        void *userdata;
+    } params;
+    memcpy(&params, dst->op_params, sizeof params);
+    const int64_t rows = ggml_nrows(dst);
+    push[0] = (uint32_t)dst->ne[0];
+    push[1] = (uint32_t)rows;
+    push[2] = (uint32_t)(uintptr_t)params.userdata;
+    groups[0] = (uint32_t)(rows < 1 ? 1 : (rows > VK_GROUPS_MAX ? VK_GROUPS_MAX : rows));
+    groups[1] = (uint32_t)(rows > VK_GROUPS_MAX ? (rows + VK_GROUPS_MAX - 1) / VK_GROUPS_MAX : 1);
+    groups[2] = 1;
 }

@@ -76,6 +76,16 @@ def test_the_check_launch_counts_each_sources_elements():
     assert list(grid) == [kernels.NONFINITE_SLOTS, 1, 1]   # one workgroup a slot
 
 
+@pytest.mark.parametrize("rows, groups", [(10, [10, 1, 1]), (65535, [65535, 1, 1]), (65536, [65535, 2, 1])])
+def test_the_rows_launch_takes_a_workgroup_a_row_and_eps(rows, groups):
+    """Row length, rows and layer norm's eps (the custom node's userdata); past 65,535 rows a second grid
+    dimension (vulkan/rows.glsl)."""
+    ctx = gg.Context(n_tensors=2)
+    node = kernels.layer_norm_f32(ctx, ctx.new_tensor("f32", (7, rows)), 0.25)
+    lib.ggrad_vk_launch_rows(node.ptr, push := ffi.new("uint32_t[3]"), grid := ffi.new("uint32_t[3]"))
+    assert list(push) == [7, rows, 0x3E800000] and list(grid) == groups   # 0.25's bits
+
+
 def _patch_script():
     spec = importlib.util.spec_from_file_location("patch_ggml_vulkan", ROOT / "scripts/patch_ggml_vulkan.py")
     module = importlib.util.module_from_spec(spec)

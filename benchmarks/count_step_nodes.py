@@ -13,7 +13,7 @@ move nothing): outside the matrix products a GPU step is bound by memory bandwid
 device-independent estimate of where its time goes, and of what a change of lowering or dtype saves.
 (GGML's CUDA mul_mat of half operands also converts inside the node: not counted.)
 
-    python benchmarks/count_step_nodes.py [--config w2|big] [--lowering CPU|CUDA|VULKAN]
+    python benchmarks/count_step_nodes.py [--config w2|big] [--lowering CPU|CUDA|CUDA_TWINS|VULKAN|VULKAN_SHADERS]
                                           [--autocast none|f16|bf16] [--batch N] [--traffic]
 """
 
@@ -139,7 +139,8 @@ def count(config, lowering_name, autocast, batch, threads=2, traffic=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="w2", choices=sorted(CONFIGS))
-    parser.add_argument("--lowering", default="CPU", choices=["CPU", "CUDA", "CUDA_TWINS", "VULKAN"])
+    parser.add_argument("--lowering", default="CPU",
+                        choices=["CPU", "CUDA", "CUDA_TWINS", "VULKAN", "VULKAN_SHADERS"])
     parser.add_argument("--autocast", default="none", choices=["none", "f16", "bf16"])
     parser.add_argument("--batch", type=int, help="batch size (default the config's; counts do not depend on it)")
     parser.add_argument("--all-ops", action="store_true", help="list every op, not only copies and matmuls")

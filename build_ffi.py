@@ -53,6 +53,8 @@ void ggrad_nonfinite_f32(struct ggml_tensor * dst, int ith, int nth, void * user
 void ggrad_vk_launch_elementwise(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_nonfinite(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_rows(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
+void ggrad_vk_launch_flash(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
+void ggrad_vk_launch_flash_back(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 int ggrad_kernels_isa(int isa);
 """
 

@@ -9,7 +9,8 @@ address `ggrad_vk_register_custom`, which the registry gains here): `supports_op
 one, and the graph's recording dispatches it in GGML's command buffer, after GGML's own barrier logic, like
 any of GGML's nodes. The shader sees the node at binding 0 and its sources at 1-10 (an absent source is bound
 to the node), and in its push constants each binding's misalignment in bytes (descriptors start on the
-device's offset alignment), then ggrad's words. The pipeline is built on the node's first use on a device.
+device's offset alignment), then ggrad's words (256 bytes in all at most: a device that takes fewer refuses
+the node, which then runs on the CPU). The pipeline is built on the node's first use on a device.
 Each insertion is placed by an anchor line (anchored_patch.py).
 """
 
@@ -39,7 +40,7 @@ struct ggrad_vk_shader {{
 static std::deque<ggrad_vk_shader> ggrad_vk_shaders;
 static std::mutex ggrad_vk_shaders_mutex;
 #define GGRAD_VK_BINDINGS (GGML_MAX_SRC + 1)
-#define GGRAD_VK_PUSH_WORDS_MAX (32 - GGRAD_VK_BINDINGS)
+#define GGRAD_VK_PUSH_WORDS_MAX (64 - GGRAD_VK_BINDINGS)   // 256 bytes in all, where the device takes them
 static_assert(GGRAD_VK_BINDINGS == 11 && GGRAD_VK_BINDINGS <= MAX_PARAMETER_COUNT, "ggrad's shaders bind 11 buffers");
 
 static ggrad_vk_shader * ggrad_vk_shader_of(const struct ggml_tensor * node) {{
@@ -124,7 +125,8 @@ BUILD = """\
 """
 SUPPORTS = """\
         case GGML_OP_CUSTOM: // ggrad
-            return ggrad_vk_shader_of(op) != nullptr;
+            return ggrad_vk_shader_of(op) != nullptr && 4 * (GGRAD_VK_BINDINGS + ggrad_vk_shader_of(op)->push_words)
+                <= device->properties.limits.maxPushConstantsSize;
 """
 PROC = """\
     reg.iface.get_proc_address = ggrad_vk_get_proc_address; // ggrad

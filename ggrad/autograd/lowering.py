@@ -49,7 +49,8 @@ class Lowering:
             "kernel" (kernels.class_labels_f32; CPU only).
         attention: softmax(q k^T * scale + mask) v and its gradients by GGML's "ggml" ops (the scores
             materialised) or by ggrad's flash attention kernels (kernels.flash_attn, flash_attn_back): "kernel"
-            for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins).
+            for every float dtype, "half_kernel" for float16 and bfloat16 operands only (CUDA's twins; Vulkan
+            has shaders of them too, run where forced).
         decode_attention: a cached decode step's attention (no gradient) by the composed "softmax" path, by
             GGML's fused "flash_attn_ext", or by ggrad's flash attention "kernel" (its path for few query rows;
             CPU only; flash_attn_ext where it does not take the operands) (nn/decode_attention.py).
@@ -96,8 +97,10 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",
                                  layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel",
                                  nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
-VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel", adamw="kernel",   # ggrad's shaders registered
-                                     nonfinite="kernel", layer_norm="kernel")
+# ggrad's shaders registered; attention stays GGML's: its flash shaders (one invocation a row, no shared
+# tiles) run where forced, until a GPU's timings choose between them and GGML's products
+VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel", adamw="kernel", nonfinite="kernel",
+                                     layer_norm="kernel")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)
 

@@ -24,7 +24,9 @@ SHADERS = {"gelu_tanh_f32": ("gelu_tanh", "elementwise", 2),
            "nonfinite_f32": ("nonfinite", "nonfinite", 9),
            "layer_norm_f32": ("layer_norm", "rows", 3),
            "layer_norm_affine_f32": ("layer_norm_affine", "rows", 3),
-           "layer_norm_back_f32": ("layer_norm_back", "rows", 3)}
+           "layer_norm_back_f32": ("layer_norm_back", "rows", 3),
+           "flash_attn": ("flash_attn", "flash", 33),
+           "flash_attn_back": ("flash_attn_back", "flash_back", 33)}
 _REGISTER = "int (*)(void *, const uint32_t *, size_t, uint32_t, void *)"
 
 

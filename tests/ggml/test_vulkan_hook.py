@@ -86,6 +86,27 @@ def test_the_rows_launch_takes_a_workgroup_a_row_and_eps(rows, groups):
     assert list(push) == [7, rows, 0x3E800000] and list(grid) == groups   # 0.25's bits
 
 
+def test_the_flash_launches_carry_sizes_strides_and_the_userdata():
+    """flash.glsl's push constants: type and flags, sizes, row strides in bytes, scale and offset, and for the
+    backward O's, dO's and L's strides; a row of queries (then of keys) an invocation, 64 a workgroup."""
+    ctx = gg.Context(n_tensors=16)
+    q, k, v = (ctx.new_tensor("f16", ne) for ne in ((32, 5, 4, 2), (32, 7, 2, 2), (24, 7, 2, 2)))
+    mask = ctx.new_tensor("f32", (7, 5, 1, 2))
+    o, lse = kernels.flash_attn(ctx, q, k, v, mask, scale=0.5, causal=True, offset=2)
+    push, grid = ffi.new("uint32_t[33]"), ffi.new("uint32_t[3]")
+    lib.ggrad_vk_launch_flash(o.ptr.view_src, push, grid)   # the node o is a view of
+    sizes = [32, 24, 5, 7, 4, 2, 2, 2]
+    strides = [64, 320, 1280, 64, 448, 896, 48, 336, 672, 28, 140, 140]
+    assert list(push)[:25] == [1 | 4 | 16] + sizes + strides + [1, 2, 0x3F000000, 2]
+    assert list(grid) == [1, 1, 1]   # 40 query rows
+    g = ctx.new_tensor("f32", (24, 5, 4, 2))
+    back = kernels.flash_attn_back(ctx, q, k, v, o, g, lse, None, scale=0.5)[0].ptr.view_src
+    lib.ggrad_vk_launch_flash_back(back, push, grid)
+    assert push[0] == 1 and list(push)[18:25] == [0, 0, 0, 1, 1, 0x3F000000, 0]
+    assert list(push)[25:] == [96, 480, 1920, 96, 480, 1920, 20, 80]
+    assert list(grid) == [2, 1, 1]   # 40 query rows and 28 key rows
+
+
 def _patch_script():
     spec = importlib.util.spec_from_file_location("patch_ggml_vulkan", ROOT / "scripts/patch_ggml_vulkan.py")
     module = importlib.util.module_from_spec(spec)

@@ -28,7 +28,7 @@ def _ops(fn):
     return out, {op for op in prof.by_op()}
 
 
-def _attend(device, arrays, dtype, choices, **kwargs):
+def attend(device, arrays, dtype, choices, **kwargs):
     """sdpa's output and q, k, v's gradients (numpy) on `device` under `choices`, and the ops that ran."""
     q_np, k_np, v_np, g_np = arrays[:4]
     mask = None if len(arrays) < 5 else ggrad.tensor(arrays[4], device=device)
@@ -54,9 +54,8 @@ CASES = {   # q shape, k shape, dv, sdpa's arguments
 }
 
 
-@pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_twins_match_the_cpu_kernels(cuda, dtype, case):
+def case_arrays(case):
+    """q, k, v, the output's gradient (and the mask) of CASES[case], and sdpa's other arguments."""
     q_shape, k_shape, dv, kwargs = CASES[case]
     kwargs = dict(kwargs)
     rng = np.random.default_rng(0)
@@ -67,10 +66,25 @@ def test_the_twins_match_the_cpu_kernels(cuda, dtype, case):
         mask[:, :, :, 5::7] = -np.inf
         mask[0, 0, 3] = -np.inf   # a row that sees no key: zeros
         arrays.append(mask)
+    return arrays, kwargs
+
+
+def self_attention_arrays():
+    """x, the output's gradient, in_proj_weight and bias and out_proj's weight of the one-op self-attention."""
+    rng = np.random.default_rng(1)
+    e, b, t = 64, 3, 70
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((b, t, e), (b, t, e))]
+    return arrays + [(rng.standard_normal(s) * 0.2).astype(np.float32) for s in ((3 * e, e), (3 * e,), (e, e))]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_twins_match_the_cpu_kernels(cuda, dtype, case):
+    arrays, kwargs = case_arrays(case)
     gpu_choices = lowering.CUDA_TWINS if dtype != "f32" else dataclasses.replace(lowering.CUDA_TWINS,
                                                                                   attention="kernel")
-    want, _ = _attend(CPU, arrays, dtype, KERNEL_CPU, **kwargs)
-    got, ran = _attend(cuda, arrays, dtype, gpu_choices, **kwargs)
+    want, _ = attend(CPU, arrays, dtype, KERNEL_CPU, **kwargs)
+    got, ran = attend(cuda, arrays, dtype, gpu_choices, **kwargs)
     assert {"FLASH_ATTN", "FLASH_ATTN_BACK"} <= ran and "SOFT_MAX_BACK" not in ran, ran
     assert execution.runtime(cuda).scheduler.n_splits == 1
     tol = TOLERANCE[dtype]
@@ -81,7 +95,7 @@ def test_the_twins_match_the_cpu_kernels(cuda, dtype, case):
 def test_cudas_lowering_takes_half_operands_only(cuda):
     assert lowering.for_device(cuda).attention == "half_kernel"
     arrays = [np.ones((1, 1, 8, 8), np.float32)] * 4
-    _, ran = _attend(cuda, arrays, "f32", lowering.for_device(cuda), is_causal=True)
+    _, ran = attend(cuda, arrays, "f32", lowering.for_device(cuda), is_causal=True)
     assert "FLASH_ATTN" not in ran
 
 
@@ -110,7 +124,7 @@ def test_an_autocast_gpt_step_attends_by_the_twins_in_one_split(cuda, name):
     assert np.isfinite(losses).all() and losses[-1] < first
 
 
-def _self_attend(device, arrays, dtype, choices, causal):
+def self_attend(device, arrays, dtype, choices, causal):
     """MultiheadAttention's self-attention (the one-op SelfAttention: the kernels write O token-major and qkv's
     gradient joined) under autocast to `dtype` on `device`: its output, x's and in_proj_weight's gradients
     (numpy), and the ops that ran."""
@@ -139,12 +153,9 @@ def _self_attend(device, arrays, dtype, choices, causal):
 def test_the_one_op_self_attention_by_the_twins_matches_the_cpu_kernels(cuda, dtype, causal):
     """The token-major layouts on the GPU (O merged by a view, qkv's gradient joined by the kernel: no
     concatenation) give the CPU kernels' values."""
-    rng = np.random.default_rng(1)
-    e, b, t = 64, 3, 70
-    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((b, t, e), (b, t, e))]
-    arrays += [(rng.standard_normal(s) * 0.2).astype(np.float32) for s in ((3 * e, e), (3 * e,), (e, e))]
-    want, _ = _self_attend(CPU, arrays, dtype, KERNEL_CPU, causal)
-    got, ran = _self_attend(cuda, arrays, dtype, lowering.CUDA_TWINS, causal)
+    arrays = self_attention_arrays()
+    want, _ = self_attend(CPU, arrays, dtype, KERNEL_CPU, causal)
+    got, ran = self_attend(cuda, arrays, dtype, lowering.CUDA_TWINS, causal)
     assert "FLASH_ATTN_BACK" in ran and not {"CONCAT", "CONCAT_F32", "SOFT_MAX_BACK"} & ran, ran
     tol = TOLERANCE[dtype]
     for name, g, w in zip(("out", "dx", "d in_proj_weight"), got, want):

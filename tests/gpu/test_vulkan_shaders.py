@@ -8,6 +8,8 @@ benchmarks/lavapipe.sh build GGML with the hook and compile the shaders; scripts
 CMAKE_ARGS has -DGGML_VULKAN=ON).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,8 @@ import ggrad
 from ggrad.autograd import lowering, memory
 from ggrad.ggml import vulkan_shaders
 
+from test_flash_attn_gpu import (CASES, CPU, DTYPES, KERNEL_CPU, attend, case_arrays, self_attend,
+                                 self_attention_arrays)
 from update_checks import adamw_and_check_match_the_cpu
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 19.99, 20.01, -20.01, 35.0, -35.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
@@ -137,3 +141,38 @@ def test_layer_norm_shaders_match_the_cpu_kernels(vulkan, shape):
         results[device.backend_name] = y.detach().numpy(), x.grad.numpy(), affine.numpy()
     for what, cpu, gpu in zip(("y", "dx", "affine"), results["CPU"], results["Vulkan"]):
         np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5, err_msg=what)
+
+
+FLASH = dataclasses.replace(lowering.VULKAN_SHADERS, attention="kernel")   # forced (lowering.VULKAN_SHADERS)
+LAST_BIT = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 1e-5}   # relative; f32: summation orders
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_flash_shaders_match_the_cpu_kernels(vulkan, dtype, case):
+    """sdpa by the flash attention shaders (forward, and the backward from L: no scores kept) against the CPU's
+    kernels: causal, grouped-query with more keys than queries, an additive mask with -inf runs and a row that
+    sees no key, heads of 16 to 256. Both sum in f32 from the operands (half ones converted), in other orders:
+    results rounded to a half type may differ by its last bit."""
+    arrays, kwargs = case_arrays(case)
+    want, _ = attend(CPU, arrays, dtype, KERNEL_CPU, **kwargs)
+    got, ran = attend(vulkan, arrays, dtype, FLASH, **kwargs)
+    assert {"FLASH_ATTN", "FLASH_ATTN_BACK"} <= ran and "SOFT_MAX_BACK" not in ran, ran
+    assert memory.runtime(vulkan).scheduler.n_splits == 1
+    for name, g, w in zip(("out", "dq", "dk", "dv"), got, want):
+        tol = 2 * LAST_BIT[dtype]
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * float(np.abs(w).max()), err_msg=name)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_one_op_self_attention_by_the_shaders_matches_the_cpu_kernels(vulkan, dtype, causal):
+    """The token-major layouts (O merged by a view, qkv's gradient joined by the kernel) on Vulkan."""
+    arrays = self_attention_arrays()
+    want, _ = self_attend(CPU, arrays, dtype, KERNEL_CPU, causal)
+    got, ran = self_attend(vulkan, arrays, dtype, FLASH, causal)
+    assert "FLASH_ATTN_BACK" in ran and not {"CONCAT", "CONCAT_F32", "SOFT_MAX_BACK"} & ran, ran
+    tol = 4 * LAST_BIT[dtype]   # autocast's products round their operands and results around attention
+    for name, g, w in zip(("out", "dx", "d in_proj_weight"), got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * float(np.abs(w).max()), err_msg=name)
+

@@ -52,3 +52,59 @@ void ggrad_vk_launch_rows(const struct ggml_tensor *dst, uint32_t *push, uint32_
     groups[1] = (uint32_t)(rows > VK_GROUPS_MAX ? (rows + VK_GROUPS_MAX - 1) / VK_GROUPS_MAX : 1);
     groups[2] = 1;
 }
+
+/* flash attention's shaders (vulkan/flash.glsl's push constants): the operands' type, causality, layout and
+   whether a mask is there; the sizes; q's, k's, v's and the mask's row strides in bytes; the userdata's scale
+   and offset (kernels._attention_bits); for the backward O's, dO's and L's strides; one invocation a query
+   row, then (the backward) a key row, 64 a workgroup */
+static void flash_launch(const struct ggml_tensor *dst, int mask_src, int backward, uint32_t *push,
+                         uint32_t *groups) {
+    const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[mask_src];
+    struct {
+        void *fun;
+        int n_tasks;
+        void *userdata;
+    } params;
+    memcpy(&params, dst->op_params, sizeof params);
+    const uint64_t bits = (uint64_t)(uintptr_t)params.userdata;
+    const uint32_t type = q->type == GGML_TYPE_F32 ? 0u : (q->type == GGML_TYPE_F16 ? 1u : 2u);
+    push[0] = type | (uint32_t)((bits >> 32) & 1) << 2 | (uint32_t)(bits >> 63) << 3 | (mask != NULL) << 4;
+    const int64_t sizes[8] = {q->ne[0], v->ne[0], q->ne[1], k->ne[1], q->ne[2], k->ne[2], q->ne[3], k->ne[3]};
+    for (int i = 0; i < 8; i++)
+        push[1 + i] = (uint32_t)sizes[i];
+    const struct ggml_tensor *strided[4] = {q, k, v, mask};
+    for (int t = 0; t < 4; t++)
+        for (int i = 1; i < 4; i++)
+            push[9 + 3 * t + (i - 1)] = strided[t] != NULL ? (uint32_t)strided[t]->nb[i] : 0u;
+    push[21] = mask != NULL ? (uint32_t)mask->ne[2] : 1u;
+    push[22] = mask != NULL ? (uint32_t)mask->ne[3] : 1u;
+    push[23] = (uint32_t)bits;
+    push[24] = (uint32_t)(int32_t)((int64_t)((bits >> 33) & ((1ull << 30) - 1)) - (1ll << 29));
+    int64_t rows = q->ne[1] * q->ne[2] * q->ne[3];
+    for (int i = 25; i < 33; i++)
+        push[i] = 0;
+    if (backward) {
+        const struct ggml_tensor *o = dst->src[3], *dout = dst->src[4], *lse = dst->src[5];
+        for (int i = 1; i < 4; i++) {
+            push[24 + i] = (uint32_t)o->nb[i];
+            push[27 + i] = (uint32_t)dout->nb[i];
+        }
+        push[31] = (uint32_t)lse->nb[1];
+        push[32] = (uint32_t)lse->nb[2];
+        rows += k->ne[1] * k->ne[2] * k->ne[3];
+    }
+    const int64_t blocks = (rows + 63) / 64;
+    groups[0] = (uint32_t)(blocks < 1 ? 1 : (blocks > VK_GROUPS_MAX ? VK_GROUPS_MAX : blocks));
+    groups[1] = (uint32_t)(blocks > VK_GROUPS_MAX ? (blocks + VK_GROUPS_MAX - 1) / VK_GROUPS_MAX : 1);
+    groups[2] = 1;
+}
+
+/* kernels.flash_attn's node: q, k, v and an optional mask (src[3]) */
+void ggrad_vk_launch_flash(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    flash_launch(dst, 3, 0, push, groups);
+}
+
+/* kernels.flash_attn_back's node: q, k, v, O, dO, L and an optional mask (src[6]) */
+void ggrad_vk_launch_flash_back(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    flash_launch(dst, 6, 1, push, groups);
+}

@@ -112,8 +112,9 @@ static void ggrad_vk_custom(ggml_backend_vk_context * ctx, vk_context & subctx, 
     }}
     uint32_t groups[3] = {{1, 1, 1}};
     shader->launch(node, push.data() + GGRAD_VK_BINDINGS, groups);
-    ggml_vk_dispatch_pipeline(ctx, subctx, pipeline, {{b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]}},
-                              push, {{groups[0], groups[1], groups[2]}});
+    ggml_vk_dispatch_pipeline(ctx, subctx, pipeline,
+                              {{b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]}}, push,
+                              {{groups[0], groups[1], groups[2]}});
 }}
 
 """

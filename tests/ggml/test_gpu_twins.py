@@ -3,8 +3,6 @@ here: the wheel, the CPU build) registers none, so the lowering keeps GGML's ops
 checks the twins themselves; here nvcc compiles them (as CI does), and .ci/run applies the hook to the sdist."""
 
 import ctypes
-import hashlib
-import importlib.util
 import os
 import pathlib
 import shutil
@@ -16,6 +14,8 @@ import pytest
 
 import ggrad.ggml as gg
 from ggrad.ggml import gpu_twins, kernels, ops
+
+from patch_checks import check_refusals, patch_script, patched_stand_in
 
 ROOT = pathlib.Path(__file__).parents[2]
 
@@ -70,34 +70,19 @@ def test_the_twins_compile_with_nvcc(built_twins):
         assert ctypes.CDLL(str(out)).ggrad_cuda_twins_init(None) != 0
 
 
-def _patch_script():
-    spec = importlib.util.spec_from_file_location("patch_ggml_cuda", ROOT / "scripts/patch_ggml_cuda.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_hook_is_refused_for_another_ggml_or_twice():
-    """The insertions go only into the pinned file (its hash; .ci/run applies them to the real sdist)."""
-    patch = _patch_script()
-    with pytest.raises(patch.PatchError, match="not the pinned"):
-        patch.patched("static bool ggml_cuda_compute_forward(ggml_backend_cuda_context & ctx) {\n")
-    with pytest.raises(patch.PatchError, match="already patched"):
-        patch.patched(f"// {patch.MARK}\n")
+    check_refusals(patch_script("patch_ggml_cuda"),
+                   "static bool ggml_cuda_compute_forward(ggml_backend_cuda_context & ctx) {\n")
 
 
 def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     """Every line of the original stays, in order; the insertions sit where their anchors say."""
-    patch = _patch_script()
+    patch = patch_script("patch_ggml_cuda")
     source = ("static bool ggml_cuda_compute_forward(x) {\n    switch (dst->op) {\n        case GGML_OP_OUT_PROD:\n"
               "}\nstatic bool ggml_backend_cuda_device_supports_op(y) {\n        case GGML_OP_OUT_PROD:\n}\n"
               "static void * ggml_backend_cuda_reg_get_proc_address(r, n) {\n"
               '    if (strcmp(name, "ggml_backend_get_features") == 0) {\n    }\n}\n')
-    monkeypatch.setattr(patch, "PINNED_SHA256", hashlib.sha256(source.encode()).hexdigest())
-    out = patch.patched(source).splitlines()
-    kept = iter(out)
-    assert all(any(line == o for o in kept) for line in source.splitlines())   # a subsequence: nothing changed
-    text = "\n".join(out)
+    text = patched_stand_in(patch, monkeypatch, source)
     assert text.index("ggrad_cuda_custom_of(dst)") < text.index("device_supports_op")
     assert text.index("ggrad_cuda_custom_of(op)") > text.index("device_supports_op")
     assert text.index('"ggrad_cuda_gemm_half"') > text.index("get_proc_address")

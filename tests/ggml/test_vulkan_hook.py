@@ -3,8 +3,6 @@ CPU build) registers none, so the lowering keeps GGML's ops. On a Vulkan device 
 checks the shaders themselves; here glslc compiles them where it is installed, the hook's insertions are
 checked on a stand-in of GGML's file, and .ci/run applies them to the sdist."""
 
-import hashlib
-import importlib.util
 import pathlib
 import shutil
 import subprocess
@@ -14,6 +12,8 @@ import pytest
 import ggrad.ggml as gg
 from ggrad.ggml import kernels, vulkan_shaders
 from ggrad.ggml._lib import ffi, lib
+
+from patch_checks import check_refusals, patch_script, patched_stand_in
 
 ROOT = pathlib.Path(__file__).parents[2]
 
@@ -107,34 +107,20 @@ def test_the_flash_launches_carry_sizes_strides_and_the_userdata():
     assert list(grid) == [2, 1, 1]   # 40 query rows and 28 key rows
 
 
-def _patch_script():
-    spec = importlib.util.spec_from_file_location("patch_ggml_vulkan", ROOT / "scripts/patch_ggml_vulkan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_hook_is_refused_for_another_ggml_or_twice():
-    patch = _patch_script()
-    with pytest.raises(patch.PatchError, match="not the pinned"):
-        patch.patched("static bool ggml_vk_build_graph(ggml_backend_vk_context * ctx) {\n")
-    with pytest.raises(patch.PatchError, match="already patched"):
-        patch.patched(f"// {patch.MARK}\n")
+    check_refusals(patch_script("patch_ggml_vulkan"),
+                   "static bool ggml_vk_build_graph(ggml_backend_vk_context * ctx) {\n")
 
 
 def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     """Every line of the original stays, in order; the insertions sit where their anchors say."""
-    patch = _patch_script()
+    patch = patch_script("patch_ggml_vulkan")
     source = ("static bool ggml_vk_build_graph(x) {\n    switch (node->op) {\n    case GGML_OP_REPEAT:\n}\n"
               "static bool ggml_backend_vk_device_supports_op(y) {\n    switch (op->op) {\n"
               "        case GGML_OP_UNARY:\n}\n"
               "ggml_backend_reg_t ggml_backend_vk_reg() {\n    static ggml_backend_reg reg = {};\n    try {\n"
               "    } catch (...) {}\n}\n")
-    monkeypatch.setattr(patch, "PINNED_SHA256", hashlib.sha256(source.encode()).hexdigest())
-    out = patch.patched(source).splitlines()
-    kept = iter(out)
-    assert all(any(line == o for o in kept) for line in source.splitlines())   # a subsequence: nothing changed
-    text = "\n".join(out)
+    text = patched_stand_in(patch, monkeypatch, source)
     assert text.index("static void ggrad_vk_custom(") < text.index("static bool ggml_vk_build_graph(x)")
     assert text.index("switch (node->op)") < text.index("ggrad_vk_custom(ctx, compute_ctx, node)") \
         < text.index("case GGML_OP_REPEAT:")

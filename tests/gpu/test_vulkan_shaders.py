@@ -19,16 +19,9 @@ from ggrad.ggml import vulkan_shaders
 
 from test_flash_attn_gpu import (CASES, CPU, DTYPES, KERNEL_CPU, attend, case_arrays, self_attend,
                                  self_attention_arrays)
-from update_checks import adamw_and_check_match_the_cpu
+from update_checks import adamw_and_check_match_the_cpu, ops_run
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 19.99, 20.01, -20.01, 35.0, -35.0, 1e30, -1e30, np.inf, -np.inf, np.nan]
-
-
-def _ops(fn):
-    with ggrad.profile() as prof:
-        fn()
-        ggrad.realize()
-    return {op: calls for op, (calls, _) in prof.by_op().items()}
 
 
 def test_the_shaders_are_registered_and_chosen(vulkan):
@@ -50,9 +43,9 @@ def test_gelu_shaders_match_the_cpu_kernels(vulkan, start):
         whole = ggrad.tensor(np.concatenate([np.zeros(start, np.float32), x_np]), device=device)
         x = whole[start:].detach().requires_grad_()   # a view that starts `start` floats into its buffer
         y = ggrad.nn.functional.gelu(x, approximate="tanh")
-        ran = _ops(lambda: y.numpy())
+        ran = ops_run(lambda: y.numpy())
         assert "GELU_TANH_F32" in ran, ran
-        ran = _ops(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
+        ran = ops_run(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
         assert "GELU_TANH_BACK_F32" in ran, ran
         results[device.backend_name] = y.numpy(), x.grad.numpy()
     xt = torch.tensor(x_np, requires_grad=True)
@@ -80,7 +73,7 @@ def test_a_gpt_step_with_the_shaders_is_one_split(vulkan):
             loss = ggrad.cross_entropy(model(ggrad.tensor(x[:, :-1], device=device)).reshape(-1, 96),
                                        ggrad.tensor(x[:, 1:].reshape(-1), device=device))
             opt.zero_grad()
-            ran = _ops(lambda: loss.backward())
+            ran = ops_run(lambda: loss.backward())
             opt.step()
             run.append(loss.item())
         losses[device.backend_name] = run
@@ -110,7 +103,7 @@ def test_the_check_shader_sees_every_gradient(vulkan, where):
     loss = sum((p * ggrad.tensor(w, device=vulkan)).sum() for p, w in zip(params, weights))
     scaler.scale(loss).backward()
     before = [p.detach().numpy().copy() for p in params]
-    ran = _ops(lambda: (scaler.step(opt), scaler.update()))
+    ran = ops_run(lambda: (scaler.step(opt), scaler.update()))
     assert ran.get("NONFINITE_F32") == 2, ran
     changed = [not np.array_equal(b, p.detach().numpy()) for b, p in zip(before, params)]
     assert changed == [where is None] * len(params)
@@ -132,12 +125,12 @@ def test_layer_norm_shaders_match_the_cpu_kernels(vulkan, shape):
     for device in (ggrad.device("cpu"), vulkan):
         x = ggrad.tensor(x_np, device=device, requires_grad=True)
         y = ggrad.nn.functional.layer_norm(x, (width,), eps=1e-3)
-        ran = _ops(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
+        ran = ops_run(lambda: (y * ggrad.tensor(g_np, device=device)).sum().backward())
         assert {"LAYER_NORM_F32", "LAYER_NORM_BACK_F32"} <= set(ran), ran
         with ggrad.no_grad():
             w, b = ggrad.tensor(w_np, device=device), ggrad.tensor(b_np, device=device)
             affine = ggrad.nn.functional.layer_norm(x, (width,), w, b, eps=1e-3)
-            assert "LAYER_NORM_AFFINE_F32" in _ops(lambda: affine.numpy())
+            assert "LAYER_NORM_AFFINE_F32" in ops_run(lambda: affine.numpy())
         results[device.backend_name] = y.detach().numpy(), x.grad.numpy(), affine.numpy()
     for what, cpu, gpu in zip(("y", "dx", "affine"), results["CPU"], results["Vulkan"]):
         np.testing.assert_allclose(gpu, cpu, rtol=1e-4, atol=1e-5, err_msg=what)

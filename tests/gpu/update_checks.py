@@ -1,5 +1,5 @@
-"""A check shared by the tests of ggrad's GPU kernels (CUDA twins, Vulkan shaders): AdamW's update and a
-GradScaler's check by the device's kernels against the CPU's."""
+"""What the tests of ggrad's GPU kernels (CUDA twins, Vulkan shaders) share: the ops a call ran, and AdamW's
+update and a GradScaler's check by the device's kernels against the CPU's."""
 
 import numpy as np
 
@@ -7,7 +7,8 @@ import ggrad
 from ggrad import optim
 
 
-def _ops(fn):
+def ops_run(fn):
+    """{op: calls} of what `fn()` computed."""
     with ggrad.profile() as prof:
         fn()
         ggrad.realize()
@@ -31,7 +32,7 @@ def adamw_and_check_match_the_cpu(device):
         for g in grads:
             opt.zero_grad()
             scaler.scale((w * ggrad.tensor(g, device=dev)).sum()).backward()
-            ran = _ops(lambda: (scaler.step(opt), scaler.update()))
+            ran = ops_run(lambda: (scaler.step(opt), scaler.update()))
             if dev is device:
                 assert ran.get("ADAMW_F32") == 1 and "CONCAT" not in ran and "GET_ROWS" not in ran, ran
                 assert ran.get("NONFINITE_F32") == 1, ran   # the scaler's check by the device's kernel

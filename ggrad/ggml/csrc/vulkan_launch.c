@@ -34,20 +34,24 @@ void ggrad_vk_launch_nonfinite(const struct ggml_tensor *dst, uint32_t *push, ui
     groups[1] = groups[2] = 1;
 }
 
-/* a row shader (vulkan/rows.glsl): the row length, the rows and the custom op's userdata (its 32 low bits:
-   layer norm's eps), one workgroup a row (beyond 65535 rows in a second grid dimension). GGML keeps a custom
-   node's function, task count and userdata in its op_params, in this order. */
-void ggrad_vk_launch_rows(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+/* a custom node's userdata: GGML keeps its function, task count and userdata in its op_params, in this order */
+static uint64_t userdata_of(const struct ggml_tensor *dst) {
     struct {
         void *fun;
         int n_tasks;
         void *userdata;
     } params;
     memcpy(&params, dst->op_params, sizeof params);
+    return (uint64_t)(uintptr_t)params.userdata;
+}
+
+/* a row shader (vulkan/rows.glsl): the row length, the rows and the custom op's userdata (its 32 low bits:
+   layer norm's eps), one workgroup a row (beyond 65535 rows in a second grid dimension) */
+void ggrad_vk_launch_rows(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
     const int64_t rows = ggml_nrows(dst);
     push[0] = (uint32_t)dst->ne[0];
     push[1] = (uint32_t)rows;
-    push[2] = (uint32_t)(uintptr_t)params.userdata;
+    push[2] = (uint32_t)userdata_of(dst);
     groups[0] = (uint32_t)(rows < 1 ? 1 : (rows > VK_GROUPS_MAX ? VK_GROUPS_MAX : rows));
     groups[1] = (uint32_t)(rows > VK_GROUPS_MAX ? (rows + VK_GROUPS_MAX - 1) / VK_GROUPS_MAX : 1);
     groups[2] = 1;
@@ -60,13 +64,7 @@ void ggrad_vk_launch_rows(const struct ggml_tensor *dst, uint32_t *push, uint32_
 static void flash_launch(const struct ggml_tensor *dst, int mask_src, int backward, uint32_t *push,
                          uint32_t *groups) {
     const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[mask_src];
-    struct {
-        void *fun;
-        int n_tasks;
-        void *userdata;
-    } params;
-    memcpy(&params, dst->op_params, sizeof params);
-    const uint64_t bits = (uint64_t)(uintptr_t)params.userdata;
+    const uint64_t bits = userdata_of(dst);
     const uint32_t type = q->type == GGML_TYPE_F32 ? 0u : (q->type == GGML_TYPE_F16 ? 1u : 2u);
     push[0] = type | (uint32_t)((bits >> 32) & 1) << 2 | (uint32_t)(bits >> 63) << 3 | (mask != NULL) << 4;
     const int64_t sizes[8] = {q->ne[0], v->ne[0], q->ne[1], k->ne[1], q->ne[2], k->ne[2], q->ne[3], k->ne[3]};

@@ -36,7 +36,7 @@
 #   track     the big GPT 1,000 steps in f32, autocast f16 and bf16 (compile_step): does autocast track f32's loss
 #             (track_autocast.py; $TRACK_STEPS steps)
 #   replay16  the big GPT f32, autocast f16 and bf16 eager and through ggrad.compile_step (recorded once, replayed)
-#             beside PyTorch eager and sdpa, and tests/gpu/test_compiled_step_gpu.py
+#             beside PyTorch eager and $TORCH_VARIANTS (as f16), and tests/gpu/test_compiled_step_gpu.py
 #   qlora     a QLoRA step of the 112M Llama (q4_0 GGUF base, r=16, seq 256, autocast bf16) against PyTorch +
 #             peft on the same model in bf16: tokens/s and peak memory (bench_qlora.py; $QLORA_ARGS adds
 #             options, e.g. "--checkpointing" or "--batch 8")
@@ -128,8 +128,8 @@ for verb in "$@"; do
                 $( [ $verb = vkperf16 ] && echo --autocast f16; [ $verb = vkperfbf16 ] && echo --autocast bf16 ) ;;
         track) python3 benchmarks/track_autocast.py --device $device --steps ${TRACK_STEPS:-1000} ;;
         replay16) python3 -m pytest -q -p no:cacheprovider tests/gpu/test_compiled_step_gpu.py 2>&1 | tail -4
-            $bench --configs big --autocast f16 --replay --torch-variants sdpa
-            $bench --configs big --autocast bf16 --replay --torch-variants sdpa
+            $bench --configs big --autocast f16 --replay --torch-variants ${TORCH_VARIANTS-sdpa}
+            $bench --configs big --autocast bf16 --replay --torch-variants ${TORCH_VARIANTS-sdpa}
             $bench --configs w2 big --replay --tf32 ;;
         alone) $bench --configs w2 big --no-torch ;;
         nographs) GGML_CUDA_DISABLE_GRAPHS=1 $bench --configs w2 big --no-torch ;;

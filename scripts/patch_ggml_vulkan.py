@@ -10,7 +10,7 @@ one, and the graph's recording dispatches it in GGML's command buffer, after GGM
 any of GGML's nodes. The shader sees the node at binding 0 and its sources at 1-10 (an absent source is bound
 to the node), and in its push constants each binding's misalignment in bytes (descriptors start on the
 device's offset alignment), then ggrad's words (256 bytes in all at most: a device that takes fewer refuses
-the node, which then runs on the CPU). The pipeline is built on the node's first use on a device.
+the node, which then runs on the CPU, as it does a node with a tensor of 4 GiB or more). The pipeline is built on the node's first use on a device.
 Each insertion is placed by an anchor line (anchored_patch.py).
 """
 
@@ -75,6 +75,23 @@ static int ggrad_vk_register_custom(ggml_custom_op_t cpu, const uint32_t * spirv
     return 0;
 }}
 
+// whether `device` runs `op` by a shader of ggrad's: one is registered for it, the device takes its push
+// constants, and its tensors are below 4 GiB (the shaders index in 32 bits)
+static bool ggrad_vk_supports(const vk_device & device, const struct ggml_tensor * op) {{
+    const ggrad_vk_shader * shader = ggrad_vk_shader_of(op);
+    if (shader == nullptr ||
+            4 * (GGRAD_VK_BINDINGS + shader->push_words) > device->properties.limits.maxPushConstantsSize) {{
+        return false;
+    }}
+    for (int i = -1; i < GGML_MAX_SRC; i++) {{
+        const ggml_tensor * t = i < 0 ? op : op->src[i];
+        if (t != nullptr && ggml_nbytes(t) >= (size_t(1) << 32)) {{
+            return false;
+        }}
+    }}
+    return true;
+}}
+
 static void * ggrad_vk_get_proc_address(ggml_backend_reg_t reg, const char * name) {{
     GGML_UNUSED(reg);
     if (strcmp(name, "ggrad_vk_register_custom") == 0) {{
@@ -126,8 +143,7 @@ BUILD = """\
 """
 SUPPORTS = """\
         case GGML_OP_CUSTOM: // ggrad
-            return ggrad_vk_shader_of(op) != nullptr && 4 * (GGRAD_VK_BINDINGS + ggrad_vk_shader_of(op)->push_words)
-                <= device->properties.limits.maxPushConstantsSize;
+            return ggrad_vk_supports(device, op);
 """
 PROC = """\
     reg.iface.get_proc_address = ggrad_vk_get_proc_address; // ggrad

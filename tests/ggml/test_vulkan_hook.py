@@ -124,7 +124,7 @@ def test_the_hook_inserts_lines_and_changes_none(monkeypatch):
     assert text.index("static void ggrad_vk_custom(") < text.index("static bool ggml_vk_build_graph(x)")
     assert text.index("switch (node->op)") < text.index("ggrad_vk_custom(ctx, compute_ctx, node)") \
         < text.index("case GGML_OP_REPEAT:")
-    assert text.index("device_supports_op(y)") < text.index("return ggrad_vk_shader_of(op) != nullptr") \
+    assert text.index("device_supports_op(y)") < text.index("return ggrad_vk_supports(device, op)") \
         < text.index("case GGML_OP_UNARY:")
     assert text.index("static ggml_backend_reg reg") < text.index("reg.iface.get_proc_address") \
         < text.index("    try {")

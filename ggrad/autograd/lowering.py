@@ -2,8 +2,8 @@
 
 A rule says what to compute (sum a broadcast gradient, the weight gradient g^T x, a cross-entropy); the
 `Lowering` of the device's backend says how: which GGML ops, or which of ggrad's own kernels (CPU, CUDA
-twins, Vulkan shaders), since what is fast on one backend is slow or missing on another. The measurements behind each
-choice: benchmarks/README.md, "Per-backend lowering".
+twins, Vulkan shaders), since what is fast on one backend is slow or missing on another. The measurements
+behind each choice: benchmarks/README.md, "Per-backend lowering".
 """
 
 import dataclasses
@@ -40,7 +40,8 @@ class Lowering:
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders).
         adamw: AdamW's fused step by GGML's "opt_step_adamw" or by ggrad's "kernel" (kernels.adamw_f32; CPU,
-            CUDA's twin, Vulkan's shader), which also reads a GradScaler's check itself (no selection of each gradient).
+            CUDA's twin, Vulkan's shader), which also reads a GradScaler's check itself (no selection of each
+            gradient).
         relu: ReLU and its gradient on f32 by GGML's "ggml" ops or by ggrad's "kernel" (kernels.relu_f32,
             kernels.relu_back_f32; CPU only).
         softmax: softmax(x * scale + mask) on f32 without ALiBi by GGML's "ggml" soft_max_ext or by ggrad's

@@ -26,6 +26,9 @@
 #             autocast f16, bf16; profile_vulkan.py)
 #   kernelsgen  the same for a decoded token of bench_generate.py's small and large char-GPT (batch 1)
 #   ab        ab_step.py over the source trees in .gpu/trees/* and this one (big, f32 and autocast f16)
+#   choices   ab_step.py over this tree with lowering choices set, autocast f16: on CUDA attention=kernel
+#             against half_kernel; on Vulkan the flash shaders (attention=kernel) and reduce_leading=repeat_back
+#             against the backend's own ($CHOICES names other variants)
 #   flash     flash attention's CUDA twins against the CPU kernels on hand-made nodes, and their times
 #             (benchmarks/flash_attn_cuda.cu; needs no GGML build)
 #   twins-off twins-on   the verbs after it run without / with ggrad's CUDA twins (built with the CUDA backend,
@@ -160,6 +163,10 @@ for verb in "$@"; do
             env $dp_env python3 benchmarks/bench_dp_gpu.py --config big --threads 16 --steps ${DP_STEPS:-10} ;;
         ab) for tree in .gpu/trees/*; do cp ggrad/ggml/_ffi.abi3.so "$tree/ggrad/ggml/"; done
             $ab && $ab --autocast f16 ;;
+        choices) variants=${CHOICES:-$([ "$device" = vulkan:0 ] && echo ".:attention=kernel .:reduce_leading=repeat_back" \
+                                                                || echo ".:attention=kernel")}
+            python3 benchmarks/ab_step.py . $variants --device $device --config big --threads 16 --autocast f16 \
+                --rounds ${AB_ROUNDS:-3} --steps 10 ;;
         *) echo "unknown verb: $verb"; exit 2 ;;
     esac
 done

@@ -28,12 +28,23 @@ def ggrad_step_fn(device="cpu", cfg=W2, autocast=None, replay=False):
     `autocast` "f16" or "bf16" runs the forward under ggrad.autocast (f16 with a GradScaler, whose
     inf check is read once a step, as PyTorch's scaler syncs once a step). `replay`: the step goes
     through ggrad.compile_step (recorded, then replayed with each batch: no op recorded in Python)."""
-    ggrad.manual_seed(0)
     dev = ggrad.device(device)
+    x_np, y_np = batch_data(cfg)
+    train = train_step(dev, cfg, AUTOCAST.get(autocast))
+    run = ggrad.compile_step(train) if replay else train
+
+    def step():
+        x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
+        return run(x, y).item()
+    return step
+
+
+def train_step(dev, cfg, dtype=None):
+    """train(x, y) -> loss: one AdamW step of a new `cfg` GPT on `dev` (seeded) under autocast `dtype` (None:
+    float32; float16 with a GradScaler)."""
+    ggrad.manual_seed(0)
     model = CharGPT(cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(dev)
     opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
-    x_np, y_np = batch_data(cfg)
-    dtype = AUTOCAST.get(autocast)
     scaler = ggrad.amp.GradScaler(enabled=dtype is ggrad.float16)
     kind = dev.torch_name.split(":")[0]
 
@@ -45,12 +56,7 @@ def ggrad_step_fn(device="cpu", cfg=W2, autocast=None, replay=False):
         scaler.step(opt)
         scaler.update()
         return loss
-    run = ggrad.compile_step(train) if replay else train
-
-    def step():
-        x, y = ggrad.tensor(x_np, device=dev), ggrad.tensor(y_np.reshape(-1), device=dev)
-        return run(x, y).item()
-    return step
+    return train
 
 
 def save_rows(path, label, rows):

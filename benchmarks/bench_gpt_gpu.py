@@ -68,6 +68,11 @@ def timed_with_memory(step, dev, steps):
     return median_ms(watched, warmup=3, repeats=steps), least
 
 
+def stats_peak_mib(dev):
+    """ggrad.stats()'s peak on `dev` since the last reset, in MiB (nan where it has none)."""
+    return ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda:0")
@@ -101,11 +106,11 @@ def main():
         per_step = (ggrad.stats()["computes"] - before) / 2
         g_ms, least = timed_with_memory(step, dev, args.steps)
         g_peak = float("nan") if dev.is_cpu else (free_before - least[0]) / 2 ** 20
+        stats_peak = stats_peak_mib(dev)
         sched = memory.runtime(dev).scheduler
         splits = sched.n_splits if sched is not None else -1
         replayed = None
         if args.replay:   # the eager model's memory given back, then the replayed step's own measured
-            stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
             del step
             gc.collect()
             memory.reset_pools()
@@ -113,8 +118,8 @@ def main():
             step()   # recorded: the replayed graph's buffer replaces the scheduler's, which the eager step held
             memory.stats.reset_peaks()
             r_ms, r_least = timed_with_memory(step, dev, args.steps)
-            r_stats = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
-            replayed = (r_ms, float("nan") if dev.is_cpu else (free_before - r_least[0]) / 2 ** 20, r_stats)
+            replayed = (r_ms, float("nan") if dev.is_cpu else (free_before - r_least[0]) / 2 ** 20,
+                        stats_peak_mib(dev))
         nan3 = (float("nan"),) * 3
         t_ms, t_peak, t_alloc = nan3 if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device)
         row = {"config": name, "ggrad tok/s": f"{tokens / g_ms * 1e3:,.0f}",
@@ -130,8 +135,6 @@ def main():
             v_ms = nan3[0] if args.no_torch else torch_run(name, args.steps, args.autocast, torch_device,
                                                           args.tf32, variant)[0]
             row.update({f"torch {variant} ms": f"{v_ms:.1f}", f"ratio {variant}": f"{v_ms / g_ms:.2f}"})
-        if replayed is None:
-            stats_peak = ggrad.stats()["memory"].get(dev.name, {}).get("peak", float("nan")) / 2 ** 20
         row.update({"ggrad peak MiB": f"{g_peak:,.0f}", "ggrad stats peak MiB": f"{stats_peak:,.1f}",
                     "torch peak MiB": f"{t_peak:,.0f}",
                     "torch alloc MiB": f"{t_alloc:,.1f}", "computes/step": f"{per_step:g}", "sched splits": splits})

@@ -16,11 +16,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gpt  # noqa: E402
 from gpt_torch import CONFIGS  # noqa: E402
 
 import ggrad  # noqa: E402
-from ggrad import optim  # noqa: E402
-from ggrad.examples.char_gpt import VOCAB, CharGPT, batches, load_corpus  # noqa: E402
+from ggrad.examples.char_gpt import VOCAB, batches, load_corpus  # noqa: E402
 
 RUNS = {"f32": None, "f16": ggrad.float16, "bf16": ggrad.bfloat16}
 WINDOW = 50
@@ -28,22 +28,7 @@ WINDOW = 50
 
 def train(device, cfg, data, dtype, steps):
     """The losses of `steps` AdamW steps of the `cfg` GPT under autocast `dtype` (None: float32)."""
-    ggrad.manual_seed(0)
-    model = CharGPT(len(VOCAB), cfg["d_model"], cfg["layers"], cfg["heads"], cfg["context"]).to(device)
-    opt = optim.AdamW(model.parameters(), lr=cfg["lr"])
-    scaler = ggrad.amp.GradScaler(enabled=dtype is ggrad.float16)
-    kind = device.torch_name.split(":")[0]
-
-    @ggrad.compile_step
-    def step(x, y):
-        with ggrad.autocast(kind, dtype=dtype or ggrad.float16, enabled=dtype is not None):
-            loss = ggrad.cross_entropy(model(x).reshape(-1, len(VOCAB)), y)
-        opt.zero_grad()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        return loss
-
+    step = ggrad.compile_step(bench_gpt.train_step(device, dict(cfg, vocab=len(VOCAB)), dtype))
     rng = np.random.default_rng(0)
     losses = []
     for _ in range(steps):

@@ -26,23 +26,27 @@ def _nonfinite_node(graph, xs):
     """Each gradient's rows times a column of zeros, one matrix-vector product, a single read of it (each row's
     sum of x * 0 in a vector kernel; a SUM over a whole gradient is a single slow workgroup on Vulkan, 48 ms a
     big-GPT step on the H200, and x * 0 written out first would be a pass more), summed, and added up."""
-    total = None
+    parts = []
     for x in xs:
         width = x.ne[0]
         rows = ops.reshape_2d(graph.ctx, x, width, x.nelements // width)
-        part = ops.sum(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.zeros(width)))
-        total = part if total is None else ops.add(graph.ctx, total, part)
-    return total
+        parts.append(ops.sum(graph.ctx, ops.mul_mat(graph.ctx, rows, graph.zeros(width))))
+    return _added(graph, parts)
 
 
 @_nonfinite_node.alternative("kernel")
 def _nonfinite_by_kernel(graph, xs):
     """ggrad's kernel over up to NONFINITE_SOURCES gradients a node, its slots summed, the parts added up."""
-    total = None
-    for start in range(0, len(xs), kernels.NONFINITE_SOURCES):
-        slots = kernels.nonfinite_f32(graph.ctx, xs[start:start + kernels.NONFINITE_SOURCES])
-        part = ops.sum(graph.ctx, slots)
-        total = part if total is None else ops.add(graph.ctx, total, part)
+    step = kernels.NONFINITE_SOURCES
+    return _added(graph, [ops.sum(graph.ctx, kernels.nonfinite_f32(graph.ctx, xs[start:start + step]))
+                          for start in range(0, len(xs), step)])
+
+
+def _added(graph, parts):
+    """The sum of the 0-d nodes `parts`, added in order."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = ops.add(graph.ctx, total, part)
     return total
 
 

@@ -36,6 +36,8 @@ KERNEL_DECLS = """
 void ggrad_matmul_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_gelu_tanh_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_gelu_tanh_half(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void ggrad_gelu_tanh_back_half(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_concat_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_layer_norm_back_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);

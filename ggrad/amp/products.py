@@ -11,9 +11,10 @@ float32 products are the sources' gradients, with no cast (a weight used twice s
 gradients). It keeps x's low precision rows for the weight gradient, as PyTorch does (half the bytes of
 a float32 source held from forward to backward); where the backend takes weight gradients from out_prod
 (CUDA), x's gradient is out_prod of the float32 master weight too (_master_weight). The result is float32
-(bias added before the one rounding); the caller rounds it to the autocast dtype, as PyTorch's result,
-and notes the rounding (autograd/roundings.py) so that an op computing in float32 next reads the float32
-value instead of casting back.
+(bias added before the one rounding) and, for autocast, that rounded to its dtype (PyTorch's result) as a
+second output; the rounding is noted (autograd/roundings.py) so that an op computing in float32 next reads
+the float32 value instead of casting back. A gradient that reaches only the rounding (an op computing in
+half read it: attention's kernels, GELU's) goes to the half kernel's products as it came.
 """
 
 from ..autograd import autocast_hook
@@ -30,7 +31,8 @@ from ..ggml import bf16, f16, f32
 
 
 class LowPrecisionProduct(Function):
-    """y = x_low @ w_low^T (+ bias) in float32; gradients to x and w (the copies' sources) and bias.
+    """y = x_low @ w_low^T (+ bias) in float32, and y rounded to `rounded_to` where given; gradients to x and w
+    (the copies' sources) and bias.
 
     x (..., M, K); w (N, K), or (..., N, K) with x's batch dims, or read transposed where `w_transposed`
     (matmul's b, (..., K, N)). A 2-D weight multiplies x's rows over all its batch dims as one product
@@ -38,7 +40,7 @@ class LowPrecisionProduct(Function):
     _replayable = True
 
     @staticmethod
-    def forward(ctx, x, w, bias, x_low, w_low, w_transposed=False):
+    def forward(ctx, x, w, bias, x_low, w_low, w_transposed=False, rounded_to=None):
         # the low precision rows, as PyTorch saves them (half the bytes of x's float32 source, which is then
         # scratch after the forward); a backend that takes the weight gradient from out_prod (float32
         # only there) casts them back in the backward: one cast, no transposed copies
@@ -47,15 +49,19 @@ class LowPrecisionProduct(Function):
         if bias is not None:
             ctx.bias = (bias.shape, bias.dtype)
             bias = widen(bias, f32)
-        return product_with_bias(x_low, w_low, bias, w_transposed)
+        out = product_with_bias(x_low, w_low, bias, w_transposed)
+        if rounded_to is None:
+            return out
+        ctx.set_materialize_grads(False)
+        return out, cast(out, rounded_to)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, g_low=None):
         x_rows, w_saved = ctx.saved_tensors
         x_dtype, w_shape, w_dtype, w_transposed = ctx.sources
-        gx, gw, gb = _gradients(pending_graph(g.device), ctx, g, x_rows, w_saved)
+        gx, gw, gb = _gradients(pending_graph(x_rows.device), ctx, (g, g_low), x_rows, w_saved)
         return (None if gx is None else _as(gx, x_dtype), None if gw is None else _as(gw, w_dtype),
-                None if gb is None else _as(gb, ctx.bias[1]), None, None, None)
+                None if gb is None else _as(gb, ctx.bias[1]), None, None, None, None)
 
 
 def _same_half(a, b):
@@ -96,21 +102,31 @@ def _master_weight(graph, x, w, w_low, w_transposed):
     return w
 
 
+def _summed(grads, dtype):
+    """The gradient of the product in `dtype` from `grads`: (its float32 result's, its rounding's), either
+    None (an output nobody used). A gradient that reached only the rounding stays in its own dtype where
+    the half kernel reads it: no float32 round trip through the rounding's backward."""
+    g, g_low = grads
+    if g is None:
+        return _as(g_low, dtype)
+    return _as(g if g_low is None else g + _as(g_low, f32), dtype)
+
+
 @choice("half_matmul")
-def _gradients(graph, ctx, g, x_rows, w_saved):
+def _gradients(graph, ctx, grads, x_rows, w_saved):
     """(x's, w's, bias's gradients; None where not wanted) in float32 products of the saved operands
     (_float32_gradients), or where ggrad's half kernel takes them, of the half operands (below)."""
-    return _float32_gradients(graph, ctx, g, x_rows, w_saved)
+    return _float32_gradients(graph, ctx, _summed(grads, f32), x_rows, w_saved)
 
 
-@_gradients.alternative("kernel", fits=lambda ctx, g, x_rows, w_saved: _same_half(x_rows, w_saved))
-def _gradients_by_half_kernel(graph, ctx, g, x_rows, w_low):
+@_gradients.alternative("kernel", fits=lambda ctx, grads, x_rows, w_saved: _same_half(x_rows, w_saved))
+def _gradients_by_half_kernel(graph, ctx, grads, x_rows, w_low):
     # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products then read
-    # half operands in place and sum in float32 (the bias's sum reads float32 g)
+    # half operands in place and sum in float32 (the bias's sum reads g in float32)
     need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-    gx, gw, _ = linear_grads(g.to(x_rows.dtype), x_rows, w_low, ctx.sources[1], None, (need_x, need_w, False),
-                             ctx.sources[3])
-    return gx, gw, reduce_to(g, ctx.bias[0]) if need_bias else None
+    gx, gw, _ = linear_grads(_summed(grads, x_rows.dtype), x_rows, w_low, ctx.sources[1], None,
+                             (need_x, need_w, False), ctx.sources[3])
+    return gx, gw, reduce_to(_summed(grads, f32), ctx.bias[0]) if need_bias else None
 
 
 @choice("weight_grad")
@@ -136,8 +152,7 @@ def _as(g, dtype):
 def product(policy, x, w, bias=None, w_transposed=False):
     """x @ w^T (+ bias) in the policy's low precision, rounded to it. x (..., M, K) and w (..., N, K) (with
     the same batch dims, or none; (..., K, N) where `w_transposed`) come as `_operand` pairs."""
-    out = LowPrecisionProduct.apply(x[0], w[0], bias, x[1], w[1], w_transposed)
-    low = cast(out, policy.dtype)
+    out, low = LowPrecisionProduct.apply(x[0], w[0], bias, x[1], w[1], w_transposed, policy.dtype)
     note(low, out)
     return low
 

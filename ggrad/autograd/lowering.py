@@ -31,7 +31,9 @@ class Lowering:
         column_broadcast: a binary op whose f32 b has one value per row of a: GGML's op "repeat"s it, or
             "out_prod" with ones writes b out to a's shape first.
         gelu_tanh: GELU's tanh form on f32 by GGML's "gelu", by a composition around "silu", or by ggrad's
-            "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders).
+            "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders);
+            "half_kernel" also computes float16 and bfloat16 tensors in their own dtype, as PyTorch
+            (kernels.gelu_tanh_half and its gradient; CPU, CUDA's twins): no float32 copies around it.
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
         half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
             (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
@@ -94,7 +96,7 @@ RPC = dataclasses.replace(CPU, gelu_tanh="silu", matmul="mul_mat", concat="conca
                           adamw="opt_step_adamw", relu="ggml", softmax="ggml", class_labels="ggml", argmax="ggml",
                           fused_cross_entropy=False, decode_attention="softmax")   # ops every backend has
 CUDA = Lowering(reduce_leading="out_prod", weight_grad="out_prod")
-CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="kernel",   # ggrad's twins registered
+CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="half_kernel",   # ggrad's twins registered
                                  layer_norm="kernel", attention="half_kernel", concat="kernel", adamw="kernel",
                                  nonfinite="kernel")
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
@@ -129,6 +131,7 @@ class Choice:
         if field not in _FIELDS:
             raise ValueError(f"choice: Lowering has no field {field!r}")
         self.field, self.default, self.builds = field, default, {}
+        self.flags = None   # the values a `names` flag answers True for
         functools.update_wrapper(self, default)
         CHOICES.append(self)
 
@@ -159,6 +162,7 @@ def names(field, *values):
     """A Choice answering, for a graph, whether its Lowering's `field` is one of `values`: for a caller that
     prepares an op's operands one way or another before the op's own Choice builds it."""
     flag = Choice(field, lambda graph: False)
+    flag.flags = values   # every other value answers False (tests/autograd/test_lowering.py checks these)
     for value in values:
         flag.alternative(value)(lambda graph: True)
     return flag

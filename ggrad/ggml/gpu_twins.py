@@ -25,9 +25,9 @@ from . import kernels
 
 __all__ = ["TWINS", "OVERRIDES", "library_path", "registered"]
 
-TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32", "layer_norm_f32",   # kernels with a CUDA twin
-         "layer_norm_back_f32", "layer_norm_affine_f32", "flash_attn", "flash_attn_back", "concat_f32",
-         "adamw_f32", "nonfinite_f32")
+TWINS = ("matmul_half", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half",   # kernels with a CUDA twin
+         "gelu_tanh_back_half", "layer_norm_f32", "layer_norm_back_f32", "layer_norm_affine_f32", "flash_attn",
+         "flash_attn_back", "concat_f32", "adamw_f32", "nonfinite_f32")
 OVERRIDES = "override"   # the entry the hook offers GGML's nodes to (ggrad_cuda_override), registered with the twins
 _REGISTER = "int (*)(void *, void *)"
 _REGISTER_OVERRIDE = "void (*)(void *)"

@@ -11,7 +11,7 @@ from .ops import _check as C
 from .ops import custom_4d, custom_inplace, view_3d, view_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32",
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half", "gelu_tanh_back_half", "concat_f32", "layer_norm_f32",
            "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
            "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "cpu_function",
            "nonfinite_f32", "kernel_name", "isa"]
@@ -21,7 +21,8 @@ _ISA_NAMES = {v: k for k, v in ISAS.items()}
 _FUNCTIONS = {name: ffi.addressof(lib, f"ggrad_{name}") for name in (
     "matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "concat_f32", "layer_norm_f32", "layer_norm_back_f32",
     "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32", "matmul_half", "flash_attn",
-    "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "nonfinite_f32")}
+    "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "nonfinite_f32", "gelu_tanh_half",
+    "gelu_tanh_back_half")}
 _HALF = frozenset({C.F16, C.BF16})
 _TYPE_SIZE = {C.F32: 4, C.F16: 2, C.BF16: 2}
 _INT_MAX = 2**31 - 1   # cuBLAS takes sizes and leading dimensions as int
@@ -232,6 +233,29 @@ def gelu_tanh_back_f32(ctx, g, x):
         x: f32, contiguous.
     """
     return _same_shape(ctx, "gelu_tanh_back_f32", g=g, x=x)
+
+
+def gelu_tanh_half(ctx, x):
+    """GELU's tanh form of contiguous float16 or bfloat16 `x`, computed in f32 and rounded once to x's dtype
+    (as PyTorch's GELU of a half tensor): autocast's MLP keeps its activation in half precision, with no
+    f32 copy of it either way.
+
+    Args:
+        ctx: the Context the result is made in.
+        x: f16 or bf16, contiguous.
+    """
+    return _same_half_shape(ctx, "gelu_tanh_half", x=x)
+
+
+def gelu_tanh_back_half(ctx, g, x):
+    """gelu_tanh_back_f32's value for float16 or bfloat16 g and x (one dtype), in f32, rounded once to it.
+
+    Args:
+        ctx: the Context the result is made in.
+        g: x's dtype and shape, contiguous.
+        x: f16 or bf16, contiguous.
+    """
+    return _same_half_shape(ctx, "gelu_tanh_back_half", g=g, x=x)
 
 
 def relu_f32(ctx, x):
@@ -457,14 +481,31 @@ def _same_shape(ctx, op, userdata=None, **inputs):
     return custom_4d(ctx, "f32", *ne, list(inputs.values()), len(inputs), _FUNCTIONS[op], -1, userdata)
 
 
+def _same_half_shape(ctx, op, **inputs):
+    """The node of kernel `op` on contiguous inputs of one shape and one half dtype, its result's."""
+    ptrs = {name: tensor(op, name, t) for name, t in inputs.items()}
+    dtype = next(iter(ptrs.values())).type
+    if dtype not in _HALF or any(p.type != dtype for p in ptrs.values()):
+        raise C.DTypeError(f"{op}: expected f16 or bf16 inputs of one dtype, got "
+                           f"{', '.join(C.tname(p) for p in ptrs.values())}")
+    _check_contiguous(op, ptrs)
+    ne = _equal_shapes(op, ptrs)
+    return custom_4d(ctx, C.tname(dtype), *ne, list(inputs.values()), len(inputs),
+                     _FUNCTIONS[op], -1)
+
+
 def _contiguous_f32(op, inputs):
     """{name: GTensor pointer} of `inputs` ({name: tensor}), each checked to be contiguous f32."""
     ptrs = {name: tensor(op, name, t) for name, t in inputs.items()}
     _f32(op, *ptrs.values())
+    _check_contiguous(op, ptrs)
+    return ptrs
+
+
+def _check_contiguous(op, ptrs):
     for name, p in ptrs.items():
         if not lib.ggml_is_contiguous(p):
             C.fail(op, f"{name} (ne={C.ne(p)}, nb={list(p.nb)}) must be contiguous")
-    return ptrs
 
 
 def _equal_shapes(op, ptrs):

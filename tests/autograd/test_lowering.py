@@ -38,7 +38,7 @@ def test_backends_get_their_choices():
     assert lowering.VULKAN.weight_grad == "mul_mat"   # Vulkan's out_prod kernel is slow
     # ggrad's CUDA twins, where the CUDA backend runs them: half products, GELU and layer norm
     twins = lowering.CUDA_TWINS
-    assert (twins.half_matmul, twins.gelu_tanh, twins.layer_norm) == ("kernel", "kernel", "kernel")
+    assert (twins.half_matmul, twins.gelu_tanh, twins.layer_norm) == ("kernel", "half_kernel", "kernel")
     assert lowering.CUDA.half_matmul == "mul_mat" and lowering.CPU.half_matmul == "mul_mat"
 
 
@@ -371,6 +371,53 @@ def test_gelu_tanh_on_the_cpu_is_float32_exact_as_torch(no_graph_cache, choices,
               [np.random.default_rng(4).standard_normal((3, 7)) * 3])
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_gelu_kernels_round_once_as_torch(no_graph_cache, name):
+    """Under CUDA's twins GELU of a half tensor computes in its dtype (gelu_tanh_half and its gradient, no
+    cast around them): each value f32 math rounded once, as PyTorch's GELU of a half tensor (one unit in
+    the last place apart at most: another order of the f32 math). A recorded backward (create_graph)
+    computes in f32 and rounds once too; the CPU's own lowering keeps the f32 kernels."""
+    torch = pytest.importorskip("torch")
+    dtype, tdtype = getattr(ggrad, name), getattr(torch, name)
+    finite = np.linspace(-12, 12, 4001, dtype=np.float32)
+    x_np = np.concatenate([finite, np.array([np.inf, -np.inf, np.nan, 6e4, -6e4, 0.0], dtype=np.float32)])
+    g_np = np.random.default_rng(3).standard_normal(x_np.shape).astype(np.float32)
+    xt = torch.tensor(x_np).to(tdtype).requires_grad_()
+    yt = torch.nn.functional.gelu(xt, approximate="tanh")
+    yt.backward(torch.tensor(g_np).to(tdtype))
+    unit = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[name]
+    for choices, ops_wanted in (("CUDA_TWINS", {"GELU_TANH_HALF", "GELU_TANH_BACK_HALF"}),
+                                ("CPU", {"GELU_TANH_F32", "GELU_TANH_BACK_F32", "CPY"})):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, choices)):
+            x = ggrad.tensor(x_np).to(dtype).requires_grad_()
+            g = ggrad.tensor(g_np).to(dtype)
+            ggrad.realize()
+            with ggrad.profile() as prof:
+                y = ggrad.nn.functional.gelu(x, approximate="tanh")
+                y.backward(g)
+                ggrad.realize()
+            ran = set(prof.by_op())
+            assert ops_wanted <= ran and (choices == "CPU") == ("CPY" in ran), (choices, ran)
+            assert y.dtype is dtype and x.grad.dtype is dtype
+            np.testing.assert_allclose(y.float().numpy(), yt.float().detach().numpy(), rtol=unit, atol=1e-6,
+                                       equal_nan=True)
+            # PyTorch's gradient at +-inf is nan, as the kernels'; in the far negative tail its 1 + tanh(u)
+            # cancels in f32 (absolute errors near 1e-6 there, the kernels' closer to the f64 value)
+            finite_grads = slice(0, finite.size)
+            np.testing.assert_allclose(x.grad.float().numpy()[finite_grads], xt.grad.float().numpy()[finite_grads],
+                                       rtol=2 * unit, atol=4e-6)
+    with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA_TWINS):
+        x = ggrad.tensor(finite[::40]).to(dtype).requires_grad_()
+        dx, = ggrad.autograd.grad(ggrad.nn.functional.gelu(x, approximate="tanh").sum(), x, create_graph=True)
+        assert dx.requires_grad and dx.dtype is dtype
+        xt = torch.tensor(finite[::40]).to(tdtype).requires_grad_()
+        dxt, = torch.autograd.grad(torch.nn.functional.gelu(xt, approximate="tanh").sum(), xt, create_graph=True)
+        np.testing.assert_allclose(dx.float().numpy(), dxt.float().detach().numpy(), rtol=2 * unit, atol=1e-6)
+        (d2x,) = ggrad.autograd.grad(dx.float().sum(), x)
+        (d2xt,) = torch.autograd.grad(dxt.float().sum(), xt)
+        np.testing.assert_allclose(d2x.float().numpy(), d2xt.float().numpy(), rtol=8 * unit, atol=4 * unit)
+
+
 def test_gelu_tanh_kernel_gradient_equals_the_composition_everywhere(no_graph_cache):
     # inf, nan and huge inputs included; a backward that is itself recorded takes the composition
     x_np = np.array([np.inf, -np.inf, np.nan, 1e20, -1e20, 1e13, -1e13, 20.0, -20.0, 0.0, -0.5, 3.0],
@@ -686,7 +733,14 @@ def test_every_backends_choice_has_a_build():
     attention="kernel", the CPU's flash kernels under test.)"""
     assert {c.field for c in lowering.CHOICES} >= {"relu", "gelu_tanh", "concat", "class_labels", "adamw",
                                                    "transpose_copy", "row_sum", "column_broadcast", "attention"}
+    built = {}   # field -> the values some body is built for
     for c in lowering.CHOICES:
+        if c.flags is None:
+            built.setdefault(c.field, set()).update(c.builds)
+    for c in lowering.CHOICES:
+        if c.flags is not None:   # a `names` flag: any other value answers False; its own must be built
+            assert set(c.flags) <= built[c.field], (c.field, c.flags)
+            continue
         named = {getattr(lw, c.field) for lw in BACKEND_LOWERINGS.values()}
         assert named <= set(c.builds) | {lowering.default_value(c.field)}, (c.__name__, named)
 

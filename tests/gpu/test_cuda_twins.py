@@ -107,6 +107,33 @@ def test_gelu_twins_match_the_cpu_kernels(cuda):
     np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_half_gelu_twins_match_the_cpu_kernels(cuda, name):
+    """GELU of a float16/bfloat16 tensor stays in its dtype under the twins' lowering (gelu_tanh_half and its
+    gradient, no cast around them), each element rounded once as the CPU's kernels round it."""
+    finite = np.linspace(-30, 30, 6001, dtype=np.float32)
+    x_np = np.concatenate([finite, np.array([np.inf, -np.inf, np.nan, 1e4, -1e4, 20.0, -20.0], dtype=np.float32)])
+    g_np = np.random.default_rng(0).standard_normal(finite.shape).astype(np.float32)
+    results = []
+    for device in (ggrad.device("cpu"), cuda):
+        with execution.forced_lowering(ggrad.device("cpu"), lowering.CUDA_TWINS):
+            x = ggrad.tensor(x_np, device=device).to(DTYPES[name])
+            ran = _ops(lambda: ggrad.nn.functional.gelu(x, approximate="tanh").float().numpy())
+            assert "GELU_TANH_HALF" in ran and ran.get("CPY") == 1, ran   # the one cast: .float() for numpy
+            y = ggrad.nn.functional.gelu(x, approximate="tanh")
+            xf = ggrad.tensor(finite, device=device).to(DTYPES[name]).requires_grad_()
+            g = ggrad.tensor(g_np, device=device).to(DTYPES[name])
+            ran = _ops(lambda: ggrad.nn.functional.gelu(xf, approximate="tanh").backward(g))
+            assert "GELU_TANH_BACK_HALF" in ran and "CPY" not in ran, ran
+            assert y.dtype is DTYPES[name] and xf.grad.dtype is DTYPES[name]
+            results.append((y.float().numpy(), xf.grad.float().numpy()))
+    (cpu_y, cpu_dx), (gpu_y, gpu_dx) = results
+    # one unit in the last place of the half dtype apart at most (f32 math in another order before rounding)
+    unit = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}[name]
+    np.testing.assert_allclose(gpu_y, cpu_y, rtol=unit, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(gpu_dx, cpu_dx, rtol=unit, atol=1e-6)
+
+
 def test_layer_norm_twins_match_the_cpu_kernels(cuda):
     """Layer norm forward and gradient (rows of 512 and of 7: whole warps and a partial one) by the twins."""
     rng = np.random.default_rng(3)

@@ -10,7 +10,10 @@ import math
 from ...ggml import f32, kernels, ops
 from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
-from ..lowering import choice
+from .. import grad_mode
+from ..function import apply_function
+from ..lowering import choice, names
+from ..memory import pending_graph
 from ..primitive import Primitive, one_op_gradient
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
@@ -271,6 +274,24 @@ def _gelu_tanh_by_silu_node(graph, x):
     return _gelu_tanh_by_silu(graph.ctx, x)
 
 
+@_gelu_tanh_node.alternative("half_kernel")
+def _gelu_tanh_by_any_kernel(graph, x):
+    return (kernels.gelu_tanh_f32 if x.dtype is f32 else kernels.gelu_tanh_half)(graph.ctx, x)
+
+
+_takes_half = names("gelu_tanh", "half_kernel")
+
+
+def _in_own_dtype_where_kernel(fn, args):
+    """GELU's dtype rule: float16 and bfloat16 computed in their own dtype where the lowering's half kernels
+    take them (the result rounded once from f32 inside, as PyTorch's), else FLOAT's float32 round trip."""
+    x = args[0]
+    if isinstance(x, Tensor) and x.dtype.name in ("f16", "bf16") and all(
+            isinstance(a, Tensor) and a.dtype is x.dtype for a in args) and _takes_half(pending_graph(x.device)):
+        return apply_function(fn, args)
+    return FLOAT(fn, args)
+
+
 @choice("gelu_tanh")
 def _gelu_tanh_back_node(graph, g, x):
     c = graph.ctx
@@ -287,15 +308,21 @@ def _gelu_tanh_back_by_kernel(graph, g, x):
     return kernels.gelu_tanh_back_f32(graph.ctx, g, x)
 
 
+@_gelu_tanh_back_node.alternative("half_kernel")
+def _gelu_tanh_back_by_any_kernel(graph, g, x):
+    return (kernels.gelu_tanh_back_f32 if x.dtype is f32 else kernels.gelu_tanh_back_half)(graph.ctx, g, x)
+
+
 _gelu_tanh_back_node.alternative("silu")(_gelu_tanh_back_node.default)   # the forward's composition: GGML's ops
 
 
 class GeluTanh(Primitive):
     """tanh approximation of x * Phi(x): GGML's gelu; or in f32 where the lowering says so (GGML's CPU gelu
     reads an f16 table: errors up to 4e-3) ggrad's CPU kernel ("kernel", one pass each way) or the
-    composition `_gelu_tanh_by_silu` ("silu", for RPC servers)."""
+    composition `_gelu_tanh_by_silu` ("silu", for RPC servers); float16 and bfloat16 in their own dtype where
+    the lowering's half kernels take them ("half_kernel")."""
     saves = "input"
-    dtypes = FLOAT
+    dtypes = _in_own_dtype_where_kernel
 
     @staticmethod
     def build(ctx, graph, x):
@@ -304,8 +331,11 @@ class GeluTanh(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if one_op_gradient(g, x):
-            return GeluTanhBack.apply(g, x)
+        if one_op_gradient(g, x) or (x.dtype is not f32 and g.dtype is x.dtype and not grad_mode.is_grad_enabled()):
+            return GeluTanhBack.apply(g, x)   # half g and x where the forward ran in half: the half kernel
+        if x.dtype is not f32:   # a recorded backward of the forward's half kernel: in f32, rounded once
+            return _gelu_tanh_grad(g.float(), x.float(), Sqr.apply, Sigmoid.apply, lambda a, b: a * b,
+                                   ScaleBias.apply).to(x.dtype)
         return _gelu_tanh_grad(g, x, Sqr.apply, Sigmoid.apply, lambda a, b: a * b, ScaleBias.apply)
 
 
@@ -313,7 +343,7 @@ class GeluTanhBack(Primitive):
     """g times GELU (tanh)'s derivative at x, one recorded op: ggrad's CPU kernel where the lowering says so,
     else `_gelu_tanh_grad`'s nodes, or `_gelu_tanh_grad_in_place`'s on `_unviewed` operands (no backward of
     its own: a backward that is itself differentiated takes `_gelu_tanh_grad` in Tensor ops)."""
-    dtypes = FLOAT
+    dtypes = _in_own_dtype_where_kernel
 
     @staticmethod
     def build(ctx, graph, g, x):

@@ -66,3 +66,44 @@ void ggrad_gelu_tanh_back_f32(struct ggml_tensor *dst, int ith, int nth, void *u
     run(backward_for(ggrad_isa), dst, (const float *)dst->src[0]->data, (const float *)dst->src[1]->data, ith,
         nth);
 }
+
+/* The same on float16 or bfloat16 (dst's type, that of every source): each block of elements converted to
+   f32, computed as above, rounded once to dst's type (GGML's conversions: round to nearest even, nan kept),
+   as PyTorch computes GELU and its gradient on half tensors. */
+enum { HALF_BLOCK = 512 };
+
+static void to_f32(const struct ggml_tensor *t, int64_t begin, int64_t n, float *out) {
+    if (t->type == GGML_TYPE_BF16)
+        ggml_bf16_to_fp32_row((const ggml_bf16_t *)t->data + begin, out, n);
+    else
+        ggml_fp16_to_fp32_row((const ggml_fp16_t *)t->data + begin, out, n);
+}
+
+static void run_half(range_fn fn, struct ggml_tensor *dst, int ith, int nth) {
+    const struct ggml_tensor *a = dst->src[0], *b = dst->src[1] ? dst->src[1] : dst->src[0];
+    int64_t begin, end;
+    share(ggml_nelements(dst), VMAX, ith, nth, &begin, &end);
+    float fa[HALF_BLOCK], fb[HALF_BLOCK], out[HALF_BLOCK];
+    for (int64_t i = begin; i < end; i += HALF_BLOCK) {
+        int64_t n = end - i < HALF_BLOCK ? end - i : HALF_BLOCK;
+        to_f32(a, i, n, fa);
+        to_f32(b, i, n, fb);
+        fn(out, fa, fb, 0, n);
+        if (dst->type == GGML_TYPE_BF16)
+            ggml_fp32_to_bf16_row_ref(out, (ggml_bf16_t *)dst->data + i, n);
+        else
+            ggml_fp32_to_fp16_row(out, (ggml_fp16_t *)dst->data + i, n);
+    }
+}
+
+/* ggml_custom_op_t: dst = gelu_tanh(src[0]), contiguous f16 or bf16 */
+void ggrad_gelu_tanh_half(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+    (void)userdata;
+    run_half(forward_for(ggrad_isa), dst, ith, nth);
+}
+
+/* ggml_custom_op_t: dst = src[0] * gelu_tanh'(src[1]) (g, then x), contiguous f16 or bf16 */
+void ggrad_gelu_tanh_back_half(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+    (void)userdata;
+    run_half(backward_for(ggrad_isa), dst, ith, nth);
+}

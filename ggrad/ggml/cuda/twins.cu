@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "ggml.h"
@@ -169,6 +171,46 @@ extern "C" void ggrad_cuda_gelu_tanh_back_f32(ggml_tensor * dst, void * stream, 
     const int64_t vectors = vectors_of(n, g, x, dst->data);
     gelu_tanh_back_kernel<<<blocks_for(vectors ? vectors : n), 256, 0, (cudaStream_t) stream>>>(
         g, x, (float *) dst->data, n, vectors);
+}
+
+// GELU and its gradient on float16 or bfloat16 (the node's type, every source's): each element read as f32,
+// computed as the f32 twins, rounded once (round to nearest even), as the CPU's ggrad_gelu_tanh_half.
+template <typename T> __device__ static float as_float(T v);
+template <> __device__ float as_float<__half>(__half v) { return __half2float(v); }
+template <> __device__ float as_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ static T from_float(float v);
+template <> __device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T, bool BACK>
+__global__ static void gelu_tanh_half_kernel(const T * a, const T * b, T * y, int64_t n) {
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float value = BACK ? gelu_tanh_back(as_float(a[i]), as_float(b[i])) : gelu_tanh(as_float(a[i]));
+        y[i] = from_float<T>(value);
+    }
+}
+
+template <bool BACK>
+static void gelu_tanh_half(ggml_tensor * dst, void * stream) {
+    const int64_t n = elements(dst);
+    const void * a = dst->src[0]->data;
+    const void * b = BACK ? dst->src[1]->data : a;
+    if (dst->type == GGML_TYPE_BF16) {
+        gelu_tanh_half_kernel<__nv_bfloat16, BACK><<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
+            (const __nv_bfloat16 *) a, (const __nv_bfloat16 *) b, (__nv_bfloat16 *) dst->data, n);
+    } else {
+        gelu_tanh_half_kernel<__half, BACK><<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
+            (const __half *) a, (const __half *) b, (__half *) dst->data, n);
+    }
+}
+
+extern "C" void ggrad_cuda_gelu_tanh_half(ggml_tensor * dst, void * stream, void *) {
+    gelu_tanh_half<false>(dst, stream);
+}
+
+extern "C" void ggrad_cuda_gelu_tanh_back_half(ggml_tensor * dst, void * stream, void *) {
+    gelu_tanh_half<true>(dst, stream);
 }
 
 // The userdata of a custom node (ggml_custom_4d keeps its function, task count and userdata in op_params,
@@ -428,6 +470,8 @@ extern "C" void ggrad_cuda_nonfinite_f32(ggml_tensor * dst, void * stream, void 
 
 static int kernels_load() {
     const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
+                              (const void *) gelu_tanh_half_kernel<__half, false>,
+                              (const void *) gelu_tanh_half_kernel<__nv_bfloat16, true>,
                               (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,
                               (const void *) layer_norm_affine_kernel,
                               (const void *) concat_kernel<4>, (const void *) concat_kernel<1>,

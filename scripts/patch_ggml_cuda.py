@@ -7,7 +7,8 @@ else, let ggrad register a CUDA function for a custom op's CPU function (through
 address `ggrad_cuda_register_custom`): `supports_op` accepts a node that has one, and the compute dispatch
 launches it on the backend's stream with GGML's cuBLAS handle, so CUDA graphs capture it with the rest.
 A second address, `ggrad_cuda_gemm_half`, gives the twins cuBLAS's half-precision product with float32
-accumulation (GGML's own half products accumulate in float16 or convert both operands to float32 first).
+accumulation, written in float32 or rounded once to the half type (GGML's own half products accumulate in
+float16 or convert both operands to float32 first).
 A third, `ggrad_cuda_register_override`, lets ggrad compute any node itself before GGML does: its function
 is offered each node and says whether it launched it (ggrad takes the copies and conversions between float32
 and the half types, which GGML converts one element a thread, and embedding gradients: ggrad/ggml/cuda/
@@ -75,21 +76,21 @@ static void ggrad_cuda_register_override(ggrad_cuda_override_t override_fn) {{
     ggrad_cuda_override.store(override_fn, std::memory_order_release);
 }}
 
-// C = op(A) op(B) for batches of float16 (or bfloat16) matrices, summed and written in float32 (cuBLAS,
-// column-major, as cublasGemmStridedBatchedEx takes them): the product ggrad's twins build on. 0 on success.
+// C = op(A) op(B) + beta C for batches of float16 (or bfloat16) matrices, summed in float32 and written in
+// float32, or where `c_half` in A's type, rounded once (cuBLAS, column-major, as cublasGemmStridedBatchedEx
+// takes them): the product ggrad's twins build on. 0 on success.
 static int ggrad_cuda_gemm_half(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n,
         int k, const void * a, int lda, long long stride_a, const void * b, int ldb, long long stride_b,
-        float * c, int ldc, long long stride_c, int batch) {{
+        void * c, int ldc, long long stride_c, int batch, int c_half, float beta) {{
     cublasHandle_t handle = (cublasHandle_t) cublas;
     if (cublasSetStream(handle, (cudaStream_t) stream) != CUBLAS_STATUS_SUCCESS) {{
         return -1;
     }}
     const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     const float alpha = 1.0f;
-    const float beta = 0.0f;
     return (int) cublasGemmStridedBatchedEx(handle, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
         trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, a, type, lda, stride_a, b, type, ldb, stride_b,
-        &beta, c, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        &beta, c, c_half ? type : CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }}
 
 """

@@ -21,9 +21,9 @@ from ..autograd import autocast_hook
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.products import linear_grads, product_with_bias
+from ..autograd.ops.products import RoundedHalfLinear, linear_grads, product_with_bias, rounded_half_linear_fits
 from ..autograd.ops.unary import cast
-from ..autograd.lowering import choice
+from ..autograd.lowering import choice, names
 from ..autograd.memory import pending_graph
 from ..autograd.roundings import note, source_of, widen
 from ..autograd.tensor import Tensor
@@ -48,12 +48,17 @@ class LowPrecisionProduct(Function):
         ctx.sources = (x.dtype, w.shape, w.dtype, w_transposed)
         if bias is not None:
             ctx.bias = (bias.shape, bias.dtype)
-            bias = widen(bias, f32)
-        out = product_with_bias(x_low, w_low, bias, w_transposed)
-        if rounded_to is None:
-            return out
-        ctx.set_materialize_grads(False)
-        return out, cast(out, rounded_to)
+        if rounded_to is not None:
+            ctx.set_materialize_grads(False)
+            bias_low = None if bias is None else bias.to(rounded_to)
+            if not w_transposed and _rounds_itself(pending_graph(w.device)) \
+                    and rounded_half_linear_fits(x_low, w_low, bias_low):
+                # the half kernel writes the rounded result itself (the bias rounded first, as PyTorch's); an
+                # op computing in float32 next reads it widened: PyTorch's value, for two casts fewer
+                low = RoundedHalfLinear.apply(x_low, w_low, bias_low)
+                return cast(low, f32), low
+        out = product_with_bias(x_low, w_low, None if bias is None else widen(bias, f32), w_transposed)
+        return out if rounded_to is None else (out, cast(out, rounded_to))
 
     @staticmethod
     def backward(ctx, g, g_low=None):
@@ -66,6 +71,9 @@ class LowPrecisionProduct(Function):
 
 def _same_half(a, b):
     return a.dtype is b.dtype and a.dtype in (f16, bf16)
+
+
+_rounds_itself = names("half_matmul", "kernel")   # the half kernel writes a product's rounded result
 
 
 @choice("half_matmul")

@@ -57,7 +57,7 @@ def matmul_f32(ctx, a, b, bias=None):
     return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], args, len(args), _FUNCTIONS[op], -1)
 
 
-def matmul_half(ctx, a, b):
+def matmul_half(ctx, a, b, bias=None, rounded=False):
     """`b @ a.T` in float32 for float16 (or bfloat16) operands, sums in float32, batched over dims 2 and 3.
 
     a [k, m, q, r] and b [k, n, q*x, r*y] (a broadcast over b's batch dims) give f32 [m, n, q*x, r*y], as
@@ -69,6 +69,9 @@ def matmul_half(ctx, a, b):
         ctx: the Context the result is made in.
         a: f16 or bf16 [k, m, q, r] whose rows (along k) or columns (along m) are contiguous.
         b: b's dtype, [k, n, q*x, r*y], likewise.
+        bias: None, or a's dtype [m], contiguous, added to every row of the sums (`rounded` only).
+        rounded: give the result in a's dtype, the sums (plus bias) rounded once, as PyTorch's half linear,
+            instead of float32: its half result without a float32 one in between (a cast and an add).
     """
     op = "matmul_half"
     pa, pb = tensor(op, "a", a), tensor(op, "b", b)
@@ -83,7 +86,16 @@ def matmul_half(ctx, a, b):
                 or max(strides) // 2 > _INT_MAX:
             C.fail(op, f"{name} ne={C.ne(p)} nb={strides}: needs contiguous rows or columns (nb[0] or nb[1] "
                        "of one element) and sizes and strides below 2**31 elements")
-    return custom_4d(ctx, "f32", na[1], nb[1], nb[2], nb[3], [a, b], 2, _FUNCTIONS[op], -1)
+    args = [a, b]
+    if bias is not None:
+        pbias = tensor(op, "bias", bias)
+        if not rounded or pbias.type != pa.type or C.ne(pbias) != [na[1], 1, 1, 1] \
+                or not lib.ggml_is_contiguous(pbias):
+            C.fail(op, f"bias ({C.tname(pbias)}, ne={C.ne(pbias)}) must be contiguous {C.tname(pa)} "
+                       f"[{na[1]}] and come with rounded=True")
+        args.append(bias)
+    return custom_4d(ctx, C.tname(pa) if rounded else "f32", na[1], nb[1], nb[2], nb[3], args, len(args),
+                     _FUNCTIONS[op], -1)
 
 
 ATTENTION_HEAD_MAX = 256   # the widest head (q's and k's, or v's) the attention kernels take (the CUDA twin's)

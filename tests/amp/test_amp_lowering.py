@@ -30,9 +30,9 @@ def test_gpu_lowering_of_an_autocast_step(monkeypatch, backend, name):
     built = []
     real_out_prod, real_ce, real_half = ggml.ops.out_prod, ggml.ops.cross_entropy_loss, ggml.kernels.matmul_half
 
-    def matmul_half(ctx, a, b):
+    def matmul_half(ctx, a, b, bias=None, rounded=False):
         built.append(("matmul_half", a.dtype.name, b.dtype.name))
-        return real_half(ctx, a, b)
+        return real_half(ctx, a, b, bias, rounded)
     monkeypatch.setattr(ggml.kernels, "matmul_half", matmul_half)
 
     def out_prod(ctx, a, b):
@@ -169,3 +169,42 @@ def test_autocast_products_have_second_derivatives_as_torch(backend):
     for got, want in ((gx, gxt), (w.grad, wt.grad), (x.grad, xt.grad)):
         want = want.detach().numpy()
         np.testing.assert_allclose(got.numpy(), want, rtol=5e-3, atol=5e-3 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("name", sorted(DTYPES))
+def test_twins_write_an_autocast_linear_rounded_with_its_bias(name):
+    """Under CUDA's twins the half kernel writes an autocast linear's rounded result itself, its bias rounded
+    to the half dtype first and added before the one rounding, as PyTorch's (no float32 product, no add, no
+    cast); an op computing in float32 next reads that rounded value widened, as PyTorch's does. Checked
+    against PyTorch's autocast linear and an f64 reference; the gradients against the CPU's lowering."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x_np, w_np, b_np, r_np = (rng.standard_normal(s).astype(np.float32)
+                              for s in ((2, 24, 40), (48, 40), (48,), (2, 24, 48)))
+    results = {}
+    for backend in ("CPU", "CUDA_TWINS"):
+        with execution.forced_lowering(ggrad.device("cpu"), getattr(lowering, backend)):
+            x, w, b = (ggrad.tensor(a, requires_grad=True) for a in (x_np, w_np, b_np))
+            with ggrad.profile() as prof:
+                with ggrad.autocast("cpu", dtype=DTYPES[name]):
+                    y = ggrad.linear(x, w, b)
+                    z = ggrad.tensor(r_np) + y   # a float32 residual and half: a float32 result
+                (z * ggrad.tensor(r_np[::-1].copy())).sum().backward()
+                ggrad.realize()
+            ran = prof.by_op()
+            results[backend] = [y.float().numpy(), z.numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
+        assert y.dtype is DTYPES[name] and z.dtype is ggrad.float32
+        if backend == "CUDA_TWINS":   # the forward's product and both gradients'; the bias in the kernel
+            assert ran["MATMUL_HALF"][0] == 3 and ran["ADD"][0] == 1, ran   # the residual's add only
+    tdtype = getattr(torch, {"f16": "float16", "bf16": "bfloat16"}[name])
+    with torch.autocast("cpu", dtype=tdtype):
+        yt = torch.nn.functional.linear(*(torch.tensor(a) for a in (x_np, w_np, b_np)))
+    y16 = [ggrad.tensor(a).to(DTYPES[name]).float().numpy().astype(np.float64) for a in (x_np, w_np, b_np)]
+    exact = ggrad.tensor((y16[0] @ y16[1].T + y16[2]).astype(np.float32)).to(DTYPES[name]).float().numpy()
+    unit = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}[name]
+    got = results["CUDA_TWINS"]
+    np.testing.assert_allclose(got[0], exact, rtol=unit, atol=unit)
+    np.testing.assert_allclose(got[0], yt.float().numpy(), rtol=unit, atol=unit)
+    np.testing.assert_array_equal(got[1], r_np + got[0])   # z read the rounded value
+    for i, (g, want) in enumerate(zip(got[2:], results["CPU"][2:])):
+        np.testing.assert_allclose(g, want, rtol=4 * unit, atol=4 * unit * float(np.abs(want).max()), err_msg=i)

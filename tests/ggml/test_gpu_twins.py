@@ -106,23 +106,31 @@ def _cublas_reference(calls):
         return matrix.T if transposed else matrix
 
     def gemm(cublas, stream, bf16, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c,
-             batch):
-        calls.append((trans_a, trans_b, m, n, k, lda, ldb, batch))
+             batch, c_half, beta):
+        calls.append((trans_a, trans_b, m, n, k, lda, ldb, c_half, beta, batch))
         for i in range(batch):
             op_a = read(a + 2 * i * stride_a, bf16, m, k, lda, trans_a).astype(np.float64)
             op_b = read(b + 2 * i * stride_b, bf16, k, n, ldb, trans_b).astype(np.float64)
+            sums = (op_a @ op_b).T.astype(np.float32)   # (n, m)
+            if c_half:   # rounded once to A's type (float16 here: bfloat16's rounding is checked on the GPU)
+                assert not bf16 and beta == 0.0
+                out = np.ctypeslib.as_array((ctypes.c_uint16 * (ldc * n)).from_address(c + 2 * i * stride_c))
+                sums = sums.astype(np.float16).view(np.uint16)
+                np.lib.stride_tricks.as_strided(out, (n, m), (ldc * 2, 2))[...] = sums
+                continue
             out = np.ctypeslib.as_array((ctypes.c_float * (ldc * n)).from_address(c + 4 * i * stride_c))
-            np.lib.stride_tricks.as_strided(out, (n, m), (ldc * 4, 4))[...] = (op_a @ op_b).T.astype(np.float32)
+            np.lib.stride_tricks.as_strided(out, (n, m), (ldc * 4, 4))[...] = sums
         return 0
     return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, *[ctypes.c_int] * 6, ctypes.c_void_p,
                             ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong,
-                            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int)(gemm)
+                            ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_int,
+                            ctypes.c_float)(gemm)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("case", ["plain", "a_transposed", "b_transposed", "both", "batched", "broadcast", "grouped",
-                                  "one_row"])
+                                  "one_row", "rounded"])
 def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(built_twins, runner, dtype, case):
     """The CUDA twin's host side (operands as cuBLAS takes them: transposes, leading dimensions, batches and
     their broadcast) run with a reference of cuBLAS's product on host memory: the same values as the node's
@@ -136,14 +144,19 @@ def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(built_twins
     shapes = {"plain": ((20, 30), (12, 30)), "a_transposed": ((30, 20), (12, 30)),
               "b_transposed": ((20, 30), (30, 12)), "both": ((30, 20), (30, 12)),
               "batched": ((3, 20, 30), (3, 12, 30)), "broadcast": ((2, 1, 6, 10), (2, 4, 5, 10)),
-              "grouped": ((2, 2, 6, 10), (2, 4, 5, 10)), "one_row": ((1, 30), (12, 30))}[case]
+              "grouped": ((2, 2, 6, 10), (2, 4, 5, 10)), "one_row": ((1, 30), (12, 30)),
+              "rounded": ((3, 20, 30), (3, 12, 30))}[case]
+    if case == "rounded" and dtype == "bf16":
+        pytest.skip("the reference rounds to float16 only")
     a_np, b_np = [(np.random.default_rng(i).integers(-8, 9, s) / 4).astype(np.float32) for i, s in enumerate(shapes)]
 
     def build(ctx, x, y):
         x = ops.transpose(ctx, x) if case in ("a_transposed", "both") else x
         y = ops.transpose(ctx, y) if case in ("b_transposed", "both") else y
-        return kernels.matmul_half(ctx, x, y)
+        return kernels.matmul_half(ctx, x, y, rounded=case == "rounded")
     (want,), (node,) = runner.run(build, [(a_np, dtype), (b_np, dtype)])   # by the CPU twin
+    if case == "rounded":
+        assert want.dtype == np.float16   # the twin writes the half result (the sums exact in it)
     gg.set_data(node, np.zeros_like(want))   # then the CUDA twin's host side writes over the same node
     twins.ggrad_cuda_matmul_half(ctypes.c_void_p(int(gg.ffi.cast("uintptr_t", node.ptr))), None, None)
     np.testing.assert_array_equal(gg.get_data(node), want)

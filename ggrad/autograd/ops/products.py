@@ -121,6 +121,30 @@ class Linear(Primitive):
         return linear_grads(g, x, w, ctx.shapes[1], ctx.shapes[2], ctx.needs_input_grad)
 
 
+class RoundedHalfLinear(Primitive):
+    """x @ w^T (+ bias) for float16 or bfloat16 x (..., K), w (N, K) and bias (N,) of that one dtype, in it:
+    the float32 sums plus the bias rounded once by ggrad's half kernel (kernels.matmul_half, rounded), as
+    PyTorch's half linear. Autocast's product where the lowering's half kernel writes its rounded result
+    (amp/products.py, which takes the gradients: this op is built under no_grad only)."""
+    views = True
+
+    @staticmethod
+    def build(ctx, graph, x, w, bias):
+        x, w = _half_operand(graph, x), _half_operand(graph, w)
+        bias = None if bias is None else _packed(graph, bias)
+        return _batched(graph, x, w, lambda x: kernels.matmul_half(graph.ctx, w, x, bias, rounded=True))
+
+    @staticmethod
+    def shape(x, w, bias):
+        return x.shape[:-1] + (w.shape[0],)
+
+
+def rounded_half_linear_fits(x, w, bias):
+    """Whether RoundedHalfLinear takes these operands."""
+    return (x.dtype is w.dtype and x.dtype in (f16, bf16) and w.ndim == 2 and 2 <= x.ndim <= 4
+            and x.shape[-1] == w.shape[1] and (bias is None or (bias.dtype is x.dtype and bias.shape == w.shape[:1])))
+
+
 def linear_grads(g, x, w, w_shape, bias_shape, needs, w_transposed=False):
     """The gradients (x's, w's, the bias's; None where not wanted by `needs`) of x @ w^T (+ bias) given g:
     one op (LinearGrads) for a first-order backward of float32 tensors and a 2-D weight read as it is, else

@@ -19,7 +19,7 @@
 
 typedef int (*gemm_half_t)(void * cublas, void * stream, int bf16, int trans_a, int trans_b, int m, int n, int k,
                            const void * a, int lda, long long stride_a, const void * b, int ldb, long long stride_b,
-                           float * c, int ldc, long long stride_c, int batch);
+                           void * c, int ldc, long long stride_c, int batch, int c_half, float beta);
 
 static gemm_half_t gemm_half = nullptr;   // the patched backend's ggrad_cuda_gemm_half
 
@@ -53,20 +53,40 @@ static operand operand_of(const ggml_tensor * t) {
     return {false, (int) (ld < t->ne[1] ? t->ne[1] : ld)};
 }
 
-// dst [m, n, q*x, r*y] f32 = b @ a^T for half a [k, m, q, r] and b [k, n, q*x, r*y] (ggrad_matmul_half's
-// CPU twin defines it): cuBLAS computes column-major C (m x n) = op(A) op(B), A holding a's rows, B b's.
+// Every row of m elements of the contiguous half `dst` set to the half `bias` [m] (the product then adds to it).
+__global__ static void bias_rows_kernel(const uint16_t * bias, uint16_t * dst, int64_t m, int64_t n) {
+    const int64_t stride = (int64_t) gridDim.x * blockDim.x;
+    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += stride) {
+        dst[i] = bias[i % m];
+    }
+}
+
+static unsigned int blocks_for(int64_t n);
+
+// dst [m, n, q*x, r*y] = b @ a^T for half a [k, m, q, r] and b [k, n, q*x, r*y] (ggrad_matmul_half's CPU twin
+// defines it): cuBLAS computes column-major C (m x n) = op(A) op(B), A holding a's rows, B b's, summing in
+// float32; dst is float32, or a's type, rounded once, with the half bias src[2] [m] added before (C holds
+// the bias first and the product adds to it, as PyTorch's half linear adds its rounded bias).
 extern "C" void ggrad_cuda_matmul_half(ggml_tensor * dst, void * stream, void * cublas) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
+    const ggml_tensor * bias = dst->src[2];
     const int bf16 = a->type == GGML_TYPE_BF16;
+    const int c_half = dst->type != GGML_TYPE_F32;
     const int m = (int) a->ne[1], n = (int) b->ne[1], k = (int) a->ne[0];
     const operand oa = operand_of(a), ob = operand_of(b);
     const int64_t el = 2, r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const long long mn = (long long) m * n;
+    const int64_t c_el = c_half ? 2 : 4;
+    if (bias != nullptr) {
+        const int64_t all = mn * b->ne[2] * b->ne[3];
+        bias_rows_kernel<<<blocks_for(all), 256, 0, (cudaStream_t) stream>>>(
+            (const uint16_t *) bias->data, (uint16_t *) dst->data, m, all);
+    }
     for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
         const char * a3 = (const char *) a->data + (i3 / r3) * a->nb[3];
         const char * b3 = (const char *) b->data + i3 * b->nb[3];
-        float * c3 = (float *) ((char *) dst->data + i3 * dst->nb[3]);
+        char * c3 = (char *) dst->data + i3 * dst->nb[3];
         // one strided batch over dimension 2 where a's batches step evenly with b's, else one product each
         const bool strided = r2 == 1 || a->ne[2] == 1;
         const int64_t products = strided ? 1 : b->ne[2];
@@ -74,7 +94,8 @@ extern "C" void ggrad_cuda_matmul_half(ggml_tensor * dst, void * stream, void * 
             int status = gemm_half(cublas, stream, bf16, oa.along_k, !ob.along_k, m, n, k,
                                    a3 + (i2 / r2) * a->nb[2], oa.ld, a->ne[2] == 1 ? 0 : a->nb[2] / el,
                                    b3 + i2 * b->nb[2], ob.ld, b->nb[2] / el,
-                                   c3 + i2 * mn, m, mn, strided ? (int) b->ne[2] : 1);
+                                   c3 + i2 * mn * c_el, m, mn, strided ? (int) b->ne[2] : 1, c_half,
+                                   bias != nullptr ? 1.0f : 0.0f);
             if (status != 0) {
                 fprintf(stderr, "ggrad: cuBLAS half product %s failed (status %d)\n", dst->name, status);
             }
@@ -469,7 +490,8 @@ extern "C" void ggrad_cuda_nonfinite_f32(ggml_tensor * dst, void * stream, void 
 }
 
 static int kernels_load() {
-    const void * kernels[] = {(const void *) gelu_tanh_kernel, (const void *) gelu_tanh_back_kernel,
+    const void * kernels[] = {(const void *) bias_rows_kernel, (const void *) gelu_tanh_kernel,
+                              (const void *) gelu_tanh_back_kernel,
                               (const void *) gelu_tanh_half_kernel<__half, false>,
                               (const void *) gelu_tanh_half_kernel<__nv_bfloat16, true>,
                               (const void *) layer_norm_kernel, (const void *) layer_norm_back_kernel,

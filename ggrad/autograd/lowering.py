@@ -37,7 +37,8 @@ class Lowering:
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
         half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
             (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
-            takes the weight gradients of autocast's products.
+            takes the weight gradients of autocast's products and writes an autocast linear's rounded result
+            itself, bias included (ops.products.RoundedHalfLinear).
         concat: f32 joins by GGML's "concat" or by ggrad's "kernel" (kernels.concat_f32; CPU, and CUDA's twin).
         layer_norm: layer norm's core on f32 by GGML's "norm" (and a composed gradient) or by ggrad's
             "kernel" (kernels.layer_norm_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders).

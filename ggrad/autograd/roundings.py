@@ -6,9 +6,10 @@ loss, an activation that GGML runs in float32), the value would go f32 -> f16 ->
 forward and two more in the backward. `note(low, source)` (ggrad.amp) records such a rounding;
 `widen(x, dtype)`, the conversion the dtype rules use before an op computes in float32, then takes the
 float32 source itself instead of casting back (a deliberate difference from PyTorch: the value skips
-one rounding, so it is closer to the float32 result). An op that keeps its input for its backward takes
-`rounded(x, dtype)` instead: x's own value, kept in x's precision as PyTorch keeps it, with the gradient
-still going to the source uncast. A cast written by the user (`x.float()`, `x.to(...)`) still rounds. A
+one rounding, so it is closer to the float32 result; where the lowering's half kernel writes a linear's
+rounded result itself, the float32 source is that value widened, as PyTorch's). An op that keeps its
+input for its backward takes `rounded(x, dtype)` instead: x's own value, kept in x's precision as PyTorch
+keeps it, with the gradient still going to the source uncast. A cast written by the user (`x.float()`, `x.to(...)`) still rounds. A
 noted rounding or its source modified in place is not folded.
 
 The source stays alive while its rounding does (a rounding held through a compute keeps both).

@@ -53,15 +53,29 @@ static operand operand_of(const ggml_tensor * t) {
     return {false, (int) (ld < t->ne[1] ? t->ne[1] : ld)};
 }
 
-// Every row of m elements of the contiguous half `dst` set to the half `bias` [m] (the product then adds to it).
-__global__ static void bias_rows_kernel(const uint16_t * bias, uint16_t * dst, int64_t m, int64_t n) {
+// Each of the `rows` rows of the contiguous `dst` set to `bias` (m words of V each: 8 halves at a time where
+// the rows allow it, else one): what the product then adds to. A block's threads take a row's words.
+template <typename V>
+__global__ static void bias_rows_kernel(const V * bias, V * dst, int64_t m, int64_t rows) {
     const int64_t stride = (int64_t) gridDim.x * blockDim.x;
-    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += stride) {
-        dst[i] = bias[i % m];
+    for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+        for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < m; i += stride) {
+            dst[row * m + i] = bias[i];
+        }
     }
 }
 
-static unsigned int blocks_for(int64_t n);
+static void bias_rows(const ggml_tensor * bias, ggml_tensor * dst, int64_t m, int64_t rows, cudaStream_t stream) {
+    const bool packs = m % 8 == 0 && ((uintptr_t) bias->data | (uintptr_t) dst->data) % 16 == 0;
+    const int64_t words = packs ? m / 8 : m;
+    const dim3 grid((unsigned int) ((words + 255) / 256), (unsigned int) (rows < 65535 ? rows : 65535));
+    if (packs) {
+        bias_rows_kernel<uint4><<<grid, 256, 0, stream>>>((const uint4 *) bias->data, (uint4 *) dst->data, words, rows);
+    } else {
+        bias_rows_kernel<uint16_t><<<grid, 256, 0, stream>>>((const uint16_t *) bias->data, (uint16_t *) dst->data,
+                                                            words, rows);
+    }
+}
 
 // dst [m, n, q*x, r*y] = b @ a^T for half a [k, m, q, r] and b [k, n, q*x, r*y] (ggrad_matmul_half's CPU twin
 // defines it): cuBLAS computes column-major C (m x n) = op(A) op(B), A holding a's rows, B b's, summing in
@@ -79,9 +93,7 @@ extern "C" void ggrad_cuda_matmul_half(ggml_tensor * dst, void * stream, void * 
     const long long mn = (long long) m * n;
     const int64_t c_el = c_half ? 2 : 4;
     if (bias != nullptr) {
-        const int64_t all = mn * b->ne[2] * b->ne[3];
-        bias_rows_kernel<<<blocks_for(all), 256, 0, (cudaStream_t) stream>>>(
-            (const uint16_t *) bias->data, (uint16_t *) dst->data, m, all);
+        bias_rows(bias, dst, m, n * b->ne[2] * b->ne[3], (cudaStream_t) stream);
     }
     for (int64_t i3 = 0; i3 < b->ne[3]; i3++) {
         const char * a3 = (const char *) a->data + (i3 / r3) * a->nb[3];
@@ -490,7 +502,8 @@ extern "C" void ggrad_cuda_nonfinite_f32(ggml_tensor * dst, void * stream, void 
 }
 
 static int kernels_load() {
-    const void * kernels[] = {(const void *) bias_rows_kernel, (const void *) gelu_tanh_kernel,
+    const void * kernels[] = {(const void *) bias_rows_kernel<uint4>, (const void *) bias_rows_kernel<uint16_t>,
+                              (const void *) gelu_tanh_kernel,
                               (const void *) gelu_tanh_back_kernel,
                               (const void *) gelu_tanh_half_kernel<__half, false>,
                               (const void *) gelu_tanh_half_kernel<__nv_bfloat16, true>,

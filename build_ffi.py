@@ -53,6 +53,7 @@ void ggrad_argmax_f32(struct ggml_tensor * dst, int ith, int nth, void * userdat
 void ggrad_layer_norm_affine_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_nonfinite_f32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 void ggrad_vk_launch_elementwise(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
+void ggrad_vk_launch_elementwise_half(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_nonfinite(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_rows(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);
 void ggrad_vk_launch_flash(const struct ggml_tensor * dst, uint32_t * push, uint32_t * groups);

@@ -33,7 +33,8 @@ class Lowering:
         gelu_tanh: GELU's tanh form on f32 by GGML's "gelu", by a composition around "silu", or by ggrad's
             "kernel" (kernels.gelu_tanh_f32 and its gradient; CPU, CUDA's twins, Vulkan's shaders);
             "half_kernel" also computes float16 and bfloat16 tensors in their own dtype, as PyTorch
-            (kernels.gelu_tanh_half and its gradient; CPU, CUDA's twins): no float32 copies around it.
+            (kernels.gelu_tanh_half and its gradient; CPU, CUDA's twins, Vulkan's shaders): no float32
+            copies around it.
         matmul: f32 products by GGML's "mul_mat" or by ggrad's "kernel" (kernels.matmul_f32; CPU only).
         half_matmul: products of float16 or bfloat16 operands by GGML's "mul_mat" or by ggrad's "kernel"
             (kernels.matmul_half, summing in float32; CUDA's twin, or the CPU's plain loop), which also
@@ -103,7 +104,7 @@ CUDA_TWINS = dataclasses.replace(CUDA, half_matmul="kernel", gelu_tanh="half_ker
 VULKAN = Lowering(reduce_leading="sum_rows", fused_cross_entropy=False, strided_matmul="both_but_bf16")
 # ggrad's shaders registered; attention stays GGML's: its flash shaders (one invocation a row, no shared
 # tiles) run where forced, until a GPU's timings choose between them and GGML's products
-VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="kernel", adamw="kernel", nonfinite="kernel",
+VULKAN_SHADERS = dataclasses.replace(VULKAN, gelu_tanh="half_kernel", adamw="kernel", nonfinite="kernel",
                                      layer_norm="kernel")
 _BY_BACKEND = {"CPU": CPU, "RPC": RPC, "CUDA": CUDA, "Vulkan": VULKAN}
 _forced = {}   # device name -> Lowering, set by `execution.forced_lowering` (tests run the GPU choices on the CPU)

@@ -20,6 +20,8 @@ __all__ = ["SHADERS", "shader_dir", "registered"]
 # kernel -> (its shader, the launch that gives the shader's push constants and workgroups, their words)
 SHADERS = {"gelu_tanh_f32": ("gelu_tanh", "elementwise", 2),
            "gelu_tanh_back_f32": ("gelu_tanh_back", "elementwise", 2),
+           "gelu_tanh_half": ("gelu_tanh_half", "elementwise_half", 3),
+           "gelu_tanh_back_half": ("gelu_tanh_back_half", "elementwise_half", 3),
            "adamw_f32": ("adamw", "elementwise", 2),
            "nonfinite_f32": ("nonfinite", "nonfinite", 9),
            "layer_norm_f32": ("layer_norm", "rows", 3),

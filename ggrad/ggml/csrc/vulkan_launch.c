@@ -25,6 +25,13 @@ void ggrad_vk_launch_elementwise(const struct ggml_tensor *dst, uint32_t *push, 
     groups[1] = groups[2] = 1;
 }
 
+/* the same for the half elementwise shaders (vulkan/half_elementwise.glsl), and whether the node is bfloat16
+   (else float16) */
+void ggrad_vk_launch_elementwise_half(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {
+    ggrad_vk_launch_elementwise(dst, push, groups);
+    push[2] = dst->type == GGML_TYPE_BF16;
+}
+
 /* the GradScaler's check (vulkan/nonfinite.comp): each source's element count (0 where absent), one workgroup
    a slot of the node */
 void ggrad_vk_launch_nonfinite(const struct ggml_tensor *dst, uint32_t *push, uint32_t *groups) {

@@ -15,10 +15,6 @@ layout(push_constant) uniform Push {
     uint sources;
 } p;
 
-const float SQRT_2_OVER_PI = 0.7978845608028654;
-const float GELU_A = 0.044715;
-const float GELU_FLAT = 20.0;
-
 float value(uint i);   // the element i of the result (each shader's own)
 
 void main() {

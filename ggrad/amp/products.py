@@ -17,11 +17,12 @@ the float32 value instead of casting back. A gradient that reaches only the roun
 half read it: attention's kernels, GELU's) goes to the half kernel's products as it came.
 """
 
-from ..autograd import autocast_hook
+from ..autograd import autocast_hook, grad_mode
 from ..autograd.function import Function
 from ..autograd.ops import views as mv
 from ..autograd.ops.broadcast import reduce_to
-from ..autograd.ops.products import RoundedHalfLinear, linear_grads, product_with_bias, rounded_half_linear_fits
+from ..autograd.ops.products import (HalfColumnSums, RoundedHalfLinear, linear_grads, product_with_bias,
+                                      rounded_half_linear_fits)
 from ..autograd.ops.unary import cast
 from ..autograd.lowering import choice, names
 from ..autograd.memory import pending_graph
@@ -130,11 +131,16 @@ def _gradients(graph, ctx, grads, x_rows, w_saved):
 @_gradients.alternative("kernel", fits=lambda ctx, grads, x_rows, w_saved: _same_half(x_rows, w_saved))
 def _gradients_by_half_kernel(graph, ctx, grads, x_rows, w_low):
     # g rounded once to the operands' dtype, as PyTorch's gradient of a half result; both products then read
-    # half operands in place and sum in float32 (the bias's sum reads g in float32)
+    # half operands in place and sum in float32, and so does the bias's sum (HalfColumnSums: no float32 copy
+    # of g; a recorded backward sums g in float32 by reduce_to, which has a gradient)
     need_x, need_w, need_bias = ctx.needs_input_grad[:3]
-    gx, gw, _ = linear_grads(_summed(grads, x_rows.dtype), x_rows, w_low, ctx.sources[1], None,
-                             (need_x, need_w, False), ctx.sources[3])
-    return gx, gw, reduce_to(_summed(grads, f32), ctx.bias[0]) if need_bias else None
+    g = _summed(grads, x_rows.dtype)
+    gx, gw, _ = linear_grads(g, x_rows, w_low, ctx.sources[1], None, (need_x, need_w, False), ctx.sources[3])
+    if not need_bias:
+        return gx, gw, None
+    if grad_mode.is_grad_enabled():
+        return gx, gw, reduce_to(_summed(grads, f32), ctx.bias[0])
+    return gx, gw, HalfColumnSums.apply(g)   # the bias is (N,): amp.linear takes no other
 
 
 @choice("weight_grad")

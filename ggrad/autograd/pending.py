@@ -56,7 +56,7 @@ class PendingGraph:
         self.checks = []    # (count Tensor, error): the compute fails with `error` when a count is nonzero
         # the events recorded so far, against the device's graph cache (None: the cache is off)
         self.trace = trace_cache.Trace(cache) if cache is not None and trace_cache.ENABLED else None
-        self._filled_nodes = {}   # (n, value) -> an f32 [n] node of value made while building this graph (`ones`)
+        self._filled_nodes = {}   # (n, value[, dtype]) -> an [n] node of value made while building this graph
         self._lowering = None
         self._new_context()
 
@@ -149,11 +149,17 @@ class PendingGraph:
             return g
         return self.event(_CONTIGUOUS, (g,), lambda: copy_node(self, g))
 
-    def ones(self, n):
-        """An f32 [n] node of ones, made once per length while this graph is built, for the builders that sum
-        rows or columns or write out columns with it (lowering.py). A replayed graph has its own already; a
-        build after the replay diverged makes another."""
-        return self._filled(n, 1.0)
+    def ones(self, n, dtype=ggml.f32):
+        """An f32 [n] node of ones (or of `dtype`: a cast of it), made once per length and dtype while this
+        graph is built, for the builders that sum rows or columns or write out columns with it (lowering.py).
+        A replayed graph has its own already; a build after the replay diverged makes another."""
+        node = self._filled(n, 1.0)
+        if dtype is not ggml.f32:
+            cast = self._filled_nodes.get((n, 1.0, dtype))
+            if cast is None:
+                cast = self._filled_nodes[(n, 1.0, dtype)] = ggml.ops.cast(self.ctx, node, dtype)
+            node = cast
+        return node
 
     def zeros(self, n):
         """An f32 [n] node of zeros, made as `ones` is (a product with it reads which elements are finite)."""

@@ -130,7 +130,7 @@ def _cublas_reference(calls):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on this machine")
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("case", ["plain", "a_transposed", "b_transposed", "both", "batched", "broadcast", "grouped",
-                                  "one_row", "rounded"])
+                                  "one_row", "rounded", "column_sums"])
 def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(built_twins, runner, dtype, case):
     """The CUDA twin's host side (operands as cuBLAS takes them: transposes, leading dimensions, batches and
     their broadcast) run with a reference of cuBLAS's product on host memory: the same values as the node's
@@ -145,13 +145,14 @@ def test_the_cuda_half_product_calls_cublas_as_its_cpu_twin_computes(built_twins
               "b_transposed": ((20, 30), (30, 12)), "both": ((30, 20), (30, 12)),
               "batched": ((3, 20, 30), (3, 12, 30)), "broadcast": ((2, 1, 6, 10), (2, 4, 5, 10)),
               "grouped": ((2, 2, 6, 10), (2, 4, 5, 10)), "one_row": ((1, 30), (12, 30)),
-              "rounded": ((3, 20, 30), (3, 12, 30))}[case]
+              "rounded": ((3, 20, 30), (3, 12, 30)), "column_sums": ((30, 20), (1, 30))}[case]
     if case == "rounded" and dtype == "bf16":
         pytest.skip("the reference rounds to float16 only")
     a_np, b_np = [(np.random.default_rng(i).integers(-8, 9, s) / 4).astype(np.float32) for i, s in enumerate(shapes)]
 
     def build(ctx, x, y):
-        x = ops.transpose(ctx, x) if case in ("a_transposed", "both") else x
+        # column_sums: HalfColumnSums' product, a column of ones against rows read transposed
+        x = ops.transpose(ctx, x) if case in ("a_transposed", "both", "column_sums") else x
         y = ops.transpose(ctx, y) if case in ("b_transposed", "both") else y
         return kernels.matmul_half(ctx, x, y, rounded=case == "rounded")
     (want,), (node,) = runner.run(build, [(a_np, dtype), (b_np, dtype)])   # by the CPU twin

@@ -139,6 +139,29 @@ class RoundedHalfLinear(Primitive):
         return x.shape[:-1] + (w.shape[0],)
 
 
+class HalfColumnSums(Primitive):
+    """The f32 sums of a float16 or bfloat16 g (..., N) over its leading dimensions, (N,), by ggrad's half
+    kernel: g's rows times a half column of ones, summing in f32 (a half linear's bias gradient, with no f32
+    copy of g). Built by autocast's backward where the lowering's half kernel takes it (no gradient of its
+    own: a recorded backward sums otherwise)."""
+
+    @staticmethod
+    def build(ctx, graph, g):
+        c = graph.ctx
+        g = _packed(graph, g)
+        rows = ops.reshape_2d(c, g, g.ne[0], g.nelements // g.ne[0])
+        ones = ops.reshape_2d(c, graph.ones(rows.ne[1], g.dtype), rows.ne[1], 1)
+        return ops.reshape_1d(c, kernels.matmul_half(c, ops.transpose(c, rows), ones), rows.ne[0])
+
+    @staticmethod
+    def shape(g):
+        return g.shape[-1:]
+
+    @staticmethod
+    def result_dtype(g):
+        return f32
+
+
 def rounded_half_linear_fits(x, w, bias):
     """Whether RoundedHalfLinear takes these operands."""
     return (x.dtype is w.dtype and x.dtype in (f16, bf16) and w.ndim == 2 and 2 <= x.ndim <= 4

@@ -216,11 +216,27 @@ template <> __device__ __half from_float<__half>(float v) { return __float2half_
 template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 template <typename T, bool BACK>
-__global__ static void gelu_tanh_half_kernel(const T * a, const T * b, T * y, int64_t n) {
+__device__ static T gelu_tanh_half_of(T a, T b) {
+    return from_float<T>(BACK ? gelu_tanh_back(as_float(a), as_float(b)) : gelu_tanh(as_float(a)));
+}
+
+// n elements, the first `vectors` * 8 of them 8 at a time (16-byte loads and stores), the rest one by one
+template <typename T, bool BACK>
+__global__ static void gelu_tanh_half_kernel(const T * a, const T * b, T * y, int64_t n, int64_t vectors) {
     const int64_t stride = (int64_t) gridDim.x * blockDim.x;
-    for (int64_t i = blockIdx.x * (int64_t) blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float value = BACK ? gelu_tanh_back(as_float(a[i]), as_float(b[i])) : gelu_tanh(as_float(a[i]));
-        y[i] = from_float<T>(value);
+    const int64_t first = blockIdx.x * (int64_t) blockDim.x + threadIdx.x;
+    for (int64_t v = first; v < vectors; v += stride) {
+        uint4 va = reinterpret_cast<const uint4 *>(a)[v], vb = reinterpret_cast<const uint4 *>(b)[v], vy;
+        const T * ea = reinterpret_cast<const T *>(&va);
+        const T * eb = reinterpret_cast<const T *>(&vb);
+        T * ey = reinterpret_cast<T *>(&vy);
+        for (int j = 0; j < 8; j++) {
+            ey[j] = gelu_tanh_half_of<T, BACK>(ea[j], eb[j]);
+        }
+        reinterpret_cast<uint4 *>(y)[v] = vy;
+    }
+    for (int64_t i = vectors * 8 + first; i < n; i += stride) {
+        y[i] = gelu_tanh_half_of<T, BACK>(a[i], b[i]);
     }
 }
 
@@ -229,12 +245,15 @@ static void gelu_tanh_half(ggml_tensor * dst, void * stream) {
     const int64_t n = elements(dst);
     const void * a = dst->src[0]->data;
     const void * b = BACK ? dst->src[1]->data : a;
+    const uintptr_t any = (uintptr_t) a | (uintptr_t) b | (uintptr_t) dst->data;
+    const int64_t vectors = any % 16 == 0 ? n / 8 : 0;
+    const unsigned int blocks = blocks_for(vectors ? vectors : n);
     if (dst->type == GGML_TYPE_BF16) {
-        gelu_tanh_half_kernel<__nv_bfloat16, BACK><<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
-            (const __nv_bfloat16 *) a, (const __nv_bfloat16 *) b, (__nv_bfloat16 *) dst->data, n);
+        gelu_tanh_half_kernel<__nv_bfloat16, BACK><<<blocks, 256, 0, (cudaStream_t) stream>>>(
+            (const __nv_bfloat16 *) a, (const __nv_bfloat16 *) b, (__nv_bfloat16 *) dst->data, n, vectors);
     } else {
-        gelu_tanh_half_kernel<__half, BACK><<<blocks_for(n), 256, 0, (cudaStream_t) stream>>>(
-            (const __half *) a, (const __half *) b, (__half *) dst->data, n);
+        gelu_tanh_half_kernel<__half, BACK><<<blocks, 256, 0, (cudaStream_t) stream>>>(
+            (const __half *) a, (const __half *) b, (__half *) dst->data, n, vectors);
     }
 }
 

@@ -51,12 +51,11 @@ class LowPrecisionProduct(Function):
             ctx.bias = (bias.shape, bias.dtype)
         if rounded_to is not None:
             ctx.set_materialize_grads(False)
-            bias_low = None if bias is None else bias.to(rounded_to)
             if not w_transposed and _rounds_itself(pending_graph(w.device)) \
-                    and rounded_half_linear_fits(x_low, w_low, bias_low):
+                    and rounded_half_linear_fits(x_low, w_low, bias):
                 # the half kernel writes the rounded result itself (the bias rounded first, as PyTorch's); an
                 # op computing in float32 next reads it widened: PyTorch's value, for two casts fewer
-                low = RoundedHalfLinear.apply(x_low, w_low, bias_low)
+                low = RoundedHalfLinear.apply(x_low, w_low, None if bias is None else bias.to(rounded_to))
                 return cast(low, f32), low
         out = product_with_bias(x_low, w_low, None if bias is None else widen(bias, f32), w_transposed)
         return out if rounded_to is None else (out, cast(out, rounded_to))

@@ -11,8 +11,8 @@ from .ops import _check as C
 from .ops import custom_4d, custom_inplace, view_3d, view_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half", "gelu_tanh_back_half", "concat_f32", "layer_norm_f32",
-           "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half", "gelu_tanh_back_half",
+           "concat_f32", "layer_norm_f32", "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
            "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "cpu_function",
            "nonfinite_f32", "kernel_name", "isa"]
 
@@ -502,8 +502,7 @@ def _same_half_shape(ctx, op, **inputs):
                            f"{', '.join(C.tname(p) for p in ptrs.values())}")
     _check_contiguous(op, ptrs)
     ne = _equal_shapes(op, ptrs)
-    return custom_4d(ctx, C.tname(dtype), *ne, list(inputs.values()), len(inputs),
-                     _FUNCTIONS[op], -1)
+    return custom_4d(ctx, C.tname(dtype), *ne, list(inputs.values()), len(inputs), _FUNCTIONS[op], -1)
 
 
 def _contiguous_f32(op, inputs):

@@ -241,6 +241,28 @@ def test_elementwise_kernels_reject_bad_operands(name):
         backward(ctx, ctx.new_tensor("f32", (3, 4)), x)
 
 
+def test_half_kernels_reject_bad_operands():
+    """GELU's half kernels take contiguous f16 or bf16 of one dtype and shape; matmul_half's bias is a
+    contiguous [m] of the operands' dtype and comes with a rounded result: anything else is an error
+    naming the kernel."""
+    ctx = gg.Context(n_tensors=16)
+    x = ctx.new_tensor("f16", (4, 3))
+    with pytest.raises(DTypeError, match="gelu_tanh_half"):
+        kernels.gelu_tanh_half(ctx, ctx.new_tensor("f32", (4, 3)))
+    with pytest.raises(ShapeError, match="gelu_tanh_half"):
+        kernels.gelu_tanh_half(ctx, ops.transpose(ctx, x))
+    with pytest.raises(DTypeError, match="gelu_tanh_back_half"):
+        kernels.gelu_tanh_back_half(ctx, ctx.new_tensor("bf16", (4, 3)), x)
+    with pytest.raises(ShapeError, match="gelu_tanh_back_half"):
+        kernels.gelu_tanh_back_half(ctx, ctx.new_tensor("f16", (3, 4)), x)
+    a, b = ctx.new_tensor("f16", (8, 5)), ctx.new_tensor("f16", (8, 3))   # GGML order: k = 8, m = 5, n = 3
+    for bias, rounded in ((ctx.new_tensor("f16", (5,)), False), (ctx.new_tensor("f32", (5,)), True),
+                          (ctx.new_tensor("f16", (4,)), True)):
+        with pytest.raises(ShapeError, match="matmul_half: bias"):
+            kernels.matmul_half(ctx, a, b, bias, rounded)
+    assert kernels.matmul_half(ctx, a, b, ctx.new_tensor("f16", (5,)), True).dtype.name == "f16"
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2, 3])
 def test_concat_f32_joins_any_strided_parts(check, dim):
     a, b = _rand(2, 3, 4, 5), _rand(2, 3, 4, 5, seed=1)

@@ -163,9 +163,9 @@ class HalfColumnSums(Primitive):
 
 
 def rounded_half_linear_fits(x, w, bias):
-    """Whether RoundedHalfLinear takes these operands."""
+    """Whether RoundedHalfLinear takes these operands (the bias once rounded to x's dtype: any float dtype)."""
     return (x.dtype is w.dtype and x.dtype in (f16, bf16) and w.ndim == 2 and 2 <= x.ndim <= 4
-            and x.shape[-1] == w.shape[1] and (bias is None or (bias.dtype is x.dtype and bias.shape == w.shape[:1])))
+            and x.shape[-1] == w.shape[1] and (bias is None or (bias.dtype.is_float and bias.shape == w.shape[:1])))
 
 
 def linear_grads(g, x, w, w_shape, bias_shape, needs, w_transposed=False):

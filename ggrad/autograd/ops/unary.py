@@ -7,14 +7,14 @@ x, *params)` makes the GGML node and `grad(ctx, g, *saved)` is the gradient. All
 
 import math
 
-from ...ggml import f32, kernels, ops
+from ...ggml import bf16, f16, f32, kernels, ops
 from ..autocast_hook import FLOAT32, autocast_op
 from ..dtype_rules import FLOAT, INT_TO_FLOAT, NUMERIC
 from .. import grad_mode
 from ..function import apply_function
 from ..lowering import choice, names
 from ..memory import pending_graph
-from ..primitive import Primitive, one_op_gradient
+from ..primitive import Primitive
 from ..tensor import Tensor
 from ..torch_dtypes import BOOL
 from ..declaration import declare
@@ -286,7 +286,7 @@ def _in_own_dtype_where_kernel(fn, args):
     """GELU's dtype rule: float16 and bfloat16 computed in their own dtype where the lowering's half kernels
     take them (the result rounded once from f32 inside, as PyTorch's), else FLOAT's float32 round trip."""
     x = args[0]
-    if isinstance(x, Tensor) and x.dtype.name in ("f16", "bf16") and all(
+    if isinstance(x, Tensor) and x.dtype in (f16, bf16) and all(
             isinstance(a, Tensor) and a.dtype is x.dtype for a in args) and _takes_half(pending_graph(x.device)):
         return apply_function(fn, args)
     return FLOAT(fn, args)
@@ -331,8 +331,8 @@ class GeluTanh(Primitive):
     @staticmethod
     def backward(ctx, g):
         x, = ctx.saved_tensors
-        if one_op_gradient(g, x) or (x.dtype is not f32 and g.dtype is x.dtype and not grad_mode.is_grad_enabled()):
-            return GeluTanhBack.apply(g, x)   # half g and x where the forward ran in half: the half kernel
+        if g.dtype is x.dtype and not grad_mode.is_grad_enabled():
+            return GeluTanhBack.apply(g, x)   # one op: f32, or half g and x where the forward ran in half
         if x.dtype is not f32:   # a recorded backward of the forward's half kernel: in f32, rounded once
             return _gelu_tanh_grad(g.float(), x.float(), Sqr.apply, Sigmoid.apply, lambda a, b: a * b,
                                    ScaleBias.apply).to(x.dtype)

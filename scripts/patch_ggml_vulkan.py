@@ -10,7 +10,8 @@ one, and the graph's recording dispatches it in GGML's command buffer, after GGM
 any of GGML's nodes. The shader sees the node at binding 0 and its sources at 1-10 (an absent source is bound
 to the node), and in its push constants each binding's misalignment in bytes (descriptors start on the
 device's offset alignment), then ggrad's words (256 bytes in all at most: a device that takes fewer refuses
-the node, which then runs on the CPU, as it does a node with a tensor of 4 GiB or more). The pipeline is built on the node's first use on a device.
+the node, which then runs on the CPU, as it does a node with a tensor of 4 GiB or more). The pipeline is
+built on the node's first use on a device.
 Each insertion is placed by an anchor line (anchored_patch.py).
 """
 

@@ -9,8 +9,8 @@ float32 source itself instead of casting back (a deliberate difference from PyTo
 one rounding, so it is closer to the float32 result; where the lowering's half kernel writes a linear's
 rounded result itself, the float32 source is that value widened, as PyTorch's). An op that keeps its
 input for its backward takes `rounded(x, dtype)` instead: x's own value, kept in x's precision as PyTorch
-keeps it, with the gradient still going to the source uncast. A cast written by the user (`x.float()`, `x.to(...)`) still rounds. A
-noted rounding or its source modified in place is not folded.
+keeps it, with the gradient still going to the source uncast. A cast written by the user (`x.float()`,
+`x.to(...)`) still rounds. A noted rounding or its source modified in place is not folded.
 
 The source stays alive while its rounding does (a rounding held through a compute keeps both).
 """

@@ -11,10 +11,10 @@ from .ops import _check as C
 from .ops import custom_4d, custom_inplace, view_3d, view_4d
 from .ops._check import tensor
 
-__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half", "gelu_tanh_back_half",
-           "concat_f32", "layer_norm_f32", "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32", "softmax_f32",
-           "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32", "cpu_function",
-           "nonfinite_f32", "kernel_name", "isa"]
+__all__ = ["matmul_f32", "gelu_tanh_f32", "gelu_tanh_back_f32", "gelu_tanh_half", "gelu_tanh_back_half", "concat_f32",
+           "layer_norm_f32", "layer_norm_back_f32", "adamw_f32", "class_labels_f32", "relu_f32", "relu_back_f32",
+           "softmax_f32", "matmul_half", "flash_attn", "flash_attn_back", "argmax_f32", "layer_norm_affine_f32",
+           "cpu_function", "nonfinite_f32", "kernel_name", "isa"]
 
 ISAS = {"best": 0, "generic": 1, "avx2": 2, "avx512": 3}   # instruction sets of the kernels (csrc/isa.c)
 _ISA_NAMES = {v: k for k, v in ISAS.items()}
